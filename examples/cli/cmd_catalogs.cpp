@@ -1,0 +1,167 @@
+// `trainperf gpus` and `trainperf models`: the two catalogs as tables or JSON.
+#include "cli.hpp"
+
+#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/models/catalog.hpp>
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+namespace trainperf::cli {
+namespace {
+
+std::string str(std::string_view s) { return std::string(s); }
+
+// "-" where the GPU has no such math mode.
+std::string tflops_cell(const gpu_spec& g, dtype t) {
+    if (!g.supports(t)) return "-";
+    const double tflops = g.peak_for(t).value() / 1e12;
+    return fixed(tflops, tflops < 10 ? 2 : 1);
+}
+
+nlohmann::json link_json(const link_spec& l) {
+    return {{"kind", str(to_string(l.kind))},
+            {"per_direction_bytes_per_second", l.per_direction.value()},
+            {"total_bytes_per_second", l.total().value()},
+            {"latency_seconds", l.latency.value()},
+            {"efficiency", l.efficiency}};
+}
+
+nlohmann::json gpu_json(const gpu_spec& g) {
+    nlohmann::json peaks = nlohmann::json::object();
+    for (dtype t : all_dtypes)
+        peaks[str(to_string(t))] =
+            g.supports(t) ? nlohmann::json(g.peak_for(t).value()) : nlohmann::json(nullptr);
+    return {{"name", str(g.name)},
+            {"full_name", str(g.full_name)},
+            {"architecture", str(to_string(g.architecture))},
+            {"sm_count", g.sm_count},
+            {"boost_clock_hertz", g.boost_clock.value()},
+            {"l2_cache_bytes", g.l2_cache.value()},
+            {"memory_bytes", g.memory_capacity.value()},
+            {"memory_bandwidth_bytes_per_second", g.memory_bandwidth.value()},
+            {"peak_flops_per_second", peaks},  // dense; int8 in integer ops/s; null: none
+            {"gpu_link", link_json(g.gpu_link)},
+            {"host_link", link_json(g.host_link)},
+            {"tdp_watts", g.tdp_watts},
+            {"memory_shared_with_host", g.memory_shared_with_host}};
+}
+
+void print_gpus(std::ostream& out) {
+    out << "GPU catalog (datasheet figures; sources in docs/catalogs.md)\n\n";
+    table spec({"gpu", "full name", "arch", "SMs", "boost MHz", "L2 MiB", "memory GB",
+                "memory GiB", "bandwidth GB/s", "TDP W"});
+    for (const gpu_spec& g : gpu_catalog)
+        spec.add_row({str(g.name), str(g.full_name), str(to_string(g.architecture)),
+                      std::to_string(g.sm_count), fixed(g.boost_clock.value() / 1e6, 0),
+                      fixed(g.l2_cache.value() / 1048576.0, 0),
+                      fixed(to_gb(g.memory_capacity).value(), 0),
+                      fixed(to_gib(g.memory_capacity).value(), 1),
+                      fixed(g.memory_bandwidth.value() / 1e9, 1), fixed(g.tdp_watts, 0)});
+    spec.print(out);
+
+    out << "\nDense peak math rates (tensor cores for tf32 and below, fp32 accumulate;"
+           " '-' = not supported)\n\n";
+    table peaks({"gpu", "FP32 TFLOP/s", "TF32 TFLOP/s", "FP16 TFLOP/s", "BF16 TFLOP/s",
+                 "FP8 TFLOP/s", "INT8 TOP/s"});
+    for (const gpu_spec& g : gpu_catalog)
+        peaks.add_row({str(g.name), tflops_cell(g, dtype::fp32), tflops_cell(g, dtype::tf32),
+                       tflops_cell(g, dtype::fp16), tflops_cell(g, dtype::bf16),
+                       tflops_cell(g, dtype::fp8), tflops_cell(g, dtype::int8)});
+    peaks.print(out);
+
+    out << "\nLinks (per direction = each way; total = both ways, as datasheets quote;"
+           " latency and efficiency are assumptions)\n\n";
+    table links({"gpu", "GPU link", "per-direction GB/s", "total GB/s", "latency us",
+                 "efficiency", "host link", "host per-direction GB/s"});
+    for (const gpu_spec& g : gpu_catalog) {
+        const bool has_link = g.gpu_link.kind != link_kind::none;
+        links.add_row({str(g.name), str(to_string(g.gpu_link.kind)),
+                       has_link ? fixed(g.gpu_link.per_direction.value() / 1e9, 2) : "-",
+                       has_link ? fixed(g.gpu_link.total().value() / 1e9, 1) : "-",
+                       has_link ? fixed(g.gpu_link.latency.value() * 1e6, 1) : "-",
+                       has_link ? fixed(g.gpu_link.efficiency, 2) : "-",
+                       g.memory_shared_with_host ? "shared DRAM" : str(to_string(g.host_link.kind)),
+                       fixed(g.host_link.per_direction.value() / 1e9, 2)});
+    }
+    links.print(out);
+}
+
+// 124.4 M, 6.74 B, 405.9 B
+std::string params_cell(double p) {
+    if (p < 1e9) return fixed(p / 1e6, 1) + " M";
+    return fixed(p / 1e9, p < 1e11 ? 2 : 1) + " B";
+}
+
+nlohmann::json model_json(const transformer_config& m) {
+    return {{"name", str(m.name)},
+            {"layers", m.layers},
+            {"hidden", m.hidden},
+            {"heads", m.heads},
+            {"kv_heads", m.effective_kv_heads()},
+            {"head_dim", m.head_dim()},
+            {"ffn_hidden", m.ffn_hidden},
+            {"vocab", m.vocab},
+            {"max_seq", m.max_seq},
+            {"ffn", m.ffn == ffn_kind::swiglu ? "swiglu" : "gelu"},
+            {"positions", m.positions == position_kind::rotary ? "rotary" : "learned"},
+            {"norm", m.norm == norm_kind::rmsnorm ? "rmsnorm" : "layernorm"},
+            {"tied_embeddings", m.tied_embeddings},
+            {"linear_biases", m.linear_biases},
+            {"qkv_biases", m.linear_biases && m.qkv_biases},
+            {"causal", m.causal},
+            {"token_types", m.token_types},
+            {"pooler", m.pooler},
+            {"parameters", parameter_count(m)}};
+}
+
+void print_models(std::ostream& out) {
+    out << "Model catalog (published configs; sources in docs/catalogs.md)\n\n";
+    table t({"model", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "seq",
+             "ffn kind", "positions", "norm", "embeddings", "parameters"});
+    for (const transformer_config& m : model_catalog)
+        t.add_row({str(m.name), std::to_string(m.layers), std::to_string(m.hidden),
+                   std::to_string(m.heads), std::to_string(m.effective_kv_heads()),
+                   std::to_string(m.ffn_hidden), std::to_string(m.vocab),
+                   std::to_string(m.max_seq), m.ffn == ffn_kind::swiglu ? "swiglu" : "gelu",
+                   m.positions == position_kind::rotary ? "rotary" : "learned",
+                   m.norm == norm_kind::rmsnorm ? "rmsnorm" : "layernorm",
+                   m.tied_embeddings ? "tied" : "untied", params_cell(parameter_count(m))});
+    t.print(out);
+    out << "\nseq: context length the model was trained with (tokens); parameters: "
+           "M = 1e6, B = 1e9.\n";
+}
+
+const command_registration gpus_registration{10, [](CLI::App& app, std::ostream& out) {
+    auto json = std::make_shared<bool>(false);
+    auto* sub = app.add_subcommand("gpus", "List the GPU catalog (datasheet figures)");
+    sub->add_flag("--json", *json, "Print one JSON object: {\"gpus\": [...]}, base units");
+    sub->callback([json, &out] {
+        if (*json) {
+            nlohmann::json list = nlohmann::json::array();
+            for (const gpu_spec& g : gpu_catalog) list.push_back(gpu_json(g));
+            print_json(out, {{"gpus", list}});
+        } else {
+            print_gpus(out);
+        }
+    });
+}};
+
+const command_registration models_registration{11, [](CLI::App& app, std::ostream& out) {
+    auto json = std::make_shared<bool>(false);
+    auto* sub = app.add_subcommand("models", "List the model catalog (published configs)");
+    sub->add_flag("--json", *json, "Print one JSON object: {\"models\": [...]}");
+    sub->callback([json, &out] {
+        if (*json) {
+            nlohmann::json list = nlohmann::json::array();
+            for (const transformer_config& m : model_catalog) list.push_back(model_json(m));
+            print_json(out, {{"models", list}});
+        } else {
+            print_models(out);
+        }
+    });
+}};
+
+}  // namespace
+}  // namespace trainperf::cli

@@ -1,0 +1,107 @@
+// `trainperf flops`: FLOPs of training one sample, by the seed formula (what
+// reported TFLOP/s use), Narayanan et al.'s closed form and the exact GEMM count.
+#include "cli.hpp"
+
+#include <trainperf/flops.hpp>
+#include <trainperf/models/catalog.hpp>
+#include <trainperf/parallel.hpp>
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+namespace trainperf::cli {
+namespace {
+
+struct flops_options {
+    std::string model;
+    int seq = 0;
+    bool seq_given = false;  // otherwise the model's max_seq
+    std::string recompute = "none";
+    bool causal_savings = false;
+    bool json = false;
+};
+
+std::string flop_cell(flops f) { return fixed(f.value() / 1e12, 3); }
+
+void run(const flops_options& opt, std::ostream& out) {
+    const transformer_config& m = lookup_model(opt.model);
+    const recompute_mode r = parse_recompute(opt.recompute);
+    int seq = opt.seq;
+    if (!opt.seq_given) {
+        if (m.max_seq <= 0) throw usage_error("--seq: required, model " + std::string(m.name) +
+                                              " has no max_seq");
+        seq = m.max_seq;
+    }
+    const flop_options fo{.causal_savings = opt.causal_savings};
+    const flops seed_fwd = forward_flops_per_sample(m, seq);
+    const flops seed = training_flops_per_sample(m, seq, r);
+    const flops exact_fwd = exact_forward_flops_per_sample(m, seq, fo);
+    const flops exact = exact_training_flops_per_sample(m, seq, r, fo);
+    const flops narayanan = narayanan_training_flops(m, 1, seq);
+    const flop_breakdown b = exact_forward_breakdown(m, seq, fo);
+    const double params = parameter_count(m);
+
+    if (opt.json) {
+        print_json(out, {{"model", std::string(m.name)},
+                         {"seq", seq},
+                         {"recompute", std::string(to_string(r))},
+                         {"causal_savings", opt.causal_savings},
+                         {"parameters", params},
+                         {"forward_flops_per_sample", seed_fwd.value()},
+                         {"training_flops_per_sample", seed.value()},
+                         {"exact_forward_flops_per_sample", exact_fwd.value()},
+                         {"exact_training_flops_per_sample", exact.value()},
+                         {"model_flops_per_sample", model_flops_per_sample(m, seq, fo).value()},
+                         {"narayanan_full_recompute_flops_per_sample", narayanan.value()},
+                         {"six_n_tokens_flops_per_sample", 6.0 * params * seq},
+                         {"exact_forward_per_layer",
+                          {{"qkv", b.qkv.value()},
+                           {"attention_scores", b.scores.value()},
+                           {"attention_context", b.context.value()},
+                           {"output_projection", b.out_proj.value()},
+                           {"ffn", b.ffn.value()},
+                           {"layer", b.layer().value()}}},
+                         {"exact_forward_logits", b.logits.value()}});
+        return;
+    }
+    out << "FLOPs per training sample: " << m.name << ", seq " << seq << " tokens, recompute "
+        << to_string(r) << "\n\n";
+    table t({"count", "forward TFLOP", "training TFLOP"});
+    t.add_row({"seed formula (reported TFLOP/s)", flop_cell(seed_fwd), flop_cell(seed)});
+    t.add_row({"exact GEMMs", flop_cell(exact_fwd), flop_cell(exact)});
+    t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(narayanan)});
+    t.add_row({"6 x params x tokens", "-", flop_cell(flops_of(6.0 * params * seq))});
+    t.print(out);
+    out << "\nExact forward GEMMs per layer (TFLOP per sample), " << m.layers << " layers\n\n";
+    table l({"op", "TFLOP"});
+    l.add_row({"QKV projection", flop_cell(b.qkv)});
+    l.add_row({"attention scores Q.K^T", flop_cell(b.scores)});
+    l.add_row({"attention context P.V", flop_cell(b.context)});
+    l.add_row({"output projection", flop_cell(b.out_proj)});
+    l.add_row({"FFN", flop_cell(b.ffn)});
+    l.add_row({"layer total", flop_cell(b.layer())});
+    l.add_row({"logits (once per model)", flop_cell(b.logits)});
+    l.print(out);
+    out << "\n1 TFLOP = 1e12 floating-point operations. Training = forward + backward "
+           "(2 x forward)" << (r == recompute_mode::none ? "" : " + recomputed forward") << ".\n";
+}
+
+const command_registration registration{20, [](CLI::App& app, std::ostream& out) {
+    auto opt = std::make_shared<flops_options>();
+    auto* sub = app.add_subcommand("flops", "FLOPs of training one sample (seed formula and exact)");
+    sub->add_option("--model", opt->model, "Model name (trainperf models)")->required();
+    auto* seq = sub->add_option("--seq", opt->seq,
+                                "Sequence length in tokens (default: the model's max_seq)");
+    sub->add_option("--recompute", opt->recompute, "Activation recompute: none|selective|full");
+    sub->add_flag("--causal-savings", opt->causal_savings,
+                  "Exact count: attention kernels skip masked blocks (FlashAttention)");
+    sub->add_flag("--json", opt->json, "Print one JSON object");
+    sub->callback([opt, seq, &out] {
+        opt->seq_given = seq->count() > 0;
+        run(*opt, out);
+    });
+}};
+
+}  // namespace
+}  // namespace trainperf::cli

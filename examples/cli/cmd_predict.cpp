@@ -1,0 +1,116 @@
+// `trainperf predict`: one training step on one system, with its breakdown.
+#include "cli.hpp"
+#include "training_flags.hpp"
+
+#include <trainperf/step.hpp>
+
+#include <memory>
+#include <ostream>
+
+namespace trainperf::cli {
+namespace {
+
+struct predict_options {
+    training_flags flags;
+    bool json = false, csv = false;
+};
+
+nlohmann::json report_json(const training_setup& s, const step_report& r) {
+    nlohmann::json memory = nlohmann::json::object();
+    for (const auto& [name, value] : memory_components(r.memory)) memory[name] = value.value();
+    const auto& t = r.time;
+    return {{"gpu", std::string(s.cluster.gpu.name)},
+            {"model", std::string(s.model.name)},
+            {"framework", std::string(s.framework.name)},
+            {"precision", std::string(s.precision.name)},
+            {"layout", {{"gpus", r.gpus}, {"dp", s.layout.dp}, {"tp", s.layout.tp}, {"pp", s.layout.pp},
+                        {"interleave", s.layout.interleave}, {"sp", s.layout.sp}, {"zero", s.layout.zero},
+                        {"micro_batch", s.layout.micro_batch}, {"grad_accum", s.layout.grad_accum},
+                        {"recompute", std::string(to_string(s.layout.recompute))}}},
+            {"global_batch", r.global_batch},
+            {"seq", r.seq},
+            {"step_time_seconds", r.step_time.value()},
+            {"samples_per_second", r.samples_per_second},
+            {"tokens_per_second", r.tokens_per_second},
+            {"tflops_per_gpu", r.model_flops_per_gpu.value() / 1e12},
+            {"mfu", r.mfu},
+            {"hfu", r.hfu},
+            {"memory_per_gpu_bytes", r.memory.total().value()},
+            {"memory_capacity_bytes", r.memory_capacity.value()},
+            {"memory_peak_phase", std::string(to_string(r.memory.peak_phase()))},
+            {"memory_breakdown", memory},
+            {"fits", r.fits},
+            {"time_breakdown", {{"forward_backward", r.fraction(t.forward_backward)},
+                                {"communication", r.fraction(t.communication)},
+                                {"optimizer", r.fraction(t.optimizer)},
+                                {"bubble", r.fraction(t.bubble)},
+                                {"data", r.fraction(t.data)}}},
+            {"bottleneck", std::string(to_string(r.bottleneck))}};
+}
+
+void print_text(std::ostream& out, const training_setup& s, const step_report& r) {
+    const auto& l = s.layout;
+    out << "trainperf predict: " << s.model.name << " on " << r.gpus << " x " << s.cluster.gpu.name << " ("
+        << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer) << ")\n"
+        << "layout dp " << l.dp << " x tp " << l.tp << " x pp " << l.pp
+        << (l.interleave > 1 ? " (interleave " + std::to_string(l.interleave) + ")" : "")
+        << (l.sp ? " + sp" : "") << ", ZeRO " << l.zero << ", recompute " << to_string(l.recompute)
+        << "; micro-batch " << l.micro_batch << " x seq " << r.seq << ", grad-accum " << l.grad_accum
+        << ", global batch " << r.global_batch << " samples\n\n";
+    table t({"step", "value"});
+    t.add_row({"step time", fixed(r.step_time.value() * 1e3, 2) + " ms"});
+    t.add_row({"throughput", fixed(r.samples_per_second, 2) + " samples/s"});
+    t.add_row({"tokens", fixed(r.tokens_per_second, 0) + " tokens/s"});
+    t.add_row({"model FLOP rate per GPU", fixed(r.model_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
+    t.add_row({"MFU / HFU", fixed(100 * r.mfu, 1) + " % / " + fixed(100 * r.hfu, 1) + " %"});
+    t.add_row({"bottleneck", std::string(to_string(r.bottleneck))});
+    t.print(out);
+    out << '\n';
+    table time({"time breakdown", "ms", "share"});
+    const auto row = [&](const char* name, seconds v) {
+        time.add_row({name, fixed(v.value() * 1e3, 2), fixed(100 * r.fraction(v), 1) + " %"});
+    };
+    row("forward + backward", r.time.forward_backward);
+    row("communication (exposed)", r.time.communication);
+    row("optimizer", r.time.optimizer);
+    row("pipeline bubble", r.time.bubble);
+    row("data stall", r.time.data);
+    time.print(out);
+    out << '\n';
+    table mem({"memory per GPU", "GB", "GiB"});
+    for (const auto& [name, value] : memory_components(r.memory))
+        if (value.value() > 0)
+            mem.add_row({name, fixed(to_gb(value).value(), 2), fixed(to_gib(value).value(), 2)});
+    mem.add_row({"total (" + std::string(to_string(r.memory.peak_phase())) + " peak)",
+                 fixed(to_gb(r.memory.total()).value(), 2), fixed(to_gib(r.memory.total()).value(), 2)});
+    mem.add_row({"capacity", fixed(to_gb(r.memory_capacity).value(), 2), fixed(to_gib(r.memory_capacity).value(), 2)});
+    mem.print(out);
+    out << '\n' << (r.fits ? "fits in memory" : "does NOT fit in memory") << ". GB = 1e9 B, GiB = 2^30 B.\n";
+}
+
+void print_csv(std::ostream& out, const step_report& r) {
+    out << "step_time_seconds,samples_per_second,tokens_per_second,tflops_per_gpu,mfu,hfu,"
+           "memory_per_gpu_bytes,fits,bottleneck\n"
+        << r.step_time.value() << ',' << r.samples_per_second << ',' << r.tokens_per_second << ','
+        << r.model_flops_per_gpu.value() / 1e12 << ',' << r.mfu << ',' << r.hfu << ','
+        << r.memory.total().value() << ',' << (r.fits ? "true" : "false") << ',' << to_string(r.bottleneck)
+        << '\n';
+}
+
+const command_registration registration{30, [](CLI::App& app, std::ostream& out) {
+    auto opt = std::make_shared<predict_options>();
+    auto* sub = app.add_subcommand("predict", "Predict one training step: time, throughput, MFU, memory");
+    opt->flags.add_to(sub);
+    auto* json = sub->add_flag("--json", opt->json, "Print one JSON object");
+    sub->add_flag("--csv", opt->csv, "Print a CSV header and one row")->excludes(json);
+    sub->callback([opt, &out] {
+        const training_setup s = opt->flags.build();
+        const step_report r = predict(s);
+        if (opt->json) print_json(out, report_json(s, r));
+        else if (opt->csv) print_csv(out, r);
+        else print_text(out, s, r);
+    });
+}};
+
+}  // namespace
+}  // namespace trainperf::cli

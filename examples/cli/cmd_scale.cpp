@@ -1,0 +1,112 @@
+// `trainperf scale`: speedup N / (1 + (N−1)·r), efficiency and wasted GPU-equivalents.
+#include "cli.hpp"
+#include "training_flags.hpp"
+
+#include <trainperf/scaling.hpp>
+#include <trainperf/step.hpp>
+
+#include <memory>
+#include <ostream>
+
+namespace trainperf::cli {
+
+// Reusable by other commands (e.g. when r is derived from the step engine).
+void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json) {
+    const scaling_point at = scaling_at(gpus, r);  // validates gpus and r
+    if (json) {
+        nlohmann::json j{{"gpus", gpus},
+                         {"r", r},
+                         {"speedup", at.speedup},
+                         {"efficiency", at.efficiency},
+                         {"wasted_gpus", at.wasted_gpus}};
+        if (table) {
+            auto curve = nlohmann::json::array();
+            for (const auto& p : scaling_curve(gpus, r))
+                curve.push_back({{"gpus", p.gpus},
+                                 {"speedup", p.speedup},
+                                 {"efficiency", p.efficiency},
+                                 {"wasted_gpus", p.wasted_gpus}});
+            j["curve"] = curve;
+        }
+        print_json(out, j);
+        return;
+    }
+    out << "Scaling with communication fraction r = " << r
+        << "  (speedup = N / (1 + (N-1) * r))\n"
+        << "  GPUs:        " << gpus << '\n'
+        << "  speedup:     " << fixed(at.speedup, 3) << "x one GPU\n"
+        << "  efficiency:  " << fixed(100 * at.efficiency, 1) << " % (speedup / GPUs)\n"
+        << "  wasted:      " << fixed(at.wasted_gpus, 3) << " GPU-equivalents (GPUs - speedup)\n";
+    if (table) {
+        out << '\n';
+        cli::table t({"GPUs", "speedup (x)", "efficiency (%)", "wasted (GPU-equivalents)"});
+        for (const auto& p : scaling_curve(gpus, r))
+            t.add_row({std::to_string(p.gpus), fixed(p.speedup, 3), fixed(100 * p.efficiency, 1),
+                       fixed(p.wasted_gpus, 3)});
+        t.print(out);
+    }
+}
+
+namespace {
+struct scale_options {
+    training_flags flags;  // its --gpus is N
+    double r = 0;
+    bool table = false;
+    bool json = false;
+};
+
+// r derived from the engine: the replica of the other flags on 1…N/(tp·pp) replicas.
+void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI::Option* r_flag) {
+    if (r_flag->count() > 0) throw usage_error("--r: give either --r or --gpu/--model, not both");
+    if (opt.flags.gpus < 2) throw usage_error("--gpus: at least 2 GPUs are needed to derive r");
+    const training_setup s = opt.flags.build();
+    const int replicas = s.layout.dp;
+    training_setup one = s;
+    one.layout.dp = 1;
+    const engine_scaling scaling = data_parallel_scaling(one, replicas);
+    const auto& top = scaling.points.back();
+    if (opt.json) {
+        nlohmann::json j{{"gpus", top.gpus}, {"replicas", replicas}, {"r", scaling.r},
+                         {"speedup", top.engine_speedup}, {"efficiency", top.engine_speedup / replicas},
+                         {"wasted_gpus", replicas - top.engine_speedup},
+                         {"formula_speedup", top.formula_speedup}};
+        auto curve = nlohmann::json::array();
+        for (const auto& p : scaling.points)
+            curve.push_back({{"replicas", p.replicas}, {"gpus", p.gpus}, {"engine_speedup", p.engine_speedup},
+                             {"formula_speedup", p.formula_speedup}});
+        j["curve"] = curve;
+        print_json(out, j);
+        return;
+    }
+    out << "Data-parallel scaling of " << s.model.name << " on " << s.cluster.gpu.name << " ("
+        << s.framework.name << "), replicas of tp " << s.layout.tp << " x pp " << s.layout.pp
+        << ", micro-batch " << s.layout.micro_batch << ", grad-accum " << s.layout.grad_accum << "\n"
+        << "r derived from the engine at " << replicas << " replicas: " << fixed(scaling.r, 4) << "\n"
+        << "speedup counts replicas (throughput vs one replica); efficiency = speedup / replicas.\n\n";
+    cli::table t({"replicas", "GPUs", "engine speedup (x)", "N/(1+(N-1)r) (x)", "engine efficiency (%)"});
+    for (const auto& p : scaling.points)
+        if (opt.table || p.replicas == 1 || p.replicas == replicas)
+            t.add_row({std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.engine_speedup, 3),
+                       fixed(p.formula_speedup, 3), fixed(100 * p.engine_speedup / p.replicas, 1)});
+    t.print(out);
+}
+
+const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
+    auto opt = std::make_shared<scale_options>();
+    auto* sub = app.add_subcommand(
+        "scale", "Speedup, efficiency and wasted GPUs vs GPU count: N / (1 + (N-1) r), with r "
+                 "given (--r) or derived from the engine (--gpu --model ...)");
+    opt->flags.add_to(sub, false);
+    auto* r = sub->add_option("--r", opt->r, "communication overhead fraction r in [0, 1] (0 = perfect scaling)");
+    sub->add_flag("--table", opt->table, "also print the curve for 1..N GPUs");
+    sub->add_flag("--json", opt->json, "print one JSON object");
+    sub->callback([opt, r, &out] {
+        if (!opt->flags.model.empty() || !opt->flags.gpu.empty()) return print_engine_scaling(out, *opt, r);
+        if (r->count() == 0) throw usage_error("--r: required unless --gpu and --model are given");
+        if (opt->flags.gpus < 1) throw usage_error("--gpus: required (N >= 1)");
+        print_scaling(out, opt->flags.gpus, opt->r, opt->table, opt->json);
+    });
+}};
+}  // namespace
+
+}  // namespace trainperf::cli

@@ -1,0 +1,79 @@
+#include "parse_units.hpp"
+
+#include "cli.hpp"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace trainperf::cli {
+namespace {
+
+[[noreturn]] void fail(std::string_view flag, std::string_view text, std::string_view why) {
+    throw usage_error(std::string(flag) + " = \"" + std::string(text) + "\": " + std::string(why));
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+// Bytes per unit. The prefix letter's case is forgiven (kB = KB); the byte letter's
+// is not.
+constexpr std::array<std::pair<std::string_view, double>, 9> byte_units{{
+    {"B", 1.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+}};
+
+double unit_factor(std::string_view flag, std::string_view text, std::string_view unit) {
+    if (unit.empty())
+        fail(flag, text, "needs a unit, e.g. 1.4GB, 512MiB or 1000B");
+    if (unit.back() == 'b')
+        fail(flag, text, "lower-case b means bits; give bytes, e.g. 25GB (= 200Gb)");
+    std::string u(unit);
+    if (u.size() >= 2) u[0] = char(std::toupper(static_cast<unsigned char>(u[0])));
+    for (const auto& [name, factor] : byte_units)
+        if (name == u) return factor;
+    fail(flag, text, "unknown unit \"" + std::string(unit) +
+                         "\"; use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB");
+}
+
+// The leading number of `text` and what follows it.
+std::pair<double, std::string_view> split_number(std::string_view flag, std::string_view text) {
+    const std::string_view s = trim(text);
+    if (!s.empty() && s.front() == '-') fail(flag, text, "must not be negative");
+    double value = 0;
+    const char* first = s.data();
+    const char* last = s.data() + s.size();
+    if (!s.empty() && s.front() == '+') ++first;
+    const auto [end, ec] = std::from_chars(first, last, value);
+    if (ec != std::errc{} || end == first) fail(flag, text, "expected a number with a unit");
+    if (!std::isfinite(value)) fail(flag, text, "must be a finite number");
+    if (value < 0) fail(flag, text, "must not be negative");
+    return {value, trim(std::string_view(end, std::size_t(last - end)))};
+}
+
+}  // namespace
+
+bytes parse_bytes(std::string_view flag, std::string_view text) {
+    const auto [value, unit] = split_number(flag, text);
+    if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "/s")
+        fail(flag, text, "expected an amount of data, not a rate");
+    return bytes_of(value * unit_factor(flag, text, unit));
+}
+
+byte_rate parse_byte_rate(std::string_view flag, std::string_view text) {
+    const auto [value, unit] = split_number(flag, text);
+    constexpr std::string_view per_second = "/s";
+    if (unit.size() < per_second.size() ||
+        unit.substr(unit.size() - per_second.size()) != per_second)
+        fail(flag, text, "expected a rate per second, e.g. 52.8GB/s or 25GiB/s");
+    const std::string_view amount = trim(unit.substr(0, unit.size() - per_second.size()));
+    return byte_rate::from_value(value * unit_factor(flag, text, amount));
+}
+
+}  // namespace trainperf::cli

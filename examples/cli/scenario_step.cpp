@@ -1,0 +1,92 @@
+// Default-scenario section: the gauntlet's last stage, the step-time engine on a 7B
+// model over 8 H100s — which layouts fit, how fast each runs and what limits it, and
+// the communication tax as r derived from the engine.
+#include "cli.hpp"
+
+#include <trainperf/comm.hpp>
+#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/models/catalog.hpp>
+#include <trainperf/step.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace trainperf::cli {
+namespace {
+
+training_setup llama2_7b_on_h100(const framework_profile& fw) {
+    training_setup s;
+    s.cluster = {.gpu = h100_sxm::spec, .gpus_per_node = 8, .intra_node = h100_sxm::spec.gpu_link,
+                 .inter_node = default_link(link_kind::infiniband)};
+    s.model = llama2_7b::config;
+    s.precision = recipe(precision_kind::bf16);
+    s.optimizer = optimizer_kind::adamw;
+    s.seq = 4096;
+    s.framework = fw;
+    s.kernels = default_kernel_params(s.cluster.gpu.architecture);
+    return s;
+}
+
+void print_step(std::ostream& out) {
+    out << "== Part E: predicted training step, llama2-7b on 8 x h100-sxm (bf16 mixed, AdamW, seq 4096) ==\n\n";
+    struct row {
+        const char* name;
+        const framework_profile* fw;
+        parallel_layout layout;
+    };
+    const row rows[] = {
+        {"DDP, batch 1", &pytorch_eager_profile, {.dp = 8, .micro_batch = 1, .grad_accum = 8}},
+        {"DDP + full recompute, batch 4", &pytorch_eager_profile,
+         {.dp = 8, .micro_batch = 4, .grad_accum = 2, .recompute = recompute_mode::full}},
+        {"ZeRO-1, selective, batch 1", &megatron_profile,
+         {.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 8, .recompute = recompute_mode::selective}},
+        {"ZeRO-3 + offload + full recompute, batch 2", &deepspeed_profile,
+         {.dp = 8, .zero = 3, .offload = offload_mode::optimizer, .micro_batch = 2, .grad_accum = 4,
+          .recompute = recompute_mode::full}},
+        {"tp 2 + sp, dp 4, batch 2", &megatron_profile,
+         {.dp = 4, .tp = 2, .sp = true, .micro_batch = 2, .grad_accum = 8, .recompute = recompute_mode::selective}},
+        {"tp 8 + sp, batch 8", &megatron_profile,
+         {.dp = 1, .tp = 8, .sp = true, .micro_batch = 8, .grad_accum = 8, .recompute = recompute_mode::selective}},
+        {"pp 4 x dp 2, batch 1", &megatron_profile,
+         {.dp = 2, .pp = 4, .micro_batch = 1, .grad_accum = 32, .recompute = recompute_mode::selective}},
+    };
+    table t({"layout", "framework", "global batch", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "fits",
+             "bottleneck"});
+    for (const auto& r : rows) {
+        training_setup s = llama2_7b_on_h100(*r.fw);
+        s.layout = r.layout;
+        const step_report p = predict(s);
+        t.add_row({r.name, std::string(r.fw->name), std::to_string(p.global_batch),
+                   fixed(p.step_time.value() * 1e3, 0), fixed(p.tokens_per_second, 0),
+                   fixed(100 * p.mfu, 1) + " %", fixed(to_gib(p.memory.total()).value(), 1),
+                   p.fits ? "yes" : "NO", std::string(to_string(p.bottleneck))});
+    }
+    t.print(out);
+    out << "\nA layout that does not fit is not a layout: DDP holds 16 B/param of state on every GPU\n"
+        << "(112 GB for 7B) and, without FlashAttention, s x s attention probabilities per head\n"
+        << "(about 3 GB per layer at batch 1, seq 4096), so it needs ZeRO, recompute or model\n"
+        << "parallelism on 80 GB cards.\n\n";
+
+    // The communication tax: r derived from the engine for plain data parallelism.
+    training_setup s = llama2_7b_on_h100(megatron_profile);
+    s.layout = {.zero = 1, .micro_batch = 1, .grad_accum = 1, .recompute = recompute_mode::selective};
+    const engine_scaling nvlink = data_parallel_scaling(s, 8);
+    s.cluster.intra_node = default_link(link_kind::pcie);
+    const engine_scaling pcie = data_parallel_scaling(s, 8);
+    out << "Communication tax of data parallelism (ZeRO-1, batch 1, no accumulation, sync after backward):\n"
+        << "r derived from the engine at 8 GPUs: NVLink r = " << fixed(nvlink.r, 3) << ", PCIe 4.0 r = "
+        << fixed(pcie.r, 3) << "\n\n";
+    table c({"GPUs", "NVLink engine", "NVLink N/(1+(N-1)r)", "PCIe engine", "PCIe N/(1+(N-1)r)"});
+    for (std::size_t i = 0; i < nvlink.points.size(); ++i)
+        c.add_row({std::to_string(nvlink.points[i].gpus), fixed(nvlink.points[i].engine_speedup, 2) + "x",
+                   fixed(nvlink.points[i].formula_speedup, 2) + "x", fixed(pcie.points[i].engine_speedup, 2) + "x",
+                   fixed(pcie.points[i].formula_speedup, 2) + "x"});
+    c.print(out);
+    out << "\nThe formula holds r fixed; in the engine a ring all-reduce moves 2(N-1)/N of the\n"
+        << "gradients, so the sync share grows with N and the two curves meet only where r was fitted.\n\n";
+}
+
+const scenario_registration step_registration{50, print_step};
+
+}  // namespace
+}  // namespace trainperf::cli

@@ -1,0 +1,36 @@
+// The flags that describe one training run (GPU, model, recipe, layout, framework,
+// links) shared by `predict`, `scale` and `plan`, and the training_setup they build.
+#pragma once
+
+#include "cli.hpp"
+
+#include <trainperf/memory.hpp>
+#include <trainperf/step.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainperf::cli {
+
+// Memory components in print order, with their JSON keys.
+std::vector<std::pair<std::string, bytes>> memory_components(const memory_breakdown& m);
+
+struct training_flags {
+    std::string gpu, model;
+    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
+    int batch = 1, seq = 0, gpus = 0, gpus_per_node = 0, tp = 1, pp = 1, interleave = 1, zero = 0;
+    int grad_accum = 1;
+    bool sp = false;
+    std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";
+    std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth = "25GB/s";
+    std::string calibration;
+    std::vector<CLI::Option*> custom_model_options;
+
+    // Adds the flags to a subcommand; `require_model` makes --gpu and --model required.
+    void add_to(CLI::App* sub, bool require_model = true);
+    // Builds the setup; throws usage_error / trainperf::invalid_argument on bad input.
+    training_setup build() const;
+};
+
+}  // namespace trainperf::cli

@@ -1,0 +1,27 @@
+// The README's include-and-use example, built with the project so it stays true.
+#include <trainperf/trainperf.hpp>
+
+#include <iostream>
+
+using namespace trainperf;
+
+// Compile time: a 7B model with Adam in fp32 does not fit on one 80 GB H100.
+static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), optimizer_kind::adamw,
+                    parallel_layout{}, 2048));
+
+int main() {
+    training_setup s;
+    s.cluster = {.gpu = lookup_gpu("h100-sxm"), .gpus_per_node = 8,
+                 .intra_node = lookup_gpu("h100-sxm").gpu_link,
+                 .inter_node = default_link(link_kind::infiniband)};
+    s.model = lookup_model("llama2-7b");
+    s.precision = recipe(precision_kind::bf16);
+    s.layout = {.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 8,
+                .recompute = recompute_mode::selective};
+    s.seq = 4096;
+    s.framework = megatron_profile;
+    s.kernels = default_kernel_params(s.cluster.gpu.architecture);
+    const step_report r = predict(s);
+    std::cout << r.step_time.value() << " s/step, " << r.tokens_per_second << " tokens/s, MFU "
+              << r.mfu << ", " << to_gib(r.memory.total()).value() << " GiB per GPU\n";
+}

@@ -1,0 +1,273 @@
+// Communication cost: collectives over GPU links with an α–β model.
+// time = steps · latency (α) + bytes moved per GPU / achievable bandwidth (β⁻¹), where
+// achievable bandwidth = link efficiency × per-direction bandwidth. Ring algorithms are
+// bandwidth-optimal; tree all-reduce trades fewer latency steps for the same volume.
+// Derivations and sources: docs/communication.md.
+#pragma once
+
+#include <limits>
+#include <string_view>
+
+#include "error.hpp"
+#include "hardware.hpp"
+#include "units.hpp"
+
+namespace trainperf {
+
+enum class collective { all_reduce, reduce_scatter, all_gather, p2p };
+
+constexpr std::string_view to_string(collective c) {
+    switch (c) {
+        case collective::all_reduce: return "all-reduce";
+        case collective::reduce_scatter: return "reduce-scatter";
+        case collective::all_gather: return "all-gather";
+        case collective::p2p: return "p2p";
+    }
+    return "?";
+}
+
+enum class collective_algorithm { ring, tree };
+
+constexpr std::string_view to_string(collective_algorithm a) {
+    switch (a) {
+        case collective_algorithm::ring: return "ring";
+        case collective_algorithm::tree: return "tree";
+    }
+    return "?";
+}
+
+namespace comm_detail {
+constexpr bool finite_non_negative(double v) {
+    return v >= 0 && v < std::numeric_limits<double>::infinity();  // false for NaN too
+}
+
+constexpr void validate_size(bytes size, int n) {
+    require(finite_non_negative(size.value()), "bytes", size.value(),
+            "must be a finite, non-negative size");
+    require(n >= 1, "gpus", n, "must be at least 1");
+}
+
+// ceil(log2(n)) without <cmath>, so it stays a constant expression.
+constexpr int ceil_log2(int n) {
+    int steps = 0;
+    for (long long reach = 1; reach < n; reach *= 2) ++steps;
+    return steps;
+}
+}  // namespace comm_detail
+
+// A link must be usable before anything is sent over it.
+constexpr void validate(const link_spec& l) {
+    require(l.kind != link_kind::none, "link", to_string(l.kind),
+            "no GPU-to-GPU link: this GPU cannot take part in a collective");
+    require(l.per_direction.value() > 0 &&
+                comm_detail::finite_non_negative(l.per_direction.value()),
+            "link.per_direction_bytes_per_second", l.per_direction.value(),
+            "must be positive and finite");
+    require(comm_detail::finite_non_negative(l.latency.value()), "link.latency_seconds",
+            l.latency.value(), "must be finite and not negative");
+    require(l.efficiency > 0 && l.efficiency <= 1, "link.efficiency", l.efficiency,
+            "must be in (0, 1]");
+}
+
+// ---- Link defaults -------------------------------------------------------------------
+// Used when the user names a link kind without a GPU. Bandwidths are datasheet/spec
+// figures per direction. Latencies and efficiencies are ASSUMPTIONS, the same ones the
+// GPU catalog uses (hardware/catalog.hpp): a few µs per NCCL step, and ~0.8 of the
+// per-direction rate, which is what nccl-tests all-reduce bus bandwidth reaches on
+// NVSwitch systems. Replace them with measured figures through with_bandwidth or a
+// custom link_spec.
+
+// PCIe 4.0 x16: 16 GT/s per lane, 128b/130b encoding, 16 lanes → 31.5 GB/s each way
+// (PCI-SIG PCI Express Base Specification 4.0).
+inline constexpr byte_rate pcie4_x16_per_direction = gb_per_second(31.5);
+
+// A transfer between GPUs without peer-to-peer access is staged through host memory:
+// device→host then host→device, each a full PCIe transfer. The copies are not
+// overlapped, so each byte costs two PCIe transfers: per-direction bandwidth halves
+// and the per-step latency doubles.
+constexpr link_spec staged_through_host(const link_spec& pcie) {
+    return {.kind = link_kind::pcie_no_p2p,
+            .per_direction = pcie.per_direction / 2.0,
+            .latency = 2.0 * pcie.latency,
+            .efficiency = pcie.efficiency};
+}
+
+constexpr link_spec default_link(link_kind kind) {
+    switch (kind) {
+        case link_kind::nvlink:
+            // NVLink 4 through NVSwitch (H100 SXM5): 900 GB/s total, 450 GB/s each way
+            // (NVIDIA H100 Tensor Core GPU datasheet).
+            return {.kind = kind, .per_direction = gb_per_second(450.0),
+                    .latency = microseconds_of(3.0), .efficiency = 0.80};
+        case link_kind::nvlink_bridge:
+            // GeForce RTX 3090 / 3090 Ti NVLink bridge: 4 links, 112.5 GB/s total,
+            // 56.25 GB/s each way (NVIDIA Ampere GA102 GPU architecture whitepaper).
+            return {.kind = kind, .per_direction = gb_per_second(56.25),
+                    .latency = microseconds_of(3.0), .efficiency = 0.80};
+        case link_kind::pcie:
+            // PCIe 4.0 x16 peer-to-peer through the host bridge or a PCIe switch.
+            return {.kind = kind, .per_direction = pcie4_x16_per_direction,
+                    .latency = microseconds_of(10.0), .efficiency = 0.80};
+        case link_kind::pcie_no_p2p:
+            return staged_through_host(default_link(link_kind::pcie));
+        case link_kind::infiniband:
+            // InfiniBand HDR, one 200 Gb/s adapter per GPU: 25 GB/s each way
+            // (NVIDIA ConnectX-6 VPI datasheet). ASSUMPTION: 10 µs per step (the
+            // transfer also crosses PCIe on both ends) and 0.9 of line rate (RDMA
+            // payload efficiency is higher than NVLink collectives reach).
+            return {.kind = kind, .per_direction = gb_per_second(25.0),
+                    .latency = microseconds_of(10.0), .efficiency = 0.90};
+        case link_kind::none: break;
+    }
+    require(false, "link", to_string(kind), "has no default: name a GPU-to-GPU link");
+    return {};
+}
+
+// The user's override with a measured per-direction figure (e.g. the unidirectional
+// P2P bandwidth from CUDA's p2pBandwidthLatencyTest). A measured figure is already
+// what the link achieves, so efficiency becomes 1; kind and latency are kept.
+constexpr link_spec with_bandwidth(link_spec link, byte_rate per_direction) {
+    require(per_direction.value() > 0 &&
+                comm_detail::finite_non_negative(per_direction.value()),
+            "link_bandwidth_bytes_per_second", per_direction.value(),
+            "must be positive and finite");
+    link.per_direction = per_direction;
+    link.efficiency = 1.0;
+    return link;
+}
+
+// ---- Collectives on N GPUs over one link (bytes = the full buffer size) ------------
+
+// Ring: N−1 reduce-scatter steps then N−1 all-gather steps, each GPU sending
+// 2·(N−1)/N of the buffer.
+constexpr seconds ring_all_reduce_time(bytes size, int n, const link_spec& link) {
+    comm_detail::validate_size(size, n);
+    if (n == 1) return seconds_of(0.0);
+    validate(link);
+    const double steps = 2.0 * (n - 1);
+    return steps * link.latency + (2.0 * (n - 1) / n) * size / link.achievable();
+}
+
+// Tree: NCCL's double binary tree. Reduce up and broadcast down take 2·⌈log2 N⌉
+// latency steps; the two trees each carry half the buffer, so every GPU sends and
+// receives about as much as in a ring and the bandwidth term is taken to be the
+// ring's (Sanders et al. 2009; NCCL 2.4 release notes).
+constexpr seconds tree_all_reduce_time(bytes size, int n, const link_spec& link) {
+    comm_detail::validate_size(size, n);
+    if (n == 1) return seconds_of(0.0);
+    validate(link);
+    const double steps = 2.0 * comm_detail::ceil_log2(n);
+    return steps * link.latency + (2.0 * (n - 1) / n) * size / link.achievable();
+}
+
+constexpr seconds all_reduce_time(bytes size, int n, const link_spec& link,
+                                  collective_algorithm algorithm = collective_algorithm::ring) {
+    return algorithm == collective_algorithm::tree ? tree_all_reduce_time(size, n, link)
+                                                   : ring_all_reduce_time(size, n, link);
+}
+
+// Ring reduce-scatter: N−1 steps, (N−1)/N of the buffer per GPU; each GPU ends with
+// 1/N of the reduced buffer.
+constexpr seconds reduce_scatter_time(bytes size, int n, const link_spec& link) {
+    comm_detail::validate_size(size, n);
+    if (n == 1) return seconds_of(0.0);
+    validate(link);
+    return (n - 1.0) * link.latency + ((n - 1.0) / n) * size / link.achievable();
+}
+
+// Ring all-gather: the mirror of reduce-scatter; `size` is the gathered buffer.
+constexpr seconds all_gather_time(bytes size, int n, const link_spec& link) {
+    return reduce_scatter_time(size, n, link);
+}
+
+// One GPU sends `size` to another (pipeline-parallel activations).
+constexpr seconds p2p_time(bytes size, const link_spec& link) {
+    comm_detail::validate_size(size, 2);
+    validate(link);
+    return link.latency + size / link.achievable();
+}
+
+constexpr seconds collective_time(collective c, bytes size, int n, const link_spec& link,
+                                  collective_algorithm algorithm = collective_algorithm::ring) {
+    switch (c) {
+        case collective::all_reduce: return all_reduce_time(size, n, link, algorithm);
+        case collective::reduce_scatter: return reduce_scatter_time(size, n, link);
+        case collective::all_gather: return all_gather_time(size, n, link);
+        case collective::p2p:
+            comm_detail::validate_size(size, n);
+            return n == 1 ? seconds_of(0.0) : p2p_time(size, link);
+    }
+    return seconds_of(0.0);
+}
+
+// nccl-tests' "bus bandwidth" factor: algorithm bandwidth (size / time) times this is
+// the per-GPU link traffic rate, comparable with the link's bandwidth.
+constexpr double bus_bandwidth_factor(collective c, int n) {
+    require(n >= 1, "gpus", n, "must be at least 1");
+    switch (c) {
+        case collective::all_reduce: return 2.0 * (n - 1) / n;
+        case collective::reduce_scatter:
+        case collective::all_gather: return (n - 1.0) / n;
+        case collective::p2p: return 1.0;
+    }
+    return 1.0;
+}
+
+// ---- Several nodes -------------------------------------------------------------------
+
+// The link between GPUs of one node: cluster.intra_node, or the GPU's own link when
+// the cluster leaves it unset.
+constexpr link_spec intra_node_link(const cluster_spec& c) {
+    return c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node;
+}
+
+// Nodes spanned by total_gpus GPUs; whole nodes only once more than one is used.
+constexpr int node_count(const cluster_spec& c, int total_gpus) {
+    require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");
+    require(total_gpus >= 1, "gpus", total_gpus, "must be at least 1");
+    if (total_gpus <= c.gpus_per_node) return 1;
+    require(total_gpus % c.gpus_per_node == 0, "gpus", total_gpus,
+            "must be a multiple of gpus_per_node when it spans several nodes");
+    return total_gpus / c.gpus_per_node;
+}
+
+// Hierarchical all-reduce (NCCL/Horovod style): reduce-scatter inside each node, then
+// each GPU all-reduces its 1/g shard with its peers in the other nodes (ring, over its
+// own inter-node adapter, all g rings in parallel), then all-gather inside the node.
+constexpr seconds hierarchical_all_reduce_time(bytes size, const cluster_spec& c, int total_gpus) {
+    comm_detail::validate_size(size, total_gpus);
+    const int nodes = node_count(c, total_gpus);
+    const int g = nodes == 1 ? total_gpus : c.gpus_per_node;
+    if (nodes == 1) return ring_all_reduce_time(size, g, intra_node_link(c));
+    const link_spec intra = intra_node_link(c);
+    return reduce_scatter_time(size, g, intra) +
+           ring_all_reduce_time(size / double(g), nodes, c.inter_node) +
+           all_gather_time(size, g, intra);
+}
+
+// A single flat ring over all GPUs of several nodes, for comparison: every ring step
+// waits for the slowest link it crosses (the inter-node adapter), so the whole
+// volume 2·(N−1)/N·size moves at inter-node speed.
+constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, int total_gpus) {
+    comm_detail::validate_size(size, total_gpus);
+    const int nodes = node_count(c, total_gpus);
+    const link_spec intra = intra_node_link(c);
+    if (nodes == 1) return ring_all_reduce_time(size, total_gpus, intra);
+    validate(intra);
+    validate(c.inter_node);
+    link_spec slowest = c.inter_node;
+    if (intra.achievable() < slowest.achievable()) slowest = intra;
+    if (intra.latency > c.inter_node.latency) slowest.latency = intra.latency;
+    return ring_all_reduce_time(size, total_gpus, slowest);
+}
+
+// Data-parallel gradient all-reduce over dp replicas: a flat ring while they fit in
+// one node, hierarchical once they span nodes.
+constexpr seconds data_parallel_all_reduce_time(bytes size, int dp, const cluster_spec& c) {
+    comm_detail::validate_size(size, dp);
+    if (dp == 1) return seconds_of(0.0);
+    if (node_count(c, dp) == 1) return ring_all_reduce_time(size, dp, intra_node_link(c));
+    return hierarchical_all_reduce_time(size, c, dp);
+}
+
+}  // namespace trainperf

@@ -1,0 +1,122 @@
+// Hardware descriptions: one GPU, its links, and how GPUs are grouped into nodes.
+// Plain aggregates of typed quantities, usable in constant expressions.
+#pragma once
+
+#include <concepts>
+#include <optional>
+#include <string_view>
+
+#include "dtype.hpp"
+#include "error.hpp"
+#include "units.hpp"
+
+namespace trainperf {
+
+enum class link_kind { none, nvlink, nvlink_bridge, pcie, pcie_no_p2p, infiniband };
+
+constexpr std::string_view to_string(link_kind k) {
+    switch (k) {
+        case link_kind::none: return "none";
+        case link_kind::nvlink: return "nvlink";
+        case link_kind::nvlink_bridge: return "nvlink-bridge";
+        case link_kind::pcie: return "pcie";
+        case link_kind::pcie_no_p2p: return "pcie-no-p2p";
+        case link_kind::infiniband: return "infiniband";
+    }
+    return "?";
+}
+
+// A point-to-point or switched link as seen by one GPU. Datasheets often quote the
+// total of both directions; collectives are limited by one direction, so the
+// per-direction figure is the stored field and the total is derived.
+struct link_spec {
+    link_kind kind = link_kind::none;
+    byte_rate per_direction = byte_rate::from_value(0.0);  // bandwidth each way, per GPU
+    seconds latency = seconds::from_value(0.0);            // α of the α–β model
+    double efficiency = 1.0;                               // achievable fraction of per_direction
+
+    constexpr byte_rate total() const { return 2.0 * per_direction; }
+    constexpr byte_rate achievable() const { return efficiency * per_direction; }
+};
+
+// Dense peak math rates (sparse is 2x and never used here). An empty optional
+// means the chip has no such unit or mode.
+struct peak_rates {
+    std::optional<flop_rate> fp32;   // CUDA cores, no tensor cores
+    std::optional<flop_rate> tf32;   // tensor cores, fp32 accumulate
+    std::optional<flop_rate> fp16;   // tensor cores, fp32 accumulate
+    std::optional<flop_rate> bf16;   // tensor cores, fp32 accumulate
+    std::optional<flop_rate> fp8;    // tensor cores, fp32 accumulate
+    std::optional<flop_rate> int8;   // tensor cores, int32 accumulate (TOP/s)
+
+    constexpr std::optional<flop_rate> of(dtype t) const {
+        switch (t) {
+            case dtype::fp32: return fp32;
+            case dtype::tf32: return tf32;
+            case dtype::fp16: return fp16;
+            case dtype::bf16: return bf16;
+            case dtype::fp8: return fp8;
+            case dtype::int8: return int8;
+        }
+        return std::nullopt;
+    }
+};
+
+enum class gpu_architecture { volta, ampere, ada, hopper, blackwell };
+
+constexpr std::string_view to_string(gpu_architecture a) {
+    switch (a) {
+        case gpu_architecture::volta: return "volta";
+        case gpu_architecture::ampere: return "ampere";
+        case gpu_architecture::ada: return "ada";
+        case gpu_architecture::hopper: return "hopper";
+        case gpu_architecture::blackwell: return "blackwell";
+    }
+    return "?";
+}
+
+struct gpu_spec {
+    std::string_view name;          // CLI name, e.g. "h100-sxm"
+    std::string_view full_name;     // e.g. "NVIDIA H100 SXM5 80GB"
+    gpu_architecture architecture = gpu_architecture::ampere;
+    int sm_count = 0;
+    hertz boost_clock = hertz::from_value(0.0);
+    bytes l2_cache = bytes::from_value(0.0);
+    bytes memory_capacity = bytes::from_value(0.0);
+    byte_rate memory_bandwidth = byte_rate::from_value(0.0);
+    peak_rates peak{};
+    link_spec gpu_link{};           // GPU↔GPU inside a node (NVLink, bridge, PCIe)
+    link_spec host_link{};          // GPU↔host (PCIe)
+    double tdp_watts = 0.0;         // board power (W)
+    bool memory_shared_with_host = false;  // Jetson: CPU and OS use the same DRAM
+
+    // The peak for a math dtype, or an error naming the GPU and the dtype.
+    constexpr flop_rate peak_for(dtype t) const {
+        auto p = peak.of(t);
+        require(p.has_value(), "dtype", to_string(t),
+                "not supported by this GPU's math units");
+        return *p;
+    }
+    constexpr bool supports(dtype t) const { return peak.of(t).has_value(); }
+};
+
+// A compile-time hardware description: a tag type carrying a constexpr gpu_spec.
+template <class T>
+concept hardware = requires {
+    { T::spec } -> std::convertible_to<gpu_spec>;
+};
+
+constexpr const gpu_spec& spec_of(const gpu_spec& g) { return g; }
+template <hardware H>
+constexpr const gpu_spec& spec_of(H) { return H::spec; }
+
+// Several GPUs: nodes of gpus_per_node joined by an intra-node link, nodes joined
+// by an inter-node link (per GPU, per direction).
+struct cluster_spec {
+    gpu_spec gpu{};
+    int gpus_per_node = 1;
+    link_spec intra_node{};   // defaults to gpu.gpu_link
+    link_spec inter_node{};   // e.g. one InfiniBand adapter per GPU
+};
+
+}  // namespace trainperf

@@ -1,0 +1,402 @@
+// The GPU catalog: one tag type per GPU carrying a constexpr gpu_spec, and lookup
+// by CLI name. Every figure cites its source; derived or assumed ones say so.
+//
+// Conventions used throughout:
+// - Peak math rates are dense (the datasheets' "with sparsity" figures are 2x).
+//   fp16/bf16/fp8 rates are with fp32 accumulation, the mode training uses.
+// - Memory capacity is the datasheet's "NN GB" taken as decimal GB (1e9 B).
+//   The physical HBM/GDDR pool is usually NN GiB (nvidia-smi shows e.g. 81,920 MiB
+//   on A100 80GB), so this is conservative by up to 7 %.
+// - Cache sizes: NVIDIA's whitepapers quote L2 in binary KB/MB (A100: "40960 KB"),
+//   so they are stored as MiB.
+// - Link bandwidths are per direction; datasheets quote the two-way total
+//   (NVLink4 "900 GB/s" = 450 GB/s each way), link_spec::total() gives it back.
+// - PCIe per direction, x16, after 128b/130b encoding: Gen3 15.75 GB/s, Gen4
+//   31.5 GB/s, Gen5 63 GB/s (PCI-SIG base specs: 8/16/32 GT/s per lane).
+// - Link latency and efficiency are ASSUMPTIONS (not datasheet numbers), see
+//   the constants below and docs/catalogs.md.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "../error.hpp"
+#include "../hardware.hpp"
+#include "../units.hpp"
+
+namespace trainperf {
+
+namespace hardware_detail {
+// PCI Express x16 per direction after line encoding (PCI-SIG base specifications).
+inline constexpr double pcie3_x16_gb_per_s = 15.75;  // 8 GT/s × 16 × 128/130 / 8
+inline constexpr double pcie4_x16_gb_per_s = 31.5;   // 16 GT/s
+inline constexpr double pcie5_x16_gb_per_s = 63.0;   // 32 GT/s
+
+// ASSUMPTION: α of the α–β model for one NCCL step over NVLink / an NVLink bridge
+// (order of the few-µs small-message latency seen in nccl-tests).
+inline constexpr double nvlink_latency_us = 3.0;
+// ASSUMPTION: PCIe round trip through the host bridge plus NCCL/driver overhead.
+inline constexpr double pcie_latency_us = 10.0;
+// ASSUMPTION: achieved fraction of the per-direction rate. nccl-tests all-reduce
+// bus bandwidth on DGX A100 (~230–240 of 300 GB/s) and DGX H100 (~360–370 of
+// 450 GB/s) is about 0.8; PCIe payload efficiency (TLP headers) is similar.
+inline constexpr double link_efficiency = 0.8;
+
+constexpr link_spec nvlink(double total_gb_per_s) {
+    return {link_kind::nvlink, gb_per_second(total_gb_per_s / 2.0),
+            microseconds_of(nvlink_latency_us), link_efficiency};
+}
+constexpr link_spec nvlink_bridge(double total_gb_per_s) {
+    return {link_kind::nvlink_bridge, gb_per_second(total_gb_per_s / 2.0),
+            microseconds_of(nvlink_latency_us), link_efficiency};
+}
+constexpr link_spec pcie(double per_direction_gb_per_s) {
+    return {link_kind::pcie, gb_per_second(per_direction_gb_per_s),
+            microseconds_of(pcie_latency_us), link_efficiency};
+}
+constexpr flop_rate tflops(double t) { return tflops_per_second(t); }
+}  // namespace hardware_detail
+
+// ---------------------------------------------------------------------------------
+// Hopper. Sources: "NVIDIA H100 Tensor Core GPU" datasheet (H100 SXM / H100 PCIe
+// columns) and "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (SMs, clocks,
+// L2). The datasheet tensor rates work out to 1830 MHz × SMs × 4096 FLOP/clk
+// (fp16 dense), FP32 to the 1980 MHz max boost × SMs × 256 FLOP/clk.
+struct h100_sxm {
+    static constexpr gpu_spec spec{
+        .name = "h100-sxm",
+        .full_name = "NVIDIA H100 SXM5 80GB",
+        .architecture = gpu_architecture::hopper,
+        .sm_count = 132,                                  // whitepaper: 132 SMs (SXM5)
+        .boost_clock = megahertz(1980),                   // whitepaper: max boost 1980 MHz
+        .l2_cache = mebibytes_of(50),                     // whitepaper: 50 MB L2
+        .memory_capacity = gigabytes_of(80),              // datasheet: 80 GB HBM3
+        .memory_bandwidth = tb_per_second(3.35),          // datasheet: 3.35 TB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(67),           // datasheet: 67 TFLOPS
+            .tf32 = hardware_detail::tflops(494.7),        // datasheet: 989 sparse → 494.7
+            .fp16 = hardware_detail::tflops(989.4),        // datasheet: 1,979 sparse → 989.4
+            .bf16 = hardware_detail::tflops(989.4),        // datasheet: 1,979 sparse → 989.4
+            .fp8 = hardware_detail::tflops(1979),          // datasheet: 3,958 sparse → 1,979
+            .int8 = hardware_detail::tflops(1979),         // datasheet: 3,958 TOPS sparse → 1,979
+        },
+        .gpu_link = hardware_detail::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
+        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .tdp_watts = 700,                                 // datasheet: up to 700 W
+    };
+};
+
+struct h100_pcie {
+    static constexpr gpu_spec spec{
+        .name = "h100-pcie",
+        .full_name = "NVIDIA H100 PCIe 80GB",
+        .architecture = gpu_architecture::hopper,
+        .sm_count = 114,                                  // whitepaper: 114 SMs (PCIe)
+        .boost_clock = megahertz(1755),                   // whitepaper: max boost 1755 MHz
+        .l2_cache = mebibytes_of(50),                     // whitepaper: 50 MB L2
+        .memory_capacity = gigabytes_of(80),              // datasheet: 80 GB HBM2e
+        .memory_bandwidth = tb_per_second(2.0),           // datasheet: 2 TB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(51),           // datasheet: 51 TFLOPS
+            .tf32 = hardware_detail::tflops(378),          // datasheet: 756 sparse → 378
+            .fp16 = hardware_detail::tflops(756),          // datasheet: 1,513 sparse → 756
+            .bf16 = hardware_detail::tflops(756),          // datasheet: 1,513 sparse → 756
+            .fp8 = hardware_detail::tflops(1513),          // datasheet: 3,026 sparse → 1,513
+            .int8 = hardware_detail::tflops(1513),         // datasheet: 3,026 TOPS sparse → 1,513
+        },
+        // datasheet: NVLink bridge 600 GB/s (total), joining pairs of cards only.
+        .gpu_link = hardware_detail::nvlink_bridge(600),
+        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .tdp_watts = 350,                                 // datasheet: 300–350 W (upper end)
+    };
+};
+
+// Source: "NVIDIA H200 Tensor Core GPU" datasheet (H200 SXM column); same GH100
+// compute as H100 SXM (SMs, clocks, L2 from the H100 whitepaper).
+struct h200_sxm {
+    static constexpr gpu_spec spec{
+        .name = "h200-sxm",
+        .full_name = "NVIDIA H200 SXM 141GB",
+        .architecture = gpu_architecture::hopper,
+        .sm_count = 132,                                  // GH100 as in H100 SXM5
+        .boost_clock = megahertz(1980),                   // as H100 SXM5
+        .l2_cache = mebibytes_of(50),                     // as H100 SXM5: 50 MB
+        .memory_capacity = gigabytes_of(141),             // datasheet: 141 GB HBM3e
+        .memory_bandwidth = tb_per_second(4.8),           // datasheet: 4.8 TB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(67),           // datasheet: 67 TFLOPS
+            .tf32 = hardware_detail::tflops(494.7),        // datasheet: 989 sparse → 494.7
+            .fp16 = hardware_detail::tflops(989.4),        // datasheet: 1,979 sparse → 989.4
+            .bf16 = hardware_detail::tflops(989.4),        // datasheet: 1,979 sparse → 989.4
+            .fp8 = hardware_detail::tflops(1979),          // datasheet: 3,958 sparse → 1,979
+            .int8 = hardware_detail::tflops(1979),         // datasheet: 3,958 TOPS sparse → 1,979
+        },
+        .gpu_link = hardware_detail::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
+        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .tdp_watts = 700,                                 // datasheet: up to 700 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Ampere data centre. Sources: "NVIDIA A100 Tensor Core GPU" datasheet (80GB and
+// 40GB SXM columns) and "NVIDIA A100 Tensor Core GPU Architecture" whitepaper
+// (108 SMs, 1410 MHz boost, 40960 KB L2). Datasheet fp16 312 TFLOPS =
+// 108 SMs × 2048 FLOP/clk × 1410 MHz.
+struct a100_sxm_80gb {
+    static constexpr gpu_spec spec{
+        .name = "a100-sxm-80gb",
+        .full_name = "NVIDIA A100 SXM4 80GB",
+        .architecture = gpu_architecture::ampere,
+        .sm_count = 108,                                  // whitepaper: 108 SMs
+        .boost_clock = megahertz(1410),                   // whitepaper: 1410 MHz
+        .l2_cache = mebibytes_of(40),                     // whitepaper: 40960 KB
+        .memory_capacity = gigabytes_of(80),              // datasheet: 80 GB HBM2e
+        .memory_bandwidth = gb_per_second(2039),          // datasheet: 2,039 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(19.5),         // datasheet: 19.5 TFLOPS
+            .tf32 = hardware_detail::tflops(156),          // datasheet: 156 (312 sparse)
+            .fp16 = hardware_detail::tflops(312),          // datasheet: 312 (624 sparse)
+            .bf16 = hardware_detail::tflops(312),          // datasheet: 312 (624 sparse)
+            .fp8 = {},                                    // Ampere has no fp8 tensor cores
+            .int8 = hardware_detail::tflops(624),          // datasheet: 624 TOPS (1,248 sparse)
+        },
+        .gpu_link = hardware_detail::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
+        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // "PCIe Gen4: 64 GB/s" both ways
+        .tdp_watts = 400,                                 // datasheet: 400 W
+    };
+};
+
+struct a100_sxm_40gb {
+    static constexpr gpu_spec spec{
+        .name = "a100-sxm-40gb",
+        .full_name = "NVIDIA A100 SXM4 40GB",
+        .architecture = gpu_architecture::ampere,
+        .sm_count = 108,                                  // whitepaper: 108 SMs
+        .boost_clock = megahertz(1410),                   // whitepaper: 1410 MHz
+        .l2_cache = mebibytes_of(40),                     // whitepaper: 40960 KB
+        .memory_capacity = gigabytes_of(40),              // datasheet: 40 GB HBM2
+        .memory_bandwidth = gb_per_second(1555),          // datasheet: 1,555 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(19.5),         // datasheet: 19.5 TFLOPS
+            .tf32 = hardware_detail::tflops(156),          // datasheet: 156 (312 sparse)
+            .fp16 = hardware_detail::tflops(312),          // datasheet: 312 (624 sparse)
+            .bf16 = hardware_detail::tflops(312),          // datasheet: 312 (624 sparse)
+            .fp8 = {},                                    // Ampere has no fp8 tensor cores
+            .int8 = hardware_detail::tflops(624),          // datasheet: 624 TOPS (1,248 sparse)
+        },
+        .gpu_link = hardware_detail::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
+        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .tdp_watts = 400,                                 // datasheet: 400 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Volta. Sources: "NVIDIA Tesla V100 GPU Accelerator" datasheet (V100 SXM2 column)
+// and "NVIDIA Tesla V100 GPU Architecture" whitepaper (80 SMs, 1530 MHz boost,
+// 6144 KB L2). Volta tensor cores do fp16 only: no tf32, bf16, fp8 or int8.
+struct v100_sxm2_32gb {
+    static constexpr gpu_spec spec{
+        .name = "v100-sxm2-32gb",
+        .full_name = "NVIDIA Tesla V100 SXM2 32GB",
+        .architecture = gpu_architecture::volta,
+        .sm_count = 80,                                   // whitepaper: 80 SMs
+        .boost_clock = megahertz(1530),                   // whitepaper: 1530 MHz
+        .l2_cache = mebibytes_of(6),                      // whitepaper: 6144 KB
+        .memory_capacity = gigabytes_of(32),              // datasheet: 32 GB HBM2
+        .memory_bandwidth = gb_per_second(900),           // datasheet: 900 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(15.7),         // datasheet: 15.7 TFLOPS
+            .tf32 = {},                                   // no tf32 before Ampere
+            .fp16 = hardware_detail::tflops(125),          // datasheet: tensor 125 TFLOPS
+            .bf16 = {},                                   // no bf16 before Ampere
+            .fp8 = {},
+            .int8 = {},                                   // Volta tensor cores: fp16 only
+        },
+        .gpu_link = hardware_detail::nvlink(300),          // datasheet: NVLink 300 GB/s (total)
+        .host_link = hardware_detail::pcie(hardware_detail::pcie3_x16_gb_per_s),  // PCIe Gen3 x16
+        .tdp_watts = 300,                                 // datasheet: 300 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// GeForce Ampere (GA102). Source: "NVIDIA Ampere GA102 GPU Architecture" whitepaper
+// (RTX 3090 column: 82 SMs, 1695 MHz, 6144 KB L2, TF32 35.6, FP16/BF16 with fp32
+// accumulate 71 (142 with fp16 accumulate), INT8 284 TOPS, NVLink "four x4 links,
+// 112.5 GB/sec total"). GeForce runs fp32-accumulate tensor math at half the
+// fp16-accumulate rate; training accumulates in fp32, so that is the stored rate.
+// The 3090 Ti has no whitepaper column: its rates are the GA102 per-SM rates ×
+// 84 SMs × 1860 MHz (NVIDIA RTX 3090 Ti product page: 10752 CUDA cores, 1.86 GHz
+// boost, 24 GB GDDR6X at 21 Gbps on 384 bits = 1008 GB/s, 450 W).
+struct rtx_3090_ti {
+    static constexpr gpu_spec spec{
+        .name = "rtx-3090-ti",
+        .full_name = "NVIDIA GeForce RTX 3090 Ti",
+        .architecture = gpu_architecture::ampere,
+        .sm_count = 84,                                   // product page: 10752 cores / 128
+        .boost_clock = megahertz(1860),                   // product page: 1.86 GHz
+        .l2_cache = mebibytes_of(6),                      // GA102: 6144 KB
+        .memory_capacity = gigabytes_of(24),              // product page: 24 GB GDDR6X
+        .memory_bandwidth = gb_per_second(1008),          // 21 Gbps × 384 bit / 8
+        .peak = {
+            .fp32 = hardware_detail::tflops(40),           // 84 × 256 FLOP/clk × 1.86 GHz = 40.0
+            .tf32 = hardware_detail::tflops(40),           // 84 × 256 × 1.86 GHz (GA102 TF32 rate)
+            .fp16 = hardware_detail::tflops(80),           // 84 × 512 × 1.86 GHz; 160 with fp16 acc
+            .bf16 = hardware_detail::tflops(80),           // as fp16 with fp32 accumulate
+            .fp8 = {},                                    // Ampere has no fp8 tensor cores
+            .int8 = hardware_detail::tflops(320),          // 84 × 2048 × 1.86 GHz
+        },
+        .gpu_link = hardware_detail::nvlink_bridge(112.5), // GA102: 112.5 GB/s total, 56.25 each way
+        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .tdp_watts = 450,                                 // product page: 450 W
+    };
+};
+
+struct rtx_3090 {
+    static constexpr gpu_spec spec{
+        .name = "rtx-3090",
+        .full_name = "NVIDIA GeForce RTX 3090",
+        .architecture = gpu_architecture::ampere,
+        .sm_count = 82,                                   // GA102 whitepaper: 82 SMs
+        .boost_clock = megahertz(1695),                   // GA102 whitepaper: 1695 MHz
+        .l2_cache = mebibytes_of(6),                      // GA102 whitepaper: 6144 KB
+        .memory_capacity = gigabytes_of(24),              // GA102 whitepaper: 24 GB GDDR6X
+        .memory_bandwidth = gb_per_second(936),           // GA102 whitepaper: 936 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(35.6),         // GA102 whitepaper: 35.6
+            .tf32 = hardware_detail::tflops(35.6),         // GA102 whitepaper: 35.6 (71 sparse)
+            .fp16 = hardware_detail::tflops(71),           // GA102 whitepaper: 71 fp32 acc (142 fp16 acc)
+            .bf16 = hardware_detail::tflops(71),           // GA102 whitepaper: 71 fp32 acc
+            .fp8 = {},                                    // Ampere has no fp8 tensor cores
+            .int8 = hardware_detail::tflops(284),          // GA102 whitepaper: 284 TOPS
+        },
+        .gpu_link = hardware_detail::nvlink_bridge(112.5), // GA102 whitepaper: 112.5 GB/s total
+        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .tdp_watts = 350,                                 // GA102 whitepaper: 350 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Jetson Orin NX 16GB. Source: "NVIDIA Jetson Orin NX Series" datasheet: Ampere GPU
+// with 1024 CUDA cores and 32 tensor cores (8 SMs), 918 MHz max, 16 GB 128-bit
+// LPDDR5 at 102.4 GB/s shared with the CPU, 10–25 W. NVIDIA quotes only sparse INT8
+// TOPS, so the rates are DERIVED from units × clock with A100-class (GA10B) per-SM
+// tensor rates (consistent with the datasheet's 100 sparse INT8 TOPS = GPU 60 + DLA 40):
+//   fp32 = 1024 cores × 2 × 918 MHz           =  1.88 TFLOP/s
+//   fp16 = 8 SMs × 2048 FLOP/clk × 918 MHz    = 15.04 TFLOP/s (bf16 same)
+//   tf32 = fp16 / 2                           =  7.52 TFLOP/s
+//   int8 = fp16 × 2                           = 30.08 TOP/s (60 sparse)
+struct jetson_orin_nx_16gb {
+    static constexpr gpu_spec spec{
+        .name = "jetson-orin-nx-16gb",
+        .full_name = "NVIDIA Jetson Orin NX 16GB",
+        .architecture = gpu_architecture::ampere,
+        .sm_count = 8,                                    // datasheet: 1024 cores / 128
+        .boost_clock = megahertz(918),                    // datasheet: 918 MHz max
+        // APPROXIMATE: the Orin NX datasheet gives no L2 size; 4 MB is the figure
+        // the Jetson AGX Orin technical brief gives for the Orin GPU.
+        .l2_cache = mebibytes_of(4),
+        .memory_capacity = gigabytes_of(16),              // datasheet: 16 GB LPDDR5
+        .memory_bandwidth = gb_per_second(102.4),         // datasheet: 102.4 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(1024 * 2 * 0.918e-3),     // derived, see above
+            .tf32 = hardware_detail::tflops(8 * 1024 * 0.918e-3),     // derived
+            .fp16 = hardware_detail::tflops(8 * 2048 * 0.918e-3),     // derived
+            .bf16 = hardware_detail::tflops(8 * 2048 * 0.918e-3),     // derived
+            .fp8 = {},                                               // Ampere: no fp8
+            .int8 = hardware_detail::tflops(8 * 4096 * 0.918e-3),     // derived
+        },
+        .gpu_link = {},                                   // a single module: no GPU↔GPU link
+        // No PCIe between CPU and GPU: they share the DRAM. ASSUMPTION: an explicit
+        // host→device copy reads and writes that DRAM, so it moves at half its rate.
+        .host_link = {link_kind::none, gb_per_second(102.4 / 2), seconds_of(0.0), 1.0},
+        .tdp_watts = 25,                                  // datasheet: 10–25 W (max mode)
+        .memory_shared_with_host = true,                  // datasheet: CPU and GPU share DRAM
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Blackwell. Source: "NVIDIA HGX B200" datasheet figures per GPU (the 8-GPU totals
+// divided by 8): FP8 72 PFLOPS sparse → 4.5 dense, FP16/BF16 36 → 2.25, TF32 18
+// sparse → ~1.1 dense, INT8 72 POPS sparse → 4.5; 1,440 GB HBM3e → 180 GB per GPU;
+// 64 TB/s → 8 TB/s per GPU; NVLink5 1.8 TB/s per GPU; up to 1000 W per GPU.
+// SM count, clock and L2 are not in NVIDIA's datasheet: APPROXIMATE, from public
+// reports (148 SMs, ~1965 MHz boost, 126 MB L2). FP32 is not quoted either and is
+// DERIVED: 148 SMs × 256 FLOP/clk × 1965 MHz ≈ 74.4 TFLOP/s.
+struct b200 {
+    static constexpr gpu_spec spec{
+        .name = "b200",
+        .full_name = "NVIDIA B200 (HGX B200, 180GB)",
+        .architecture = gpu_architecture::blackwell,
+        .sm_count = 148,                                  // APPROXIMATE: public reports
+        .boost_clock = megahertz(1965),                   // APPROXIMATE: public reports
+        .l2_cache = mebibytes_of(126),                    // APPROXIMATE: public reports
+        .memory_capacity = gigabytes_of(180),             // HGX B200: 1,440 GB / 8
+        .memory_bandwidth = tb_per_second(8),             // HGX B200: 64 TB/s / 8
+        .peak = {
+            .fp32 = hardware_detail::tflops(148 * 256 * 1.965e-3),  // DERIVED, see above
+            .tf32 = hardware_detail::tflops(1100),         // HGX B200: 2.2 PFLOPS sparse per GPU
+            .fp16 = hardware_detail::tflops(2250),         // HGX B200: 4.5 PFLOPS sparse per GPU
+            .bf16 = hardware_detail::tflops(2250),         // HGX B200: 4.5 PFLOPS sparse per GPU
+            .fp8 = hardware_detail::tflops(4500),          // HGX B200: 9 PFLOPS sparse per GPU
+            .int8 = hardware_detail::tflops(4500),         // HGX B200: 9 POPS sparse per GPU
+        },
+        .gpu_link = hardware_detail::nvlink(1800),         // HGX B200: NVLink5 1.8 TB/s (total)
+        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .tdp_watts = 1000,                                // HGX B200: up to 1000 W per GPU
+    };
+};
+
+static_assert(hardware<h100_sxm> && hardware<h100_pcie> && hardware<h200_sxm> &&
+              hardware<a100_sxm_80gb> && hardware<a100_sxm_40gb> &&
+              hardware<v100_sxm2_32gb> && hardware<rtx_3090_ti> && hardware<rtx_3090> &&
+              hardware<jetson_orin_nx_16gb> && hardware<b200>);
+
+// ---------------------------------------------------------------------------------
+// Lookup by CLI name.
+
+inline constexpr std::array<gpu_spec, 10> gpu_catalog{
+    h100_sxm::spec,      h100_pcie::spec,  h200_sxm::spec,
+    a100_sxm_80gb::spec, a100_sxm_40gb::spec,
+    v100_sxm2_32gb::spec, rtx_3090_ti::spec, rtx_3090::spec,
+    jetson_orin_nx_16gb::spec, b200::spec,
+};
+
+constexpr std::array<std::string_view, gpu_catalog.size()> gpu_names() {
+    std::array<std::string_view, gpu_catalog.size()> names{};
+    for (std::size_t i = 0; i < gpu_catalog.size(); ++i) names[i] = gpu_catalog[i].name;
+    return names;
+}
+
+namespace hardware_detail {
+constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+constexpr bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+    return true;
+}
+
+// `field = "name": unknown; known: a, b, c` — never reached in constant evaluation
+// of a valid name, so a misspelt name in a static_assert does not compile.
+template <std::size_t N>
+[[noreturn]] inline void unknown_name(std::string_view field, std::string_view name,
+                                      const std::array<std::string_view, N>& known) {
+    std::ostringstream known_list;
+    for (std::size_t i = 0; i < N; ++i) known_list << (i ? ", " : "") << known[i];
+    detail::fail(field, '"' + std::string(name) + '"', "unknown; known: " + known_list.str());
+}
+}  // namespace hardware_detail
+
+// The catalog entry whose name equals `name` ignoring ASCII case; throws
+// trainperf::invalid_argument listing the known names otherwise.
+constexpr const gpu_spec& lookup_gpu(std::string_view name) {
+    for (const gpu_spec& g : gpu_catalog)
+        if (hardware_detail::iequals(g.name, name)) return g;
+    hardware_detail::unknown_name("gpu", name, gpu_names());
+}
+
+}  // namespace trainperf

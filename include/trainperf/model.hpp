@@ -1,0 +1,90 @@
+// A transformer's architecture and its parameter count, computed from the config.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "error.hpp"
+
+namespace trainperf {
+
+enum class ffn_kind { gelu, swiglu };          // swiglu: gated FFN, three matrices
+enum class position_kind { learned, rotary };  // learned: a max_seq × hidden table
+enum class norm_kind { layernorm, rmsnorm };   // rmsnorm has no bias
+
+struct transformer_config {
+    std::string_view name = "custom";
+    int layers = 0;
+    int hidden = 0;
+    int heads = 0;
+    int kv_heads = 0;            // < heads for grouped-query attention; 0 means = heads
+    int ffn_hidden = 0;          // inner size of the FFN (per matrix for swiglu)
+    int vocab = 0;
+    int max_seq = 0;             // context the model was trained with
+    ffn_kind ffn = ffn_kind::gelu;
+    position_kind positions = position_kind::learned;
+    norm_kind norm = norm_kind::layernorm;
+    bool tied_embeddings = true; // output projection shares the input embedding
+    bool linear_biases = true;   // biases on QKV, projections and FFN matrices
+    bool causal = true;          // decoder (masked) or encoder (bidirectional)
+    int token_types = 0;         // BERT segment embeddings
+    bool pooler = false;         // BERT pooler (hidden × hidden dense + bias)
+    bool qkv_biases = true;      // with linear_biases; GPT-Neo has none on Q, K, V only
+    bool dropout = true;         // trained with dropout (LLaMA is not): masks kept for backward
+
+    constexpr int effective_kv_heads() const { return kv_heads == 0 ? heads : kv_heads; }
+    constexpr int head_dim() const { return hidden / heads; }
+    constexpr int kv_width() const { return effective_kv_heads() * head_dim(); }
+};
+
+// Throws trainperf::invalid_argument naming the first bad field.
+constexpr void validate(const transformer_config& m) {
+    require(m.layers > 0, "layers", m.layers, "must be positive");
+    require(m.hidden > 0, "hidden", m.hidden, "must be positive");
+    require(m.heads > 0, "heads", m.heads, "must be positive");
+    require(m.hidden % m.heads == 0, "heads", m.heads, "must divide hidden");
+    require(m.kv_heads >= 0 && m.kv_heads <= m.heads, "kv_heads", m.kv_heads,
+            "must be between 0 (= heads) and heads");
+    require(m.heads % m.effective_kv_heads() == 0, "kv_heads", m.kv_heads,
+            "must divide heads");
+    require(m.ffn_hidden > 0, "ffn_hidden", m.ffn_hidden, "must be positive");
+    require(m.vocab > 0, "vocab", m.vocab, "must be positive");
+    require(m.max_seq >= 0, "max_seq", m.max_seq, "must not be negative");
+}
+
+// Parameters of one transformer layer.
+constexpr double layer_parameters(const transformer_config& m) {
+    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width();
+    const bool b = m.linear_biases;
+    const double qkv = h * (h + 2 * kv) + (b && m.qkv_biases ? h + 2 * kv : 0);
+    const double out = h * h + (b ? h : 0);
+    const double matrices_in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+    const double ffn = matrices_in * (h * f + (b ? f : 0)) + f * h + (b ? h : 0);
+    const double norm = m.norm == norm_kind::layernorm ? 2 * h : h;
+    return qkv + out + ffn + 2 * norm;
+}
+
+// Input embedding, positions, segment types, final norm, untied head and pooler.
+constexpr double embedding_parameters(const transformer_config& m) {
+    const double h = m.hidden;
+    double p = double(m.vocab) * h;
+    if (m.positions == position_kind::learned) p += double(m.max_seq) * h;
+    p += double(m.token_types) * h;
+    if (m.token_types > 0) p += 2 * h;  // BERT's embedding layernorm
+    return p;
+}
+
+constexpr double head_parameters(const transformer_config& m) {
+    const double h = m.hidden;
+    double p = m.norm == norm_kind::layernorm ? 2 * h : h;  // final norm
+    if (m.token_types > 0) p = 0;                           // BERT: post-norm, none at the end
+    if (!m.tied_embeddings) p += double(m.vocab) * h;
+    if (m.pooler) p += h * h + h;
+    return p;
+}
+
+constexpr double parameter_count(const transformer_config& m) {
+    return m.layers * layer_parameters(m) + embedding_parameters(m) + head_parameters(m);
+}
+
+}  // namespace trainperf

@@ -1,0 +1,206 @@
+// Optimizers and the state they keep per parameter. Adafactor and 8-bit Adam depend
+// on the shapes of the parameter tensors, so the model's tensors are listed here.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "dtype.hpp"
+#include "error.hpp"
+#include "model.hpp"
+#include "units.hpp"
+
+namespace trainperf {
+
+enum class optimizer_kind { sgd, sgd_momentum, adamw, adamw_fused, adafactor, lion, adam8bit };
+
+inline constexpr std::array all_optimizers{optimizer_kind::sgd,       optimizer_kind::sgd_momentum,
+                                           optimizer_kind::adamw,     optimizer_kind::adamw_fused,
+                                           optimizer_kind::adafactor, optimizer_kind::lion,
+                                           optimizer_kind::adam8bit};
+
+constexpr std::string_view to_string(optimizer_kind k) {
+    switch (k) {
+        case optimizer_kind::sgd: return "sgd";
+        case optimizer_kind::sgd_momentum: return "sgd-momentum";
+        case optimizer_kind::adamw: return "adamw";
+        case optimizer_kind::adamw_fused: return "adamw-fused";
+        case optimizer_kind::adafactor: return "adafactor";
+        case optimizer_kind::lion: return "lion";
+        case optimizer_kind::adam8bit: return "adam8bit";
+    }
+    return "?";
+}
+
+constexpr optimizer_kind parse_optimizer(std::string_view s) {
+    for (optimizer_kind k : all_optimizers)
+        if (to_string(k) == s) return k;
+    if (s == "adam") return optimizer_kind::adamw;  // same state as AdamW
+    detail::fail("optimizer", s,
+                 "unknown; expected sgd, sgd-momentum, adamw, adamw-fused, adafactor, lion or adam8bit");
+}
+
+// Fused: one multi-tensor kernel per step (apex FusedAdam, torch fused=True) instead
+// of a per-tensor loop of elementwise kernels. Same state; the step engine times it.
+constexpr bool is_fused(optimizer_kind k) { return k == optimizer_kind::adamw_fused; }
+
+// One parameter tensor, `count` times (once per layer for layer tensors). cols == 0
+// marks a 1-D tensor (bias, norm scale) of `rows` elements.
+struct parameter_tensor {
+    std::string_view name;
+    double rows = 0;
+    double cols = 0;
+    double count = 1;
+
+    constexpr double elements() const { return cols == 0 ? rows : rows * cols; }
+    constexpr bool is_matrix() const { return cols != 0; }
+};
+
+// Up to this many distinct tensors per model (a fixed size keeps it constexpr).
+struct parameter_tensor_list {
+    std::array<parameter_tensor, 24> items{};
+    std::size_t size = 0;
+
+    constexpr void add(parameter_tensor t) {
+        if (t.elements() > 0 && t.count > 0) items[size++] = t;
+    }
+    constexpr const parameter_tensor* begin() const { return items.data(); }
+    constexpr const parameter_tensor* end() const { return items.data() + size; }
+    constexpr double parameters() const {
+        double p = 0;
+        for (const auto& t : *this) p += t.elements() * t.count;
+        return p;
+    }
+};
+
+// The model's parameter tensors as Hugging Face / Megatron lay them out: separate
+// Q, K, V projections (GPT-2's fused c_attn has the same elements; Adafactor's
+// factored state differs by 2·hidden per layer). Sums to parameter_count(m).
+constexpr parameter_tensor_list parameter_tensors(const transformer_config& m) {
+    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), n = m.layers;
+    const bool b = m.linear_biases;
+    const double norm_vectors = m.norm == norm_kind::layernorm ? 2 : 1;  // scale (+ bias)
+    parameter_tensor_list l;
+    l.add({"q_proj", h, h, n});
+    l.add({"k_proj", kv, h, n});
+    l.add({"v_proj", kv, h, n});
+    l.add({"o_proj", h, h, n});
+    if (m.ffn == ffn_kind::swiglu) l.add({"gate_proj", f, h, n});
+    l.add({"up_proj", f, h, n});
+    l.add({"down_proj", h, f, n});
+    if (b) {
+        if (m.qkv_biases) {
+            l.add({"q_bias", h, 0, n});
+            l.add({"kv_bias", kv, 0, 2 * n});
+        }
+        l.add({"o_bias", h, 0, n});
+        l.add({"up_bias", f, 0, n * (m.ffn == ffn_kind::swiglu ? 2 : 1)});
+        l.add({"down_bias", h, 0, n});
+    }
+    l.add({"layer_norms", h, 0, 2 * norm_vectors * n});
+    l.add({"token_embedding", double(m.vocab), h, 1});
+    if (m.positions == position_kind::learned) l.add({"position_embedding", double(m.max_seq), h, 1});
+    if (m.token_types > 0) {
+        l.add({"token_type_embedding", double(m.token_types), h, 1});
+        l.add({"embedding_norm", h, 0, 2});  // BERT: layernorm scale and bias
+    } else {
+        l.add({"final_norm", h, 0, norm_vectors});
+    }
+    if (!m.tied_embeddings) l.add({"lm_head", double(m.vocab), h, 1});
+    if (m.pooler) {
+        l.add({"pooler", h, h, 1});
+        l.add({"pooler_bias", h, 0, 1});
+    }
+    return l;
+}
+
+namespace optimizer_detail {
+// bitsandbytes 8-bit optimizers: block-wise quantization with one fp32 absmax per
+// block of 2048 elements (Dettmers et al. 2022, "8-bit Optimizers via Block-wise
+// Quantization", ICLR, §2), and tensors under min_8bit_size = 4096 elements keep
+// 32-bit state (bitsandbytes Optimizer8bit default).
+inline constexpr double adam8bit_block = 2048;
+inline constexpr double adam8bit_min_elements = 4096;
+
+constexpr double ceil_div(double a, double b) {
+    const auto q = static_cast<long long>(a / b);
+    return static_cast<double>(q) * b < a ? double(q + 1) : double(q);
+}
+
+constexpr double adam8bit_state_of(double elements) {
+    if (elements < adam8bit_min_elements) return elements * 8.0;          // m, v in fp32
+    return 2.0 * (elements + 4.0 * ceil_div(elements, adam8bit_block));  // 1 B + absmax
+}
+
+// Newton iteration: constant-evaluable, unlike std::cbrt.
+constexpr double cube_root(double x) {
+    if (x <= 0) return 0;
+    double r = x > 1 ? x / 3 : 1;
+    for (int i = 0; i < 200; ++i) {
+        const double next = r - (r * r * r - x) / (3 * r * r);
+        if (next == r) break;
+        r = next;
+    }
+    return r;
+}
+}  // namespace optimizer_detail
+
+// Optimizer state of a whole model, from its tensor shapes. `state` is the dtype of
+// the moments (fp32 normally; bf16 in pure-bf16 training); 8-bit Adam ignores it.
+//   sgd: none; sgd-momentum: 1 buffer; adamw(-fused): m and v; lion: 1 momentum
+//   (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms");
+//   adafactor: factored second moment (Shazeer & Stern 2018): rows + cols values per
+//   matrix, the full vector for 1-D tensors, and no first moment (beta1 = None, the
+//   Hugging Face transformers.Adafactor default).
+constexpr bytes optimizer_state_bytes(optimizer_kind k, const transformer_config& m,
+                                      dtype state = dtype::fp32) {
+    validate(m);
+    const double s = size_of(state);
+    double total = 0;
+    for (const auto& t : parameter_tensors(m)) {
+        double per_tensor = 0;
+        switch (k) {
+            case optimizer_kind::sgd: break;
+            case optimizer_kind::sgd_momentum:
+            case optimizer_kind::lion: per_tensor = t.elements() * s; break;
+            case optimizer_kind::adamw:
+            case optimizer_kind::adamw_fused: per_tensor = 2 * t.elements() * s; break;
+            case optimizer_kind::adafactor:
+                per_tensor = (t.is_matrix() ? t.rows + t.cols : t.rows) * s;
+                break;
+            case optimizer_kind::adam8bit:
+                per_tensor = optimizer_detail::adam8bit_state_of(t.elements());
+                break;
+        }
+        total += per_tensor * t.count;
+    }
+    return bytes_of(total);
+}
+
+// The same for a bare parameter count (`--params 7e9`). Adafactor and 8-bit Adam
+// need shapes, so they are approximated: 8-bit Adam as one large tensor
+// (2 B + 2·4 B per 2048 elements); Adafactor as square hidden × hidden matrices,
+// rows + cols = 2·hidden values per hidden² parameters, with hidden estimated from
+// params ≈ 12·layers·hidden² and the usual aspect ratio hidden ≈ 128·layers
+// (llama2-7b 4096/32, gpt3-175b 12288/96): hidden = cbrt(128·params/12).
+constexpr bytes optimizer_state_bytes(optimizer_kind k, double params, dtype state = dtype::fp32) {
+    require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
+    const double s = size_of(state);
+    switch (k) {
+        case optimizer_kind::sgd: return bytes_of(0);
+        case optimizer_kind::sgd_momentum:
+        case optimizer_kind::lion: return bytes_of(params * s);
+        case optimizer_kind::adamw:
+        case optimizer_kind::adamw_fused: return bytes_of(2 * params * s);
+        case optimizer_kind::adafactor: {
+            const double hidden = optimizer_detail::cube_root(128.0 * params / 12.0);
+            return bytes_of(params * (2.0 / hidden) * s);
+        }
+        case optimizer_kind::adam8bit:
+            return bytes_of(2.0 * (params + 4.0 * params / optimizer_detail::adam8bit_block));
+    }
+    return bytes_of(0);
+}
+
+}  // namespace trainperf

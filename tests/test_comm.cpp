@@ -1,0 +1,163 @@
+#include <trainperf/comm.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+using namespace trainperf;
+
+namespace {
+// A link with round numbers so the hand computations below are easy to follow.
+constexpr link_spec test_link{.kind = link_kind::nvlink,
+                              .per_direction = gb_per_second(100.0),
+                              .latency = microseconds_of(5.0),
+                              .efficiency = 0.5};
+
+constexpr cluster_spec two_level(int gpus_per_node) {
+    return {.gpu = {}, .gpus_per_node = gpus_per_node,
+            .intra_node = default_link(link_kind::nvlink),
+            .inter_node = default_link(link_kind::infiniband)};
+}
+}  // namespace
+
+// The cost model works in constant expressions.
+static_assert(ring_all_reduce_time(bytes_of(1e9), 1, link_spec{}).value() == 0.0);
+static_assert(ring_all_reduce_time(bytes_of(1e9), 4, test_link).value() > 0.0);
+static_assert(default_link(link_kind::nvlink).total() == gb_per_second(900.0));
+
+TEST_CASE("ring all-reduce matches a hand computation", "[comm]") {
+    // 4 GPUs, 1 GB: 2·(4−1) = 6 steps of 5 µs = 30 µs; each GPU moves 2·3/4·1 GB =
+    // 1.5 GB at 0.5 × 100 GB/s = 50 GB/s → 30 ms. Total 30.03 ms.
+    const seconds t = all_reduce_time(gigabytes_of(1.0), 4, test_link);
+    CHECK(t.value() == Approx(0.03003).epsilon(1e-12));
+
+    // 8 GPUs over the default NVLink (450 GB/s each way, 0.8, 3 µs), 1.4 GB:
+    // 14 × 3 µs + 2·7/8·1.4e9 B / 360e9 B/s = 42 µs + 6.805556 ms.
+    const seconds nv = all_reduce_time(gigabytes_of(1.4), 8, default_link(link_kind::nvlink));
+    CHECK(nv.value() == Approx(42e-6 + 2.45e9 / 360e9).epsilon(1e-12));
+}
+
+TEST_CASE("reduce-scatter and all-gather each cost half a ring all-reduce", "[comm]") {
+    // 4 GPUs, 1 GB: 3 steps × 5 µs + 3/4 GB / 50 GB/s = 15 µs + 15 ms.
+    CHECK(reduce_scatter_time(gigabytes_of(1.0), 4, test_link).value() ==
+          Approx(0.015015).epsilon(1e-12));
+    CHECK(all_gather_time(gigabytes_of(1.0), 4, test_link).value() ==
+          Approx(0.015015).epsilon(1e-12));
+    for (int n : {2, 3, 8, 64}) {
+        const auto size = gigabytes_of(0.3);
+        CHECK((reduce_scatter_time(size, n, test_link) + all_gather_time(size, n, test_link))
+                  .value() == Approx(all_reduce_time(size, n, test_link).value()));
+    }
+}
+
+TEST_CASE("tree all-reduce takes 2·log2(N) latency steps and the ring's volume", "[comm]") {
+    const auto tree = collective_algorithm::tree;
+    // 8 GPUs, 0 bytes: 6 steps vs the ring's 14.
+    CHECK(all_reduce_time(bytes_of(0), 8, test_link, tree).value() == Approx(6 * 5e-6));
+    CHECK(all_reduce_time(bytes_of(0), 8, test_link).value() == Approx(14 * 5e-6));
+    // Not a power of two: ⌈log2 5⌉ = 3.
+    CHECK(all_reduce_time(bytes_of(0), 5, test_link, tree).value() == Approx(6 * 5e-6));
+    // Large buffers: the same bandwidth term, so the difference is latency only.
+    const auto size = gigabytes_of(2.0);
+    const double diff = all_reduce_time(size, 64, test_link).value() -
+                        all_reduce_time(size, 64, test_link, tree).value();
+    CHECK(diff == Approx((126 - 12) * 5e-6));
+}
+
+TEST_CASE("point-to-point is one latency plus the transfer", "[comm]") {
+    CHECK(p2p_time(megabytes_of(100), test_link).value() == Approx(5e-6 + 1e8 / 50e9));
+    CHECK(collective_time(collective::p2p, megabytes_of(100), 2, test_link).value() ==
+          Approx(5e-6 + 1e8 / 50e9));
+}
+
+TEST_CASE("one GPU communicates nothing", "[comm]") {
+    const link_spec none{};
+    CHECK(all_reduce_time(gigabytes_of(1), 1, none).value() == 0.0);
+    CHECK(all_reduce_time(gigabytes_of(1), 1, none, collective_algorithm::tree).value() == 0.0);
+    CHECK(reduce_scatter_time(gigabytes_of(1), 1, none).value() == 0.0);
+    CHECK(all_gather_time(gigabytes_of(1), 1, none).value() == 0.0);
+    CHECK(data_parallel_all_reduce_time(gigabytes_of(1), 1, cluster_spec{}).value() == 0.0);
+}
+
+TEST_CASE("hierarchical all-reduce beats a flat ring across 2 nodes of 8 GPUs", "[comm]") {
+    const cluster_spec c = two_level(8);
+    const auto size = gigabytes_of(1.0);
+    // In the node: NVLink at 0.8 × 450 = 360 GB/s, 3 µs; across: IB at 0.9 × 25 =
+    // 22.5 GB/s, 10 µs.
+    // reduce-scatter: 7 × 3 µs + 7/8 GB / 360 GB/s; all-gather the same;
+    // across nodes: ring of 2 over 1/8 GB: 2 × 10 µs + 2·1/2·0.125 GB / 22.5 GB/s.
+    const double rs = 7 * 3e-6 + 0.875e9 / 360e9;
+    const double inter = 2 * 10e-6 + 0.125e9 / 22.5e9;
+    const seconds hier = hierarchical_all_reduce_time(size, c, 16);
+    CHECK(hier.value() == Approx(2 * rs + inter).epsilon(1e-12));
+    CHECK(hier.value() == Approx(10.478667e-3).epsilon(1e-6));
+
+    // Flat ring over 16: 30 steps at the slowest latency (10 µs) and 2·15/16 GB at the
+    // slowest bandwidth (22.5 GB/s).
+    const seconds flat = flat_ring_all_reduce_time(size, c, 16);
+    CHECK(flat.value() == Approx(30 * 10e-6 + 1.875e9 / 22.5e9).epsilon(1e-12));
+    CHECK(hier < flat);
+    CHECK(flat.value() / hier.value() > 7.9);
+
+    // Data parallelism picks the hierarchical algorithm across nodes, the flat ring
+    // inside one.
+    CHECK(data_parallel_all_reduce_time(size, 16, c) == hier);
+    CHECK(data_parallel_all_reduce_time(size, 8, c) ==
+          all_reduce_time(size, 8, default_link(link_kind::nvlink)));
+    CHECK(hierarchical_all_reduce_time(size, c, 4) ==
+          all_reduce_time(size, 4, default_link(link_kind::nvlink)));
+}
+
+TEST_CASE("a cluster without an intra-node link uses the GPU's own link", "[comm]") {
+    cluster_spec c{};
+    c.gpu.gpu_link = test_link;
+    c.gpus_per_node = 4;
+    CHECK(data_parallel_all_reduce_time(gigabytes_of(1), 4, c).value() ==
+          Approx(0.03003).epsilon(1e-12));
+}
+
+TEST_CASE("link defaults and overrides", "[comm]") {
+    const link_spec pcie = default_link(link_kind::pcie);
+    const link_spec staged = default_link(link_kind::pcie_no_p2p);
+    CHECK(staged.kind == link_kind::pcie_no_p2p);
+    CHECK(staged.per_direction.value() == Approx(pcie.per_direction.value() / 2));
+    CHECK(staged.latency.value() == Approx(2 * pcie.latency.value()));
+    CHECK(pcie.per_direction.value() == Approx(31.5e9));
+    CHECK(default_link(link_kind::nvlink_bridge).per_direction.value() == Approx(56.25e9));
+    CHECK(default_link(link_kind::infiniband).per_direction.value() == Approx(25e9));
+
+    const link_spec measured = with_bandwidth(default_link(link_kind::nvlink_bridge),
+                                              gb_per_second(52.8));
+    CHECK(measured.kind == link_kind::nvlink_bridge);
+    CHECK(measured.achievable().value() == Approx(52.8e9));
+    CHECK(measured.latency == default_link(link_kind::nvlink_bridge).latency);
+
+    CHECK(bus_bandwidth_factor(collective::all_reduce, 8) == Approx(1.75));
+    CHECK(bus_bandwidth_factor(collective::all_gather, 8) == Approx(0.875));
+    CHECK(bus_bandwidth_factor(collective::p2p, 2) == 1.0);
+}
+
+TEST_CASE("bad input is rejected with the field named", "[comm][errors]") {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH(all_reduce_time(bytes_of(-1), 8, test_link), Catch::Contains("bytes"));
+    CHECK_THROWS_AS(all_reduce_time(bytes_of(nan), 8, test_link), trainperf::invalid_argument);
+    CHECK_THROWS_WITH(all_reduce_time(bytes_of(1), 0, test_link), Catch::Contains("gpus = 0"));
+    CHECK_THROWS_WITH(all_reduce_time(bytes_of(1), 2, link_spec{}), Catch::Contains("link"));
+    link_spec bad = test_link;
+    bad.efficiency = 0;
+    CHECK_THROWS_WITH(all_reduce_time(bytes_of(1), 2, bad), Catch::Contains("efficiency"));
+    bad = test_link;
+    bad.latency = seconds_of(-1e-6);
+    CHECK_THROWS_WITH(p2p_time(bytes_of(1), bad), Catch::Contains("latency"));
+    CHECK_THROWS_AS(default_link(link_kind::none), trainperf::invalid_argument);
+    CHECK_THROWS_AS(with_bandwidth(test_link, gb_per_second(-3)), trainperf::invalid_argument);
+    CHECK_THROWS_AS(with_bandwidth(test_link, gb_per_second(nan)), trainperf::invalid_argument);
+    // 12 GPUs do not fill whole nodes of 8.
+    CHECK_THROWS_WITH(data_parallel_all_reduce_time(bytes_of(1), 12, two_level(8)),
+                      Catch::Contains("gpus = 12"));
+    // Several nodes need an inter-node link.
+    cluster_spec no_inter = two_level(8);
+    no_inter.inter_node = {};
+    CHECK_THROWS_AS(hierarchical_all_reduce_time(bytes_of(1), no_inter, 16),
+                    trainperf::invalid_argument);
+}

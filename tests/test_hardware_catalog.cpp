@@ -1,0 +1,142 @@
+#include <trainperf/hardware/catalog.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+using namespace trainperf;
+
+// Every tag is a `hardware` and usable at compile time.
+static_assert(hardware<h100_sxm> && hardware<h100_pcie> && hardware<h200_sxm> &&
+              hardware<a100_sxm_80gb> && hardware<a100_sxm_40gb> && hardware<v100_sxm2_32gb> &&
+              hardware<rtx_3090_ti> && hardware<rtx_3090> && hardware<jetson_orin_nx_16gb> &&
+              hardware<b200>);
+static_assert(!hardware<int> && !hardware<gpu_spec>);
+static_assert(spec_of(h100_sxm{}).sm_count == 132);
+static_assert(lookup_gpu("H100-SXM").sm_count == 132);               // lookup in constexpr
+static_assert(&lookup_gpu("rtx-3090-ti") == &gpu_catalog[6]);
+static_assert(h100_sxm::spec.peak_for(dtype::bf16) == tflops_per_second(989.4));
+static_assert(!v100_sxm2_32gb::spec.supports(dtype::bf16));
+static_assert(gpu_names().size() == gpu_catalog.size());
+
+TEST_CASE("datasheet values (DESIGN.md section 3)", "[hardware][catalog]") {
+    const gpu_spec& h = h100_sxm::spec;
+    CHECK(h.name == "h100-sxm");
+    CHECK(h.architecture == gpu_architecture::hopper);
+    CHECK(h.sm_count == 132);
+    CHECK(h.boost_clock.value() == 1.98e9);
+    CHECK(h.memory_capacity.value() == 80e9);
+    CHECK(h.memory_bandwidth.value() == Approx(3.35e12));
+    CHECK(h.peak_for(dtype::fp32).value() == Approx(67e12));
+    CHECK(h.peak_for(dtype::tf32).value() == Approx(494.7e12));
+    CHECK(h.peak_for(dtype::bf16).value() == Approx(989.4e12));
+    CHECK(h.peak_for(dtype::fp16).value() == Approx(989.4e12));
+    CHECK(h.peak_for(dtype::fp8).value() == Approx(1979e12));
+    CHECK(h.tdp_watts == 700);
+    CHECK(h.host_link.kind == link_kind::pcie);
+    CHECK(h.host_link.per_direction.value() == Approx(63e9));
+
+    CHECK(h100_pcie::spec.sm_count == 114);
+    CHECK(h100_pcie::spec.peak_for(dtype::bf16).value() == Approx(756e12));
+    CHECK(h100_pcie::spec.memory_bandwidth.value() == Approx(2.0e12));
+    CHECK(h100_pcie::spec.gpu_link.kind == link_kind::nvlink_bridge);
+
+    CHECK(h200_sxm::spec.memory_capacity.value() == 141e9);
+    CHECK(h200_sxm::spec.memory_bandwidth.value() == Approx(4.8e12));
+
+    CHECK(a100_sxm_80gb::spec.memory_bandwidth.value() == Approx(2039e9));
+    CHECK(a100_sxm_40gb::spec.memory_bandwidth.value() == Approx(1555e9));
+    CHECK(a100_sxm_80gb::spec.peak_for(dtype::tf32).value() == Approx(156e12));
+    CHECK(a100_sxm_80gb::spec.peak_for(dtype::int8).value() == Approx(624e12));
+    CHECK_FALSE(a100_sxm_80gb::spec.supports(dtype::fp8));
+    CHECK(a100_sxm_40gb::spec.l2_cache.value() == 40.0 * 1048576);
+
+    CHECK(v100_sxm2_32gb::spec.peak_for(dtype::fp16).value() == Approx(125e12));
+    CHECK(v100_sxm2_32gb::spec.peak_for(dtype::fp32).value() == Approx(15.7e12));
+    CHECK(v100_sxm2_32gb::spec.host_link.per_direction.value() == Approx(15.75e9));
+
+    // GeForce: fp32-accumulate tensor rate, not the fp16-accumulate 160.
+    CHECK(rtx_3090_ti::spec.peak_for(dtype::fp16).value() == Approx(80e12));
+    CHECK(rtx_3090_ti::spec.peak_for(dtype::bf16).value() == Approx(80e12));
+    CHECK(rtx_3090_ti::spec.memory_bandwidth.value() == Approx(1008e9));
+    CHECK(rtx_3090::spec.peak_for(dtype::bf16).value() == Approx(71e12));
+    CHECK(rtx_3090::spec.memory_bandwidth.value() == Approx(936e9));
+    CHECK(rtx_3090::spec.host_link.per_direction.value() == Approx(31.5e9));
+
+    const gpu_spec& j = jetson_orin_nx_16gb::spec;
+    CHECK(j.memory_shared_with_host);
+    CHECK(j.gpu_link.kind == link_kind::none);
+    CHECK(j.sm_count == 8);
+    CHECK(j.memory_bandwidth.value() == Approx(102.4e9));
+    CHECK(j.peak_for(dtype::fp32).value() == Approx(1.88e12).epsilon(0.001));   // 1024 × 2 × 918 MHz
+    CHECK(j.peak_for(dtype::fp16).value() == Approx(15.04e12).epsilon(0.001));  // 8 × 2048 × 918 MHz
+
+    CHECK(b200::spec.memory_capacity.value() == 180e9);
+    CHECK(b200::spec.peak_for(dtype::fp8).value() == Approx(4500e12));
+    CHECK(b200::spec.gpu_link.total().value() == Approx(1800e9));
+}
+
+TEST_CASE("link bandwidth: per direction is half the quoted total", "[hardware][catalog]") {
+    // NVLink4: 900 GB/s total = 450 GB/s each way.
+    CHECK(h100_sxm::spec.gpu_link.kind == link_kind::nvlink);
+    CHECK(h100_sxm::spec.gpu_link.per_direction.value() == Approx(450e9));
+    CHECK(h100_sxm::spec.gpu_link.total().value() == Approx(900e9));
+    CHECK(a100_sxm_80gb::spec.gpu_link.per_direction.value() == Approx(300e9));
+    CHECK(v100_sxm2_32gb::spec.gpu_link.per_direction.value() == Approx(150e9));
+    CHECK(h100_pcie::spec.gpu_link.per_direction.value() == Approx(300e9));
+    // GA102 bridge: 112.5 GB/s total, 56.25 each way.
+    CHECK(rtx_3090_ti::spec.gpu_link.per_direction.value() == Approx(56.25e9));
+    CHECK(rtx_3090::spec.gpu_link.total().value() == Approx(112.5e9));
+    for (const gpu_spec& g : gpu_catalog) {
+        INFO(g.name);
+        CHECK(g.gpu_link.efficiency > 0.0);
+        CHECK(g.gpu_link.efficiency <= 1.0);
+        CHECK(g.host_link.per_direction.value() > 0.0);
+    }
+}
+
+TEST_CASE("every catalog entry is complete", "[hardware][catalog]") {
+    std::set<std::string> names;
+    for (const gpu_spec& g : gpu_catalog) {
+        INFO(g.name);
+        names.insert(std::string(g.name));
+        CHECK(g.sm_count > 0);
+        CHECK(g.boost_clock.value() > 0);
+        CHECK(g.l2_cache.value() > 0);
+        CHECK(g.memory_capacity.value() > 0);
+        CHECK(g.memory_bandwidth.value() > 0);
+        CHECK(g.supports(dtype::fp32));
+        CHECK(g.supports(dtype::fp16));
+        CHECK(g.tdp_watts > 0);
+        // Tensor-core fp16 is always faster than CUDA-core fp32.
+        CHECK(g.peak_for(dtype::fp16) > g.peak_for(dtype::fp32));
+    }
+    CHECK(names.size() == gpu_catalog.size());
+}
+
+TEST_CASE("bf16 on V100 is an error that names the dtype", "[hardware][catalog]") {
+    CHECK_THROWS_AS(v100_sxm2_32gb::spec.peak_for(dtype::bf16), trainperf::invalid_argument);
+    CHECK_THROWS_WITH(v100_sxm2_32gb::spec.peak_for(dtype::bf16), Catch::Contains("bf16"));
+    CHECK_THROWS_WITH(v100_sxm2_32gb::spec.peak_for(dtype::tf32), Catch::Contains("tf32"));
+    CHECK_THROWS_AS(lookup_gpu("v100-sxm2-32gb").peak_for(dtype::fp8), trainperf::invalid_argument);
+}
+
+TEST_CASE("lookup by name", "[hardware][catalog]") {
+    CHECK(&lookup_gpu("h100-sxm") == &gpu_catalog[0]);
+    CHECK(lookup_gpu("RTX-3090-Ti").name == "rtx-3090-ti");
+    CHECK(lookup_gpu("Jetson-Orin-NX-16GB").memory_shared_with_host);
+    for (std::string_view n : gpu_names()) CHECK(lookup_gpu(n).name == n);
+    const auto names = gpu_names();
+    CHECK(names[0] == "h100-sxm");
+    CHECK(names[9] == "b200");
+}
+
+TEST_CASE("an unknown GPU name lists the known ones", "[hardware][catalog]") {
+    CHECK_THROWS_AS(lookup_gpu("foo"), trainperf::invalid_argument);
+    CHECK_THROWS_WITH(lookup_gpu("foo"),
+                      Catch::StartsWith("gpu = \"foo\": unknown; known: h100-sxm, h100-pcie, "));
+    CHECK_THROWS_WITH(lookup_gpu("foo"), Catch::Contains("jetson-orin-nx-16gb, b200"));
+    CHECK_THROWS_AS(lookup_gpu(""), trainperf::invalid_argument);
+    CHECK_THROWS_AS(lookup_gpu("h100-sxm "), trainperf::invalid_argument);
+}

@@ -1,0 +1,210 @@
+// Memory per GPU: static state, Korthikanti activations, ZeRO, fits and max batch.
+#include <catch2/catch.hpp>
+
+#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/memory.hpp>
+#include <trainperf/models/catalog.hpp>
+
+#include <cmath>
+
+using namespace trainperf;
+
+namespace {
+// GPT layer: h 1024, 16 heads, f 4h, s 1024.
+constexpr transformer_config gpt{.name = "gpt-test", .layers = 24, .hidden = 1024, .heads = 16,
+                                 .ffn_hidden = 4096, .vocab = 50257, .max_seq = 1024};
+constexpr double sbh = 1024.0 * 2 * 1024;  // s·b·h with b = 2
+// Overheads off, so that totals can be computed by hand.
+constexpr memory_overheads bare{.fp32_logits = false, .loss_buffers = 0,
+                                .workspace = bytes_of(0)};
+const precision_recipe fp32 = recipe(precision_kind::fp32);
+const precision_recipe bf16 = recipe(precision_kind::bf16);
+}  // namespace
+
+TEST_CASE("static state of 7e9 parameters", "[memory]") {
+    constexpr bytes b = static_state_bytes(7e9, recipe(precision_kind::fp32), optimizer_kind::adamw);
+    static_assert(b.value() == 1.12e11);
+    CHECK(to_gb(b).value() == 112.0);
+    CHECK(std::round(to_gib(b).value() * 10) / 10 == 104.3);
+    CHECK(to_gib(b).value() == Approx(104.3081283569336).epsilon(1e-12));
+    // Mixed bf16 + Adam: 2 + 4 master + 2 grads + 8 = 16; with fp32 grads 18.
+    CHECK(static_state_bytes(7e9, bf16, optimizer_kind::adamw).value() == 16 * 7e9);
+    CHECK(static_state_bytes(7e9, with_fp32_gradients(bf16), optimizer_kind::adamw).value() ==
+          18 * 7e9);
+    CHECK(static_state_bytes(7e9, recipe(precision_kind::bf16_pure), optimizer_kind::adamw).value() ==
+          8 * 7e9);
+    CHECK(static_state_bytes(7e9, fp32, optimizer_kind::sgd).value() == 8 * 7e9);
+    CHECK(static_state_bytes(7e9, fp32, optimizer_kind::sgd_momentum).value() == 12 * 7e9);
+    CHECK(static_state_bytes(7e9, fp32, optimizer_kind::lion).value() == 12 * 7e9);
+    CHECK_THROWS_WITH(static_state_bytes(std::nan(""), fp32, optimizer_kind::adamw),
+                      "params = nan: must be a positive parameter count");
+}
+
+TEST_CASE("Korthikanti et al. 2022 activations per layer, by hand", "[memory]") {
+    // s = 1024, b = 2, h = 1024, a = 16: 5·a·s/h = 80.
+    using r = recompute_mode;
+    CHECK(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, 1, false, r::none).value() ==
+          114 * sbh);  // 34 + 80
+    CHECK(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, 2, false, r::none).value() ==
+          62 * sbh);   // 10 + 24/2 + 80/2
+    CHECK(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, 2, true, r::none).value() ==
+          57 * sbh);   // 114 / 2
+    CHECK(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, 2, true, r::selective).value() ==
+          17 * sbh);   // 34 / 2
+    CHECK(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, 2, false, r::selective).value() ==
+          22 * sbh);   // 10 + 24/2
+    CHECK(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, 1, false, r::full).value() ==
+          2 * sbh);
+
+    // The term-by-term derivation reduces to the closed forms for a GPT layer.
+    for (int t : {1, 2, 4, 8})
+        for (bool sp : {false, true})
+            for (r mode : {r::none, r::selective, r::full}) {
+                INFO("t = " << t << ", sp = " << sp << ", recompute = " << to_string(mode));
+                CHECK(activation_bytes_per_layer(gpt, dtype::bf16, 2, 1024, t, sp, mode).value() ==
+                      Approx(korthikanti_activation_bytes_per_layer(1024, 2, 1024, 16, t, sp, mode)
+                                 .value())
+                          .epsilon(1e-14));
+            }
+    // fp32 doubles the 16-bit terms; the 1-byte dropout masks stay: 66·sbh + 9·a·s²·b.
+    CHECK(activation_bytes_per_layer(gpt, dtype::fp32, 2, 1024, 1, false, r::none).value() ==
+          66 * sbh + 9 * 16 * 1024.0 * 1024 * 2);
+    // No dropout: no masks, one s² copy: 32·sbh + 2·a·s²·b.
+    CHECK(activation_bytes_per_layer(gpt, dtype::bf16, 2, 1024, 1, false, r::none,
+                                     {.dropout = false})
+              .value() == 32 * sbh + 2 * 16 * 1024.0 * 1024 * 2);
+    // FlashAttention: no s² terms, an fp32 log-sum-exp per row and head.
+    CHECK(activation_bytes_per_layer(gpt, dtype::bf16, 2, 1024, 1, false, r::none,
+                                     {.flash_attention = true})
+              .value() == 34 * sbh + 4 * 16 * 1024.0 * 2);
+}
+
+TEST_CASE("memory_per_gpu adds up by hand for one GPU", "[memory]") {
+    const parallel_layout p{.micro_batch = 2};
+    const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024, bare);
+    const double params = parameter_count(gpt);
+    CHECK(m.weights.value() == 2 * params);
+    CHECK(m.gradients.value() == 2 * params);
+    CHECK(m.master_weights.value() == 4 * params);
+    CHECK(m.optimizer_state.value() == 8 * params);
+    CHECK(m.static_state().value() == 16 * params);
+    // 24 layers × 114·sbh + embedding dropout mask sbh + final norm and head inputs 4·sbh.
+    CHECK(m.activations.value() == 24 * 114 * sbh + sbh + 4 * sbh);
+    CHECK(m.logits.value() == 2.0 * 1024 * 50257 * 2);  // the bf16 logits only
+    CHECK(m.peak_phase() == memory_phase::forward_backward);
+    CHECK(m.total().value() == m.static_state().value() + m.activations.value() + m.logits.value());
+
+    // Default overheads: fp32 logits with two loss buffers and a 32 MiB workspace.
+    const memory_breakdown d = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024);
+    CHECK(d.logits.value() == 2.0 * 1024 * 50257 * (2 + 2 * 4));
+    CHECK(d.workspace.value() == 32.0 * 1048576);
+
+    // Full recompute keeps each layer's input plus one layer rebuilt in backward.
+    const parallel_layout full{.micro_batch = 2, .recompute = recompute_mode::full};
+    CHECK(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, full, 1024, bare).activations.value() ==
+          24 * 2 * sbh + 114 * sbh + sbh + 4 * sbh);
+}
+
+TEST_CASE("tensor and pipeline parallelism split, ZeRO shards the right parts", "[memory]") {
+    const double params = parameter_count(gpt);
+    const auto at = [&](parallel_layout p) {
+        return memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024, bare);
+    };
+    const memory_breakdown z0 = at({.dp = 4});
+    const memory_breakdown z1 = at({.dp = 4, .zero = 1});
+    const memory_breakdown z2 = at({.dp = 4, .zero = 2});
+    const memory_breakdown z3 = at({.dp = 4, .zero = 3});
+    CHECK(z0.static_state().value() == 16 * params);
+    CHECK(z1.weights.value() == 2 * params);
+    CHECK(z1.gradients.value() == 2 * params);
+    CHECK(z1.master_weights.value() == 4 * params / 4);
+    CHECK(z1.optimizer_state.value() == 8 * params / 4);
+    CHECK(z2.weights.value() == 2 * params);
+    CHECK(z2.gradients.value() == 2 * params / 4);
+    CHECK(z2.optimizer_state.value() == 8 * params / 4);
+    CHECK(z3.weights.value() == 2 * params / 4);
+    CHECK(z3.gradients.value() == 2 * params / 4);
+    CHECK(z3.static_state().value() == Approx(16 * params / 4).epsilon(1e-14));
+    // ZeRO-3 gathers a layer at a time (and prefetches the next).
+    CHECK(z3.buffers.value() == 2 * 2 * layer_parameters(gpt));
+    CHECK(z3.activations == z0.activations);
+
+    // Offload: master and optimizer state move to the host.
+    const memory_breakdown off = at({.dp = 4, .zero = 1, .offload = offload_mode::optimizer});
+    CHECK(off.master_weights.value() == 0);
+    CHECK(off.optimizer_state.value() == 0);
+    CHECK(off.offloaded_to_host.value() == 12 * params / 4);
+
+    // TP splits all static state by t.
+    const memory_breakdown tp2 = at({.tp = 2});
+    CHECK(tp2.static_state().value() == Approx(16 * params / 2).epsilon(1e-14));
+
+    // PP: the first stage holds p micro-batches in flight for its layers.
+    const memory_breakdown pp4 = at({.pp = 4, .micro_batch = 2, .grad_accum = 8});
+    CHECK(pp4.stage == 0);
+    CHECK(pp4.activations.value() == 6 * 4 * 114 * sbh + 4 * sbh);
+    // Interleaving multiplies by 1 + (p−1)/(p·v).
+    const memory_breakdown il = at({.pp = 4, .interleave = 2, .micro_batch = 2, .grad_accum = 8});
+    CHECK(il.activations.value() == Approx(6 * 4 * 114 * sbh * (1 + 3.0 / 8) + 4 * sbh));
+    // Fewer micro-batches than stages: only those are in flight.
+    const memory_breakdown few = at({.pp = 4, .micro_batch = 2, .grad_accum = 2});
+    CHECK(few.activations.value() == 6 * 2 * 114 * sbh + 2 * sbh);
+}
+
+TEST_CASE("fits and max_micro_batch", "[memory]") {
+    static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), optimizer_kind::adamw,
+                        {}, 4096));
+    static_assert(fits(h100_sxm{}, gpt_neo_1_3b{}, recipe(precision_kind::fp32),
+                       optimizer_kind::adamw, {}, 2048));
+    const gpu_spec& g = h100_sxm::spec;
+    const transformer_config& m = gpt2_xl::config;
+    for (precision_kind k : {precision_kind::fp32, precision_kind::bf16, precision_kind::bf16_pure}) {
+        const int b = max_micro_batch(g, m, recipe(k), optimizer_kind::adamw, {}, 1024);
+        INFO(to_string(k) << ": " << b);
+        REQUIRE(b >= 1);
+        CHECK(fits(g, m, recipe(k), optimizer_kind::adamw, {.micro_batch = b}, 1024));
+        CHECK_FALSE(fits(g, m, recipe(k), optimizer_kind::adamw, {.micro_batch = b + 1}, 1024));
+    }
+    CHECK(max_micro_batch(g, llama2_7b::config, fp32, optimizer_kind::adamw, {}, 4096) == 0);
+    CHECK(max_micro_batch(h100_sxm{}, gpt2_medium{}, bf16, optimizer_kind::adamw, {}, 1024) > 8);
+    // bf16 on V100 is an error, not a "does not fit".
+    CHECK_THROWS_WITH(fits(v100_sxm2_32gb::spec, gpt2_medium::config, bf16, optimizer_kind::adamw, {},
+                           1024),
+                      "precision = bf16: not supported by v100-sxm2-32gb (no bf16 tensor cores)");
+    // Shared memory (Jetson): the OS reserve is not usable.
+    const gpu_spec& jetson = jetson_orin_nx_16gb::spec;
+    CHECK(usable_memory(jetson).value() == 14e9);
+    CHECK(usable_memory(g) == g.memory_capacity);
+}
+
+TEST_CASE("memory inputs are validated naming the field", "[memory]") {
+    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.micro_batch = 0}, 1024),
+                      "batch = 0: must be at least 1");
+    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 0),
+                      "seq = 0: must be at least 1");
+    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 2048),
+                      "seq = 2048: exceeds the model's learned position table (max_seq)");
+    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.tp = 3}, 1024),
+                      "tp = 3: must divide the number of attention heads");
+    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.zero = 5}, 1024),
+                      "zero = 5: must be 0, 1, 2 or 3");
+    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 1024,
+                                     {.fragmentation = 1.5}),
+                      "fragmentation = 1.5: must be in [0, 1)");
+}
+
+TEST_CASE("fragmentation and optimizer temporaries", "[memory]") {
+    memory_overheads o = bare;
+    o.fragmentation = 0.1;
+    const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 1024, o);
+    CHECK(m.fragmentation.value() == Approx(0.1 * m.peak_allocated().value()).epsilon(1e-14));
+    CHECK(m.total().value() == Approx(1.1 * m.peak_allocated().value()).epsilon(1e-14));
+    // Large step temporaries with tiny activations move the peak to the optimizer step.
+    memory_overheads step = bare;
+    step.optimizer_temporaries = 2.0;
+    const memory_breakdown s = memory_per_gpu(gpt, bf16, optimizer_kind::adamw,
+                                              {.recompute = recompute_mode::full}, 128, step);
+    CHECK(s.optimizer_temporaries.value() == 2 * 4 * parameter_count(gpt));
+    CHECK(s.peak_phase() == memory_phase::optimizer_step);
+    CHECK(s.peak_allocated() == s.optimizer_step_peak());
+}
