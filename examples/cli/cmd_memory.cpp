@@ -20,7 +20,7 @@ struct memory_options {
     std::string gpu, model;
     double params = 0;
     int batch = 1, seq = 0, tp = 1, pp = 1, zero = 0, gpus = 1, grad_accum = 1;
-    std::string precision = "fp32", optimizer = "adamw", recompute = "none", offload = "none";
+    std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";
     bool sp = false, fp32_grads = false, json = false;
     // Which flags were given (filled in the callback).
     bool model_given = false, params_given = false, seq_given = false;
@@ -173,7 +173,7 @@ const command_registration registration{21, [](CLI::App& app, std::ostream& out)
                                    "Bare parameter count, e.g. 7e9 (static state only)");
     auto* batch = sub->add_option("--batch", opt->batch, "Micro-batch per model replica (default 1)");
     auto* seq = sub->add_option("--seq", opt->seq, "Sequence length (default: the model's max_seq)");
-    sub->add_option("--precision", opt->precision, "fp32|tf32|bf16|fp16|bf16-pure|fp8 (default fp32)");
+    sub->add_option("--precision", opt->precision, "fp32|tf32|bf16|fp16|bf16-pure|fp8 (default bf16)");
     sub->add_flag("--fp32-grads", opt->fp32_grads, "Keep gradients in fp32 (DeepSpeed/Megatron)");
     sub->add_option("--optimizer", opt->optimizer,
                     "sgd|sgd-momentum|adamw|adamw-fused|adafactor|lion|adam8bit (default adamw)");

@@ -6,6 +6,7 @@
 #include <array>
 #include <string_view>
 
+#include "catalog_lookup.hpp"
 #include "error.hpp"
 #include "units.hpp"
 
@@ -131,10 +132,8 @@ inline constexpr framework_profile deepspeed_profile{
 inline constexpr std::array framework_profiles{pytorch_eager_profile, megatron_profile,
                                                deepspeed_profile};
 
-inline const framework_profile& lookup_framework(std::string_view name) {
-    for (const auto& p : framework_profiles)
-        if (p.name == name) return p;
-    detail::fail("framework", name, "unknown; known: pytorch-eager, megatron, deepspeed");
+constexpr const framework_profile& lookup_framework(std::string_view name) {
+    return find_by_name(framework_profiles, "framework", name);
 }
 
 }  // namespace trainperf

@@ -19,10 +19,9 @@
 
 #include <array>
 #include <cstddef>
-#include <sstream>
-#include <string>
 #include <string_view>
 
+#include "../catalog_lookup.hpp"
 #include "../error.hpp"
 #include "../hardware.hpp"
 #include "../units.hpp"
@@ -370,33 +369,8 @@ constexpr std::array<std::string_view, gpu_catalog.size()> gpu_names() {
     return names;
 }
 
-namespace hardware_detail {
-constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-
-constexpr bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-    return true;
-}
-
-// `field = "name": unknown; known: a, b, c` — never reached in constant evaluation
-// of a valid name, so a misspelt name in a static_assert does not compile.
-template <std::size_t N>
-[[noreturn]] inline void unknown_name(std::string_view field, std::string_view name,
-                                      const std::array<std::string_view, N>& known) {
-    std::ostringstream known_list;
-    for (std::size_t i = 0; i < N; ++i) known_list << (i ? ", " : "") << known[i];
-    detail::fail(field, '"' + std::string(name) + '"', "unknown; known: " + known_list.str());
-}
-}  // namespace hardware_detail
-
 // The catalog entry whose name equals `name` ignoring ASCII case; throws
 // trainperf::invalid_argument listing the known names otherwise.
-constexpr const gpu_spec& lookup_gpu(std::string_view name) {
-    for (const gpu_spec& g : gpu_catalog)
-        if (hardware_detail::iequals(g.name, name)) return g;
-    hardware_detail::unknown_name("gpu", name, gpu_names());
-}
+constexpr const gpu_spec& lookup_gpu(std::string_view name) { return find_by_name(gpu_catalog, "gpu", name); }
 
 }  // namespace trainperf

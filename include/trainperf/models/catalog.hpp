@@ -6,10 +6,9 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
-#include <sstream>
-#include <string>
 #include <string_view>
 
+#include "../catalog_lookup.hpp"
 #include "../error.hpp"
 #include "../model.hpp"
 
@@ -199,30 +198,10 @@ constexpr std::array<std::string_view, model_catalog.size()> model_names() {
     return names;
 }
 
-namespace model_detail {
-constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-
-constexpr bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-    return true;
-}
-
-[[noreturn]] inline void unknown_model(std::string_view name) {
-    std::ostringstream known;
-    const auto names = model_names();
-    for (std::size_t i = 0; i < names.size(); ++i) known << (i ? ", " : "") << names[i];
-    detail::fail("model", '"' + std::string(name) + '"', "unknown; known: " + known.str());
-}
-}  // namespace model_detail
-
 // The catalog entry whose name equals `name` ignoring ASCII case; throws
 // trainperf::invalid_argument listing the known names otherwise.
 constexpr const transformer_config& lookup_model(std::string_view name) {
-    for (const transformer_config& m : model_catalog)
-        if (model_detail::iequals(m.name, name)) return m;
-    model_detail::unknown_model(name);
+    return find_by_name(model_catalog, "model", name);
 }
 
 }  // namespace trainperf
