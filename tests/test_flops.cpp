@@ -26,8 +26,11 @@ TEST_CASE("seed formula: training FLOPs per sample", "[flops]") {
 TEST_CASE("Narayanan et al. 2021 counts the logits 3x, the layers 4x", "[flops]") {
     const auto& m = gpt2_medium::config;
     const double s = 1024, h = m.hidden, v = m.vocab;
-    const double expected = 96 * 8 * s * 24 * h * h * (1 + s / (6 * h) + v / (16 * 24 * h));
-    CHECK(narayanan_training_flops(m, 8, 1024).value() == Approx(expected).epsilon(1e-12));
+    // By hand, B = 8, s = 1024, l = 24, h = 1024, V = 50257:
+    //   96·B·s·l·h² = 96·8·1024·24·1024² = 19,791,209,299,968
+    //   × (1 + 1024/6144 + 50257/393216) = × (1 + 1/6 + 50257/393216)
+    //   = 19,791,209,299,968 + 3,298,534,883,328 + 2,529,517,633,536 = 25,619,261,816,832.
+    CHECK(narayanan_training_flops(m, 8, 1024).value() == Approx(25619261816832.0).epsilon(1e-12));
     const double seed_full = training_flops_per_sample(m, 1024, recompute_mode::full).value();
     CHECK(narayanan_training_flops(m, 1, 1024).value() ==
           Approx(seed_full - 2 * s * h * v).epsilon(1e-12));

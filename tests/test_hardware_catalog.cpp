@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -75,6 +76,53 @@ TEST_CASE("datasheet values (DESIGN.md section 3)", "[hardware][catalog]") {
     CHECK(b200::spec.memory_capacity.value() == 180e9);
     CHECK(b200::spec.peak_for(dtype::fp8).value() == Approx(4500e12));
     CHECK(b200::spec.gpu_link.total().value() == Approx(1800e9));
+}
+
+// Every row of DESIGN.md section 3, typed in from the table (datasheet figures), so a
+// changed catalog number fails here. TFLOP/s dense; 0 = no such unit; memory in GB
+// (1e9 B); link = datasheet GPU-GPU total (both directions); host = PCIe x16 per
+// direction after 128b/130b (Gen3 15.75, Gen4 31.5, Gen5 63).
+TEST_CASE("every GPU matches DESIGN.md section 3", "[hardware][catalog]") {
+    struct row {
+        const char* name;
+        int sms;
+        double fp32, tf32, fp16, bf16, fp8, memory_gb, bandwidth_gb_s, link_total_gb_s,
+            host_gb_s, tdp;
+    };
+    const row rows[] = {
+        {"h100-sxm", 132, 67, 494.7, 989.4, 989.4, 1979, 80, 3350, 900, 63, 700},
+        {"h100-pcie", 114, 51, 378, 756, 756, 1513, 80, 2000, 600, 63, 350},
+        {"h200-sxm", 132, 67, 494.7, 989.4, 989.4, 1979, 141, 4800, 900, 63, 700},
+        {"a100-sxm-80gb", 108, 19.5, 156, 312, 312, 0, 80, 2039, 600, 31.5, 400},
+        {"a100-sxm-40gb", 108, 19.5, 156, 312, 312, 0, 40, 1555, 600, 31.5, 400},
+        {"v100-sxm2-32gb", 80, 15.7, 0, 125, 0, 0, 32, 900, 300, 15.75, 300},
+        {"rtx-3090-ti", 84, 40, 40, 80, 80, 0, 24, 1008, 112.5, 31.5, 450},
+        {"rtx-3090", 82, 35.6, 35.6, 71, 71, 0, 24, 936, 112.5, 31.5, 350},
+        // Jetson: derived rates (≈1.9 / ≈7.5 / ≈15 in the table), no GPU link, 25 W max.
+        {"jetson-orin-nx-16gb", 8, 1.88, 7.52, 15.04, 15.04, 0, 16, 102.4, 0, 51.2, 25},
+        // B200: FP32 not in the table (derived 74.4 in the catalog).
+        {"b200", 148, 74.4, 1100, 2250, 2250, 4500, 180, 8000, 1800, 63, 1000},
+    };
+    REQUIRE(std::size(rows) == gpu_catalog.size());
+    const auto rate = [](const gpu_spec& g, dtype t) {
+        return g.supports(t) ? g.peak_for(t).value() / 1e12 : 0.0;
+    };
+    for (const row& r : rows) {
+        INFO(r.name);
+        const gpu_spec& g = lookup_gpu(r.name);
+        CHECK(g.sm_count == r.sms);
+        CHECK(rate(g, dtype::fp32) == Approx(r.fp32).epsilon(0.002));
+        CHECK(rate(g, dtype::tf32) == Approx(r.tf32).epsilon(0.002));
+        CHECK(rate(g, dtype::fp16) == Approx(r.fp16).epsilon(0.002));
+        CHECK(rate(g, dtype::bf16) == Approx(r.bf16).epsilon(0.002));
+        CHECK(rate(g, dtype::fp8) == Approx(r.fp8).epsilon(0.002));
+        CHECK(g.memory_capacity.value() == Approx(r.memory_gb * 1e9));
+        CHECK(g.memory_bandwidth.value() == Approx(r.bandwidth_gb_s * 1e9));
+        CHECK(g.gpu_link.total().value() == Approx(r.link_total_gb_s * 1e9));
+        CHECK(g.gpu_link.per_direction.value() == Approx(r.link_total_gb_s / 2 * 1e9));
+        CHECK(g.host_link.per_direction.value() == Approx(r.host_gb_s * 1e9));
+        CHECK(g.tdp_watts == r.tdp);
+    }
 }
 
 TEST_CASE("link bandwidth: per direction is half the quoted total", "[hardware][catalog]") {

@@ -188,3 +188,28 @@ TEST_CASE("the communication fraction r is derived from the engine", "[step][sca
     s.cluster.intra_node = default_link(link_kind::pcie_no_p2p);
     CHECK(data_parallel_scaling(s, 8).r > scaling.r);
 }
+
+TEST_CASE("ZeRO stages trade memory for communication", "[step][zero]") {
+    auto s = single_gpu(a100_sxm_80gb::spec, gpt_neo_1_3b::config, precision_kind::bf16, 4, 2048);
+    s.framework = megatron_profile;  // nothing overlapped: the communication is all visible
+    s.layout.dp = 8;
+    s.layout.grad_accum = 4;
+    std::array<step_report, 4> r;
+    for (int zero = 0; zero <= 3; ++zero) {
+        s.layout.zero = zero;
+        r[std::size_t(zero)] = predict(s);
+    }
+    // Memory falls with every stage ...
+    CHECK(r[1].memory.optimizer_state < r[0].memory.optimizer_state);
+    CHECK(r[2].memory.gradients < r[1].memory.gradients);
+    CHECK(r[3].memory.weights < r[2].memory.weights);
+    // ... ZeRO-1 moves what an all-reduce moves; ZeRO-2 reduce-scatters every
+    // micro-batch; ZeRO-3 also gathers weights twice per micro-batch.
+    CHECK(r[1].data_parallel_sync.value() == Approx(r[0].data_parallel_sync.value()).epsilon(0.3));
+    CHECK(r[2].data_parallel_sync > r[1].data_parallel_sync);
+    CHECK(r[3].data_parallel_sync > r[2].data_parallel_sync);
+    // ZeRO-2 with 4 micro-batches: 4 reduce-scatters of fp32 gradients (4 x 1/2 of
+    // the all-reduce) plus one all-gather of bf16 weights (1/2 x 2/4 B of it):
+    // 2 + 0.25 = 2.25 all-reduces (latency terms aside).
+    CHECK(r[2].data_parallel_sync.value() / r[0].data_parallel_sync.value() == Approx(2.25).epsilon(0.02));
+}

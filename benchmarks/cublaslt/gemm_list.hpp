@@ -2,6 +2,7 @@
 // trainperf::layer_gemms) and a calibration sweep of GEMM shapes. Host-only.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -13,8 +14,13 @@
 
 namespace cublaslt_harness {
 
-// cuBLAS (column-major) operand layouts, as frameworks call them for y = x·Wᵀ:
-// forward TN, input gradient NN, weight gradient NT.
+// Operand layouts as frameworks pass them to cuBLAS. A GEMM is row-major
+// C[m×n] = op(X)·op(Y) (m, n, k as trainperf::gemm_shape has them); cuBLAS, being
+// column-major, is called for Cᵀ = op(Y)ᵀ·op(X)ᵀ with its m = n, its n = m, A = Y and
+// B = X, and the letters are its (transa, transb):
+//   TN  C = X[m×k]·Y[n×k]ᵀ   forward of y = x·Wᵀ, attention scores Q·Kᵀ
+//   NN  C = X[m×k]·Y[k×n]    input gradient dx = dy·W, attention P·V
+//   NT  C = X[k×m]ᵀ·Y[k×n]   weight gradient (dW)ᵀ = xᵀ·dy
 enum class layout { tn, nn, nt };
 
 inline const char* to_string(layout l) {
@@ -48,22 +54,71 @@ inline std::string layer_name(const layer_request& r) {
 inline std::vector<gemm_job> layer_jobs(const trainperf::transformer_config& m, const layer_request& r,
                                         trainperf::dtype math) {
     const auto ops = trainperf::layer_gemms(m, r.micro_batch, r.seq, r.tp, math);
-    // layer_gemms lists each op's input gradient (dgrad_of) before its second
-    // backward GEMM (weight gradient, or attention's other input gradient).
+    // layer_gemms lists the forward GEMMs first, then per op its input gradient
+    // (dgrad_of: dX = dC·op(Y)ᵀ) and its second backward GEMM (wgrad_of: Xᵀ·dC).
+    // Forward is TN (Y a weight or K, stored [n×k]) except attention's P·V (NN);
+    // the input gradient of a TN GEMM is NN and of an NN one TN; the other is NT.
+    std::map<std::string, layout> forward_layout;
     std::map<std::string, int> backward_seen;
     std::vector<gemm_job> jobs;
     for (const auto& op : ops) {
         gemm_job j{.group = layer_name(r), .name = std::string(op.name),
                    .phase = std::string(trainperf::to_string(op.phase)), .shape = op.shape};
         if (op.phase == trainperf::op_phase::forward) {
-            j.op_layout = layout::tn;
+            j.op_layout = op.name == "attention_context" ? layout::nn : layout::tn;
             j.gelu = op.name == "ffn_up" && m.ffn == trainperf::ffn_kind::gelu;
+            forward_layout[j.name] = j.op_layout;
+        } else if (backward_seen[j.name]++ == 0) {
+            j.op_layout = forward_layout.at(j.name) == layout::tn ? layout::nn : layout::tn;
         } else {
-            j.op_layout = backward_seen[j.name]++ == 0 ? layout::nn : layout::nt;
+            j.op_layout = layout::nt;
         }
         jobs.push_back(std::move(j));
     }
     return jobs;
+}
+
+// The cuBLAS (column-major) call for a job, and where element (i, j) of op(A), op(B)
+// and C lives in each operand's storage (elements, from the operand's start).
+struct lt_problem {
+    std::int64_t m = 0, n = 0, k = 0;   // cuBLAS sizes: m = shape.n, n = shape.m
+    std::int64_t batch = 1;
+    bool trans_a = false, trans_b = false;
+    std::int64_t a_rows = 0, a_cols = 0, lda = 0;   // A as stored (column-major)
+    std::int64_t b_rows = 0, b_cols = 0, ldb = 0;
+    std::int64_t ldc = 0;
+    std::int64_t a_elems = 0, b_elems = 0, c_elems = 0;   // per batch entry (the strides)
+
+    std::int64_t a_index(std::int64_t i, std::int64_t l) const { return trans_a ? l + i * lda : i + l * lda; }
+    std::int64_t b_index(std::int64_t l, std::int64_t j) const { return trans_b ? j + l * ldb : l + j * ldb; }
+    std::int64_t c_index(std::int64_t i, std::int64_t j) const { return i + j * ldc; }
+};
+
+inline lt_problem lt_problem_for(const gemm_job& job) {
+    auto whole = [](double v, const char* what) {
+        if (!(v >= 1) || v != static_cast<double>(static_cast<std::int64_t>(v)) || v > 2147483647.0)
+            throw std::invalid_argument(std::string("gemm ") + what + " = " + std::to_string(v) +
+                                        ": must be a positive integer below 2^31");
+        return static_cast<std::int64_t>(v);
+    };
+    lt_problem p;
+    p.m = whole(job.shape.n, "n");
+    p.n = whole(job.shape.m, "m");
+    p.k = whole(job.shape.k, "k");
+    p.batch = whole(job.shape.batch, "batch");
+    p.trans_a = job.op_layout == layout::tn;
+    p.trans_b = job.op_layout == layout::nt;
+    p.a_rows = p.trans_a ? p.k : p.m;
+    p.a_cols = p.trans_a ? p.m : p.k;
+    p.lda = p.a_rows;
+    p.b_rows = p.trans_b ? p.n : p.k;
+    p.b_cols = p.trans_b ? p.k : p.n;
+    p.ldb = p.b_rows;
+    p.ldc = p.m;
+    p.a_elems = p.m * p.k;
+    p.b_elems = p.k * p.n;
+    p.c_elems = p.m * p.n;
+    return p;
 }
 
 // The calibration grid: m, n, k from small to large with transformer-like aspect

@@ -1,9 +1,9 @@
 // `trainperf memory`: memory per GPU for a model (or a bare parameter count) under a
 // precision recipe, an optimizer and a parallel layout, and whether it fits.
 #include "cli.hpp"
-#include "training_flags.hpp"
 
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/io/report_json.hpp>
 #include <trainperf/memory.hpp>
 #include <trainperf/models/catalog.hpp>
 
@@ -98,8 +98,6 @@ void run(const memory_options& opt, std::ostream& out) {
     const bool fit = mb.total() <= usable;
 
     if (opt.json) {
-        nlohmann::json breakdown = nlohmann::json::object();
-        for (const auto& [name, value] : memory_components(mb)) breakdown[name] = value.value();
         nlohmann::json j{{"gpu", std::string(g.name)},
                          {"parameters", params},
                          {"precision", std::string(r.name)},
@@ -118,7 +116,7 @@ void run(const memory_options& opt, std::ostream& out) {
                          {"usable_bytes", usable.value()},
                          {"offloaded_to_host_bytes", mb.offloaded_to_host.value()},
                          {"fits", fit},
-                         {"breakdown", breakdown}};
+                         {"breakdown", to_json(mb)}};
         if (opt.model_given) {
             j["model"] = subject;
             j["batch"] = opt.batch;
@@ -142,8 +140,8 @@ void run(const memory_options& opt, std::ostream& out) {
         out << ", batch " << opt.batch << " x seq " << seq << ", recompute " << to_string(p.recompute);
     out << "\n\n";
     table t({"component", "GB", "GiB"});
-    for (const auto& [name, value] : memory_components(mb))
-        if (value.value() > 0) t.add_row({name, gb(value), gib(value)});
+    for (const auto& [name, value] : components(mb))
+        if (value.value() > 0) t.add_row({std::string(name), gb(value), gib(value)});
     t.add_row({"static state", gb(mb.static_state()), gib(mb.static_state())});
     if (opt.model_given) {
         t.add_row({"peak allocated (" + std::string(to_string(mb.peak_phase())) + ")",

@@ -2,6 +2,7 @@
 #include "cli.hpp"
 #include "training_flags.hpp"
 
+#include <trainperf/io/report_json.hpp>
 #include <trainperf/step.hpp>
 
 #include <memory>
@@ -14,39 +15,6 @@ struct predict_options {
     training_flags flags;
     bool json = false, csv = false;
 };
-
-nlohmann::json report_json(const training_setup& s, const step_report& r) {
-    nlohmann::json memory = nlohmann::json::object();
-    for (const auto& [name, value] : memory_components(r.memory)) memory[name] = value.value();
-    const auto& t = r.time;
-    return {{"gpu", std::string(s.cluster.gpu.name)},
-            {"model", std::string(s.model.name)},
-            {"framework", std::string(s.framework.name)},
-            {"precision", std::string(s.precision.name)},
-            {"layout", {{"gpus", r.gpus}, {"dp", s.layout.dp}, {"tp", s.layout.tp}, {"pp", s.layout.pp},
-                        {"interleave", s.layout.interleave}, {"sp", s.layout.sp}, {"zero", s.layout.zero},
-                        {"micro_batch", s.layout.micro_batch}, {"grad_accum", s.layout.grad_accum},
-                        {"recompute", std::string(to_string(s.layout.recompute))}}},
-            {"global_batch", r.global_batch},
-            {"seq", r.seq},
-            {"step_time_seconds", r.step_time.value()},
-            {"samples_per_second", r.samples_per_second},
-            {"tokens_per_second", r.tokens_per_second},
-            {"tflops_per_gpu", r.model_flops_per_gpu.value() / 1e12},
-            {"mfu", r.mfu},
-            {"hfu", r.hfu},
-            {"memory_per_gpu_bytes", r.memory.total().value()},
-            {"memory_capacity_bytes", r.memory_capacity.value()},
-            {"memory_peak_phase", std::string(to_string(r.memory.peak_phase()))},
-            {"memory_breakdown", memory},
-            {"fits", r.fits},
-            {"time_breakdown", {{"forward_backward", r.fraction(t.forward_backward)},
-                                {"communication", r.fraction(t.communication)},
-                                {"optimizer", r.fraction(t.optimizer)},
-                                {"bubble", r.fraction(t.bubble)},
-                                {"data", r.fraction(t.data)}}},
-            {"bottleneck", std::string(to_string(r.bottleneck))}};
-}
 
 void print_text(std::ostream& out, const training_setup& s, const step_report& r) {
     const auto& l = s.layout;
@@ -78,9 +46,9 @@ void print_text(std::ostream& out, const training_setup& s, const step_report& r
     time.print(out);
     out << '\n';
     table mem({"memory per GPU", "GB", "GiB"});
-    for (const auto& [name, value] : memory_components(r.memory))
+    for (const auto& [name, value] : components(r.memory))
         if (value.value() > 0)
-            mem.add_row({name, fixed(to_gb(value).value(), 2), fixed(to_gib(value).value(), 2)});
+            mem.add_row({std::string(name), fixed(to_gb(value).value(), 2), fixed(to_gib(value).value(), 2)});
     mem.add_row({"total (" + std::string(to_string(r.memory.peak_phase())) + " peak)",
                  fixed(to_gb(r.memory.total()).value(), 2), fixed(to_gib(r.memory.total()).value(), 2)});
     mem.add_row({"capacity", fixed(to_gb(r.memory_capacity).value(), 2), fixed(to_gib(r.memory_capacity).value(), 2)});
@@ -106,7 +74,7 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
     sub->callback([opt, &out] {
         const training_setup s = opt->flags.build();
         const step_report r = predict(s);
-        if (opt->json) print_json(out, report_json(s, r));
+        if (opt->json) print_json(out, to_json(s, r));
         else if (opt->csv) print_csv(out, r);
         else print_text(out, s, r);
     });

@@ -11,20 +11,6 @@
 
 namespace trainperf::cli {
 
-std::vector<std::pair<std::string, bytes>> memory_components(const memory_breakdown& m) {
-    return {{"weights", m.weights},
-            {"gradients", m.gradients},
-            {"master_weights", m.master_weights},
-            {"optimizer_state", m.optimizer_state},
-            {"activations", m.activations},
-            {"logits", m.logits},
-            {"workspace", m.workspace},
-            {"buffers", m.buffers},
-            {"temporaries", m.temporaries},
-            {"optimizer_temporaries", m.optimizer_temporaries},
-            {"fragmentation", m.fragmentation}};
-}
-
 namespace {
 link_kind parse_link_kind(const std::string& s) {
     for (link_kind k : {link_kind::nvlink, link_kind::nvlink_bridge, link_kind::pcie,
@@ -34,7 +20,7 @@ link_kind parse_link_kind(const std::string& s) {
 }
 }  // namespace
 
-void training_flags::add_to(CLI::App* sub, bool require_model) {
+void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     auto* g = sub->add_option("--gpu", gpu, "GPU name (trainperf gpus)");
     auto* m = sub->add_option("--model", model, "Model name (trainperf models), or 'custom' with the sizes below");
     if (require_model) {
@@ -49,20 +35,22 @@ void training_flags::add_to(CLI::App* sub, bool require_model) {
         sub->add_option("--ffn-hidden", ffn_hidden, "custom model: FFN inner size"),
         sub->add_option("--vocab", vocab, "custom model: vocabulary size"),
     };
-    sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
+    if (set == flag_set::all) sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
     sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)");
     sub->add_option("--gpus", gpus, "Total GPUs (default tp x pp); dp = gpus / (tp x pp)");
     sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))");
-    sub->add_option("--tp", tp, "Tensor-parallel size (inside a node)");
-    sub->add_option("--pp", pp, "Pipeline stages");
-    sub->add_option("--interleave", interleave, "Virtual pipeline stages per rank (default 1)");
-    sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
-    sub->add_option("--zero", zero, "ZeRO stage 0|1|2|3");
-    sub->add_option("--offload", offload, "none|optimizer");
+    if (set != flag_set::system_only) {
+        sub->add_option("--tp", tp, "Tensor-parallel size (inside a node)");
+        sub->add_option("--pp", pp, "Pipeline stages");
+        sub->add_option("--interleave", interleave, "Virtual pipeline stages per rank (default 1)");
+        sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
+        sub->add_option("--zero", zero, "ZeRO stage 0|1|2|3");
+        sub->add_option("--offload", offload, "none|optimizer");
+        sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
+        sub->add_option("--recompute", recompute, "none|selective|full");
+    }
     sub->add_option("--precision", precision, "fp32|tf32|bf16|fp16|bf16-pure|fp8 (default bf16)");
     sub->add_option("--optimizer", optimizer, "sgd|sgd-momentum|adamw|adamw-fused|adafactor|lion|adam8bit");
-    sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
-    sub->add_option("--recompute", recompute, "none|selective|full");
     sub->add_option("--framework", framework, "pytorch-eager|megatron|deepspeed (default pytorch-eager)");
     sub->add_option("--link", link, "GPU-GPU link inside a node: nvlink|nvlink-bridge|pcie|pcie-no-p2p|infiniband");
     sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");

@@ -13,8 +13,9 @@
 
 namespace trainperf::cli {
 
-// Memory components in print order, with their JSON keys.
-std::vector<std::pair<std::string, bytes>> memory_components(const memory_breakdown& m);
+// Which flags a subcommand takes: `plan` searches the layout itself, `fit` searches
+// the micro-batch.
+enum class flag_set { all, all_but_batch, system_only };
 
 struct training_flags {
     std::string gpu, model;
@@ -28,7 +29,7 @@ struct training_flags {
     std::vector<CLI::Option*> custom_model_options;
 
     // Adds the flags to a subcommand; `require_model` makes --gpu and --model required.
-    void add_to(CLI::App* sub, bool require_model = true);
+    void add_to(CLI::App* sub, bool require_model = true, flag_set set = flag_set::all);
     // Builds the setup; throws usage_error / trainperf::invalid_argument on bad input.
     training_setup build() const;
 };

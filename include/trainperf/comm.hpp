@@ -82,9 +82,10 @@ constexpr void validate(const link_spec& l) {
 inline constexpr byte_rate pcie4_x16_per_direction = gb_per_second(31.5);
 
 // A transfer between GPUs without peer-to-peer access is staged through host memory:
-// device→host then host→device, each a full PCIe transfer. The copies are not
-// overlapped, so each byte costs two PCIe transfers: per-direction bandwidth halves
-// and the per-step latency doubles.
+// device→host then host→device, each a full PCIe transfer. ASSUMPTION: the two
+// copies are not overlapped, so each byte costs two PCIe transfers: per-direction
+// bandwidth halves and the per-step latency doubles (a measured figure should replace
+// this through with_bandwidth).
 constexpr link_spec staged_through_host(const link_spec& pcie) {
     return {.kind = link_kind::pcie_no_p2p,
             .per_direction = pcie.per_direction / 2.0,

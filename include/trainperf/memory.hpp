@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <string_view>
 
 #include "dtype.hpp"
@@ -115,6 +116,26 @@ struct memory_breakdown {
     // What the GPU must hold: peak allocated plus allocator fragmentation.
     constexpr bytes total() const { return peak_allocated() + fragmentation; }
 };
+
+// The components in print order with their report names (CLI tables and JSON keys).
+struct named_bytes {
+    std::string_view name;
+    bytes value;
+};
+
+constexpr std::array<named_bytes, 11> components(const memory_breakdown& m) {
+    return {{{"weights", m.weights},
+             {"gradients", m.gradients},
+             {"master_weights", m.master_weights},
+             {"optimizer_state", m.optimizer_state},
+             {"activations", m.activations},
+             {"logits", m.logits},
+             {"workspace", m.workspace},
+             {"buffers", m.buffers},
+             {"temporaries", m.temporaries},
+             {"optimizer_temporaries", m.optimizer_temporaries},
+             {"fragmentation", m.fragmentation}}};
+}
 
 // ---- Static state for a bare parameter count -----------------------------------
 // Bytes per parameter: weights + gradients + master + optimizer state, e.g. fp32 +

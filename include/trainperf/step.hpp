@@ -104,6 +104,20 @@ struct step_report {
     constexpr double fraction(seconds part) const { return part / step_time; }
 };
 
+// The memory overheads the framework profile sets.
+inline memory_overheads memory_overheads_of(const training_setup& s) {
+    const framework_profile& fw = s.framework;
+    return {.fp32_logits = fw.fp32_logits, .loss_buffers = fw.loss_buffers,
+            .flash_attention = fw.flash_attention, .workspace = fw.workspace,
+            .gradient_buckets = fw.gradient_buckets, .gradient_bucket_copy = fw.gradient_bucket_copy,
+            .optimizer_temporaries = fw.optimizer_temporaries, .fragmentation = fw.fragmentation};
+}
+
+// The recipe as the framework stores it: fp32 main gradients where it keeps them.
+inline precision_recipe stored_precision(const training_setup& s) {
+    return s.framework.fp32_gradient_accumulation ? with_fp32_gradients(s.precision) : s.precision;
+}
+
 namespace step_detail {
 
 inline seconds time_of(const gpu_spec& gpu, const kernel_params& k, const std::vector<gemm_op>& ops,
@@ -131,20 +145,6 @@ inline link_spec pipeline_link(const training_setup& s) {
     const auto& l = s.layout;
     const bool crosses_nodes = l.tp * l.pp > s.cluster.gpus_per_node;
     return crosses_nodes ? s.cluster.inter_node : intra_node_link(s.cluster);
-}
-
-// The memory overheads the framework profile sets.
-inline memory_overheads overheads_of(const training_setup& s) {
-    const framework_profile& fw = s.framework;
-    return {.fp32_logits = fw.fp32_logits, .loss_buffers = fw.loss_buffers,
-            .flash_attention = fw.flash_attention, .workspace = fw.workspace,
-            .gradient_buckets = fw.gradient_buckets, .gradient_bucket_copy = fw.gradient_bucket_copy,
-            .optimizer_temporaries = fw.optimizer_temporaries, .fragmentation = fw.fragmentation};
-}
-
-// The recipe as the framework stores it: fp32 main gradients where it keeps them.
-inline precision_recipe stored_recipe(const training_setup& s) {
-    return s.framework.fp32_gradient_accumulation ? with_fp32_gradients(s.precision) : s.precision;
 }
 
 }  // namespace step_detail
@@ -262,7 +262,7 @@ inline seconds optimizer_step_time(const training_setup& s) {
     const double params = parameters_per_gpu(s) / shard;
     const double state = optimizer_state_bytes(s.optimizer, s.model, s.precision.optimizer_state).value() /
                          parameter_count(s.model);
-    const double grad = size_of(step_detail::stored_recipe(s).gradients);
+    const double grad = size_of(stored_precision(s).gradients);
     const double weights = size_of(s.precision.weights);
     // The update reads the gradient and reads and writes the fp32 master (or the
     // weights themselves) and every state tensor.
@@ -294,17 +294,38 @@ inline seconds optimizer_step_time(const training_setup& s) {
            fw.per_step_overhead;
 }
 
-// Data-parallel gradient synchronisation of one GPU's gradients: all-reduce, or
-// reduce-scatter (+ all-gather of updated weights) under ZeRO; ZeRO-3 also
-// gathers weights for forward and backward.
-inline seconds data_parallel_sync_time(const training_setup& s) {
+// Data-parallel synchronisation of one GPU's shard, split by when it happens.
+struct data_parallel_sync {
+    seconds per_micro_batch = seconds_of(0.0);   // during every micro-batch's backward
+    seconds end_of_backward = seconds_of(0.0);   // once per step, can overlap the last backward
+    seconds after_optimizer = seconds_of(0.0);   // once per step, after the update: exposed
+
+    constexpr seconds per_step_total(double micro_batches) const {
+        return micro_batches * per_micro_batch + end_of_backward + after_optimizer;
+    }
+};
+
+// ZeRO 0 keeps whole gradients and all-reduces them once per step; ZeRO-1 reduce-
+// scatters them instead and all-gathers the updated weights after its shard's update.
+// ZeRO-2 keeps only its gradient shard, so it reduce-scatters after every micro-batch;
+// ZeRO-3 also gathers the weights for every micro-batch's forward and backward
+// (Rajbhandari et al. 2020, §5 and §7: 1.5× the all-reduce volume per pass). A
+// reduce-scatter or an all-gather is half an all-reduce on the same topology.
+inline data_parallel_sync data_parallel_sync_time(const training_setup& s) {
     const auto& l = s.layout;
-    if (l.dp == 1) return seconds_of(0.0);
-    const double grad = size_of(step_detail::stored_recipe(s).gradients);
-    const bytes gradients = bytes_of(parameters_per_gpu(s) * grad);
-    const seconds all_reduce = data_parallel_all_reduce_time(gradients, l.dp, s.cluster);
-    if (l.zero == 3) return 1.5 * all_reduce;  // ZeRO paper §7: 1.5× the all-reduce volume
-    return all_reduce;                          // ZeRO 1/2: reduce-scatter + all-gather = all-reduce
+    if (l.dp == 1) return {};
+    const double params = parameters_per_gpu(s);
+    const auto half_all_reduce = [&](double bytes_per_param) {
+        return 0.5 * data_parallel_all_reduce_time(bytes_of(params * bytes_per_param), l.dp, s.cluster);
+    };
+    const double grad = size_of(stored_precision(s).gradients);
+    const double weights = size_of(s.precision.weights);
+    switch (l.zero) {
+        case 0: return {.end_of_backward = 2.0 * half_all_reduce(grad)};
+        case 1: return {.end_of_backward = half_all_reduce(grad), .after_optimizer = half_all_reduce(weights)};
+        case 2: return {.per_micro_batch = half_all_reduce(grad), .after_optimizer = half_all_reduce(weights)};
+        default: return {.per_micro_batch = half_all_reduce(grad) + 2.0 * half_all_reduce(weights)};
+    }
 }
 
 inline step_report predict(const training_setup& s) {
@@ -327,18 +348,22 @@ inline step_report predict(const training_setup& s) {
     r.time.bubble = bubble_units * mb.total();
     seconds communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm);
 
-    // Gradient sync: overlapped with the last micro-batch's backward where the
-    // profile buckets it, exposed otherwise.
-    r.data_parallel_sync = data_parallel_sync_time(s);
-    seconds exposed_sync = r.data_parallel_sync;
-    if (s.framework.overlap_data_parallel_sync) {
-        const seconds hidden = s.framework.overlappable_backward_fraction * (mb.backward + mb.recompute);
-        exposed_sync = std::max(seconds_of(0.0), r.data_parallel_sync - hidden);
-    }
+    // Data-parallel sync: where the profile buckets it, communication during a
+    // micro-batch hides behind that micro-batch's backward (the end-of-backward
+    // reduction behind what is left of the last one); the rest is exposed.
+    const data_parallel_sync sync = data_parallel_sync_time(s);
+    r.data_parallel_sync = sync.per_step_total(m);
+    const seconds hideable = s.framework.overlap_data_parallel_sync
+                                 ? s.framework.overlappable_backward_fraction * (mb.backward + mb.recompute)
+                                 : seconds_of(0.0);
+    const auto exposed = [](seconds comm, seconds hidden) { return std::max(seconds_of(0.0), comm - hidden); };
+    const seconds exposed_sync = m * exposed(sync.per_micro_batch, hideable) +
+                                 exposed(sync.end_of_backward, exposed(hideable, sync.per_micro_batch)) +
+                                 sync.after_optimizer;
     // Tied embeddings split over the first and last pipeline stage: their gradients
     // are all-reduced between those two stages every step (Megatron).
     if (l.pp > 1 && s.model.tied_embeddings) {
-        const double grad = size_of(step_detail::stored_recipe(s).gradients);
+        const double grad = size_of(stored_precision(s).gradients);
         const bytes embedding = bytes_of(double(s.model.vocab) * s.model.hidden / l.tp * grad);
         communication += all_reduce_time(embedding, 2, step_detail::pipeline_link(s));
     }
@@ -359,8 +384,8 @@ inline step_report predict(const training_setup& s) {
     r.hfu = (hardware / r.step_time / double(r.gpus)) / peak;
 
     // Memory: peak allocated per GPU as the framework holds it.
-    const memory_overheads overheads = step_detail::overheads_of(s);
-    r.memory = memory_per_gpu(s.model, step_detail::stored_recipe(s), s.optimizer, l, seq, overheads);
+    const memory_overheads overheads = memory_overheads_of(s);
+    r.memory = memory_per_gpu(s.model, stored_precision(s), s.optimizer, l, seq, overheads);
     r.memory_capacity = usable_memory(gpu, overheads);
     r.fits = r.memory.total() <= r.memory_capacity;
 

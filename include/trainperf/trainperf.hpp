@@ -24,3 +24,4 @@
 #include "workload.hpp"
 #include "step.hpp"
 #include "validation.hpp"
+#include "planner.hpp"

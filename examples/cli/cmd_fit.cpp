@@ -1,0 +1,75 @@
+// `trainperf fit`: the largest micro-batch that fits, for every precision recipe and
+// optimizer, under the layout and framework given.
+#include "cli.hpp"
+#include "training_flags.hpp"
+
+#include <trainperf/memory.hpp>
+#include <trainperf/step.hpp>
+
+#include <memory>
+#include <ostream>
+
+namespace trainperf::cli {
+namespace {
+
+struct fit_options {
+    training_flags flags;
+    bool json = false;
+};
+
+void run(const fit_options& opt, std::ostream& out) {
+    const training_setup base = opt.flags.build();
+    const gpu_spec& gpu = base.cluster.gpu;
+    const int seq = sequence_length(base);
+    std::vector<precision_kind> precisions;
+    for (precision_kind p : all_precisions)
+        if (gpu.supports(recipe(p).math)) precisions.push_back(p);
+    // largest[optimizer][precision]
+    std::vector<std::vector<int>> largest;
+    for (optimizer_kind k : all_optimizers) {
+        largest.emplace_back();
+        for (precision_kind p : precisions) {
+            training_setup s = base;
+            s.precision = recipe(p);
+            s.optimizer = k;
+            largest.back().push_back(max_micro_batch(gpu, s.model, stored_precision(s), k, s.layout, seq,
+                                                     memory_overheads_of(s)));
+        }
+    }
+    if (opt.json) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (std::size_t i = 0; i < all_optimizers.size(); ++i)
+            for (std::size_t j = 0; j < precisions.size(); ++j)
+                rows.push_back({{"optimizer", std::string(to_string(all_optimizers[i]))},
+                                {"precision", std::string(to_string(precisions[j]))},
+                                {"max_micro_batch", largest[i][j]}});
+        print_json(out, {{"gpu", std::string(gpu.name)}, {"model", std::string(base.model.name)}, {"seq", seq},
+                         {"framework", std::string(base.framework.name)}, {"fits", rows}});
+        return;
+    }
+    out << "Largest micro-batch that fits: " << base.model.name << ", seq " << seq << ", on " << gpu.name << " ("
+        << fixed(to_gb(gpu.memory_capacity).value(), 0) << " GB), " << base.framework.name << ", dp "
+        << base.layout.dp << " x tp " << base.layout.tp << " x pp " << base.layout.pp << ", ZeRO "
+        << base.layout.zero << ", recompute " << to_string(base.layout.recompute) << "\n"
+        << "0 = not even a micro-batch of 1 fits.\n\n";
+    std::vector<std::string> header{"optimizer"};
+    for (precision_kind p : precisions) header.emplace_back(to_string(p));
+    table t(header);
+    for (std::size_t i = 0; i < all_optimizers.size(); ++i) {
+        std::vector<std::string> row{std::string(to_string(all_optimizers[i]))};
+        for (int b : largest[i]) row.push_back(std::to_string(b));
+        t.add_row(row);
+    }
+    t.print(out);
+}
+
+const command_registration registration{31, [](CLI::App& app, std::ostream& out) {
+    auto opt = std::make_shared<fit_options>();
+    auto* sub = app.add_subcommand("fit", "Largest micro-batch that fits, per precision and optimizer");
+    opt->flags.add_to(sub, true, flag_set::all_but_batch);
+    sub->add_flag("--json", opt->json, "Print one JSON object");
+    sub->callback([opt, &out] { run(*opt, out); });
+}};
+
+}  // namespace
+}  // namespace trainperf::cli

@@ -1,0 +1,60 @@
+// A prediction as JSON: the setup it was made for and the step report, with the keys
+// of the CLI contract (DESIGN §5). Quantities are in base units (seconds, bytes);
+// time_breakdown holds fractions of the step.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../memory.hpp"
+#include "../step.hpp"
+
+namespace trainperf {
+
+inline nlohmann::json to_json(const memory_breakdown& m) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [name, value] : components(m)) j[std::string(name)] = value.value();
+    return j;
+}
+
+inline nlohmann::json to_json(const parallel_layout& l) {
+    return {{"gpus", l.gpus()},       {"dp", l.dp},
+            {"tp", l.tp},             {"pp", l.pp},
+            {"interleave", l.interleave}, {"sp", l.sp},
+            {"zero", l.zero},         {"offload", std::string(to_string(l.offload))},
+            {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
+            {"recompute", std::string(to_string(l.recompute))}};
+}
+
+inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
+    const auto& t = r.time;
+    return {{"gpu", std::string(s.cluster.gpu.name)},
+            {"model", std::string(s.model.name)},
+            {"framework", std::string(s.framework.name)},
+            {"precision", std::string(s.precision.name)},
+            {"optimizer", std::string(to_string(s.optimizer))},
+            {"layout", to_json(s.layout)},
+            {"global_batch", r.global_batch},
+            {"seq", r.seq},
+            {"step_time_seconds", r.step_time.value()},
+            {"samples_per_second", r.samples_per_second},
+            {"tokens_per_second", r.tokens_per_second},
+            {"tflops_per_gpu", r.model_flops_per_gpu.value() / 1e12},
+            {"mfu", r.mfu},
+            {"hfu", r.hfu},
+            {"memory_per_gpu_bytes", r.memory.total().value()},
+            {"memory_capacity_bytes", r.memory_capacity.value()},
+            {"memory_peak_phase", std::string(to_string(r.memory.peak_phase()))},
+            {"memory_breakdown", to_json(r.memory)},
+            {"fits", r.fits},
+            {"time_breakdown", {{"forward_backward", r.fraction(t.forward_backward)},
+                                {"communication", r.fraction(t.communication)},
+                                {"optimizer", r.fraction(t.optimizer)},
+                                {"bubble", r.fraction(t.bubble)},
+                                {"data", r.fraction(t.data)}}},
+            {"data_parallel_sync_seconds", r.data_parallel_sync.value()},
+            {"bottleneck", std::string(to_string(r.bottleneck))}};
+}
+
+}  // namespace trainperf
