@@ -36,15 +36,15 @@ void print_step(std::ostream& out) {
     };
     const row rows[] = {
         {"DDP, batch 1", &pytorch_eager_profile, {.dp = 8, .micro_batch = 1, .grad_accum = 8}},
-        {"DDP + full recompute, batch 4", &pytorch_eager_profile,
-         {.dp = 8, .micro_batch = 4, .grad_accum = 2, .recompute = recompute_mode::full}},
+        {"ZeRO-3 + full recompute, batch 4", &deepspeed_profile,
+         {.dp = 8, .zero = 3, .micro_batch = 4, .grad_accum = 2, .recompute = recompute_mode::full}},
         {"ZeRO-1, selective, batch 1", &megatron_profile,
          {.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 8, .recompute = recompute_mode::selective}},
         {"ZeRO-3 + offload + full recompute, batch 2", &deepspeed_profile,
          {.dp = 8, .zero = 3, .offload = offload_mode::optimizer, .micro_batch = 2, .grad_accum = 4,
           .recompute = recompute_mode::full}},
-        {"tp 2 + sp, dp 4, batch 2", &megatron_profile,
-         {.dp = 4, .tp = 2, .sp = true, .micro_batch = 2, .grad_accum = 8, .recompute = recompute_mode::selective}},
+        {"tp 2 + sp, dp 4, batch 1", &megatron_profile,
+         {.dp = 4, .tp = 2, .sp = true, .micro_batch = 1, .grad_accum = 16, .recompute = recompute_mode::selective}},
         {"tp 8 + sp, batch 8", &megatron_profile,
          {.dp = 1, .tp = 8, .sp = true, .micro_batch = 8, .grad_accum = 8, .recompute = recompute_mode::selective}},
         {"pp 4 x dp 2, batch 1", &megatron_profile,
@@ -64,8 +64,8 @@ void print_step(std::ostream& out) {
     t.print(out);
     out << "\nA layout that does not fit is not a layout: DDP holds 16 B/param of state on every GPU\n"
         << "(112 GB for 7B) and, without FlashAttention, s x s attention probabilities per head\n"
-        << "(about 3 GB per layer at batch 1, seq 4096), so it needs ZeRO, recompute or model\n"
-        << "parallelism on 80 GB cards.\n\n";
+        << "(32 heads x 4096^2 x 2 B = 1.07 GB per layer at batch 1), so it needs ZeRO, recompute\n"
+        << "or model parallelism on 80 GB cards.\n\n";
 
     // The communication tax: r derived from the engine for plain data parallelism.
     training_setup s = llama2_7b_on_h100(megatron_profile);
