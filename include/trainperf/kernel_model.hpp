@@ -96,11 +96,22 @@ inline wave_quantization quantize_with_tile(const gemm_shape& g, int sm_count, d
     return {tiles, waves, g.m * g.n * g.batch / (waves * sms * tile_m * tile_n)};
 }
 
-// cuBLAS heuristics choose among tile shapes; a rectangular tile is modelled in both
-// orientations (e.g. 128×256 and 256×128) and the better fit is taken.
+// cuBLAS heuristics choose among tile shapes: a rectangular tile is modelled in both
+// orientations (e.g. 128×256 and 256×128), and a dimension smaller than the tile gets
+// the smallest power-of-two tile (at least 16, the MMA granularity) that covers it,
+// as cuBLAS has narrower kernels for skinny problems. The best fit is taken.
+namespace kernel_detail {
+constexpr double covering_tile(double dim, double tile) {
+    double t = 16;
+    while (t < dim && t < tile) t *= 2;
+    return std::min(t, tile);
+}
+}  // namespace kernel_detail
+
 inline wave_quantization quantize(const gemm_shape& g, int sm_count, const kernel_params& p) {
-    const auto a = quantize_with_tile(g, sm_count, p.tile_m, p.tile_n);
-    const auto b = quantize_with_tile(g, sm_count, p.tile_n, p.tile_m);
+    using kernel_detail::covering_tile;
+    const auto a = quantize_with_tile(g, sm_count, covering_tile(g.m, p.tile_m), covering_tile(g.n, p.tile_n));
+    const auto b = quantize_with_tile(g, sm_count, covering_tile(g.m, p.tile_n), covering_tile(g.n, p.tile_m));
     return b.utilization > a.utilization ? b : a;
 }
 
