@@ -213,3 +213,22 @@ TEST_CASE("ZeRO stages trade memory for communication", "[step][zero]") {
     // 2 + 0.25 = 2.25 all-reduces (latency terms aside).
     CHECK(r[2].data_parallel_sync.value() / r[0].data_parallel_sync.value() == Approx(2.25).epsilon(0.02));
 }
+
+TEST_CASE("the input pipeline stalls a step only beyond what prefetching hides", "[step][input]") {
+    auto s = single_gpu(h100_sxm::spec, gpt2_medium::config, precision_kind::bf16, 8, 1024);
+    const auto base = predict(s);
+    CHECK(base.time.data.value() == 0.0);
+    // Loading shorter than the step: hidden by prefetching, added without it.
+    s.data_loading = 0.5 * base.step_time;
+    CHECK(predict(s).step_time.value() == Approx(base.step_time.value()));
+    s.prefetch = false;
+    CHECK(predict(s).step_time.value() == Approx(1.5 * base.step_time.value()));
+    // Loading longer than the step: the step waits for the data.
+    s.prefetch = true;
+    s.data_loading = 3.0 * base.step_time;
+    const auto starved = predict(s);
+    CHECK(starved.step_time.value() == Approx(3.0 * base.step_time.value()));
+    CHECK(starved.bottleneck == bottleneck_kind::data);
+    s.data_loading = seconds_of(-1.0);
+    CHECK_THROWS_WITH(predict(s), Catch::Contains("data_loading"));
+}

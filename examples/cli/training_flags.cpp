@@ -56,6 +56,9 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");
     sub->add_option("--inter-node-bandwidth", inter_node_bandwidth, "Per GPU, per direction (default 25GB/s)");
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
+    sub->add_option("--data-ms", data_ms, "Loading one step's batch from storage, ms per step (default 0)");
+    sub->add_option("--pcie-ms", pcie_ms, "Copying it host to device, ms per step (default 0)");
+    sub->add_flag("--no-prefetch", no_prefetch, "Load and copy before each step instead of overlapping it");
 }
 
 training_setup training_flags::build() const {
@@ -112,6 +115,11 @@ training_setup training_flags::build() const {
     s.cluster.inter_node = with_bandwidth(default_link(link_kind::infiniband),
                                           parse_byte_rate("--inter-node-bandwidth", inter_node_bandwidth));
     s.cluster.inter_node.efficiency = default_link(link_kind::infiniband).efficiency;
+    require(data_ms >= 0 && data_ms < 1e12, "data_ms", data_ms, "must be finite and not negative");
+    require(pcie_ms >= 0 && pcie_ms < 1e12, "pcie_ms", pcie_ms, "must be finite and not negative");
+    s.data_loading = milliseconds_of(data_ms);
+    s.host_to_device = milliseconds_of(pcie_ms);
+    s.prefetch = !no_prefetch;
     s.kernels = default_kernel_params(g.architecture);
     if (!calibration.empty()) {
         const calibration_file c = load_calibration(calibration);

@@ -26,6 +26,8 @@ struct training_flags {
     std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";
     std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth = "25GB/s";
     std::string calibration;
+    double data_ms = 0, pcie_ms = 0;
+    bool no_prefetch = false;
     std::vector<CLI::Option*> custom_model_options;
 
     // Adds the flags to a subcommand; `require_model` makes --gpu and --model required.

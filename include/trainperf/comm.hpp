@@ -79,7 +79,7 @@ constexpr void validate(const link_spec& l) {
 
 // PCIe 4.0 x16: 16 GT/s per lane, 128b/130b encoding, 16 lanes → 31.5 GB/s each way
 // (PCI-SIG PCI Express Base Specification 4.0).
-inline constexpr byte_rate pcie4_x16_per_direction = gb_per_second(31.5);
+inline constexpr byte_rate pcie4_x16_per_direction = gb_per_second(links::pcie4_x16_gb_per_s);
 
 // A transfer between GPUs without peer-to-peer access is staged through host memory:
 // device→host then host→device, each a full PCIe transfer. ASSUMPTION: the two
@@ -98,17 +98,14 @@ constexpr link_spec default_link(link_kind kind) {
         case link_kind::nvlink:
             // NVLink 4 through NVSwitch (H100 SXM5): 900 GB/s total, 450 GB/s each way
             // (NVIDIA H100 Tensor Core GPU datasheet).
-            return {.kind = kind, .per_direction = gb_per_second(450.0),
-                    .latency = microseconds_of(3.0), .efficiency = 0.80};
+            return links::nvlink(900.0);
         case link_kind::nvlink_bridge:
             // GeForce RTX 3090 / 3090 Ti NVLink bridge: 4 links, 112.5 GB/s total,
             // 56.25 GB/s each way (NVIDIA Ampere GA102 GPU architecture whitepaper).
-            return {.kind = kind, .per_direction = gb_per_second(56.25),
-                    .latency = microseconds_of(3.0), .efficiency = 0.80};
+            return links::nvlink_bridge(112.5);
         case link_kind::pcie:
             // PCIe 4.0 x16 peer-to-peer through the host bridge or a PCIe switch.
-            return {.kind = kind, .per_direction = pcie4_x16_per_direction,
-                    .latency = microseconds_of(10.0), .efficiency = 0.80};
+            return links::pcie(links::pcie4_x16_gb_per_s);
         case link_kind::pcie_no_p2p:
             return staged_through_host(default_link(link_kind::pcie));
         case link_kind::infiniband:

@@ -39,6 +39,38 @@ struct link_spec {
     constexpr byte_rate achievable() const { return efficiency * per_direction; }
 };
 
+// Link constructors shared by the GPU catalog and comm.hpp's defaults.
+namespace links {
+// PCI Express x16 per direction after line encoding (PCI-SIG base specifications).
+inline constexpr double pcie3_x16_gb_per_s = 15.75;  // 8 GT/s × 16 × 128/130 / 8
+inline constexpr double pcie4_x16_gb_per_s = 31.5;   // 16 GT/s
+inline constexpr double pcie5_x16_gb_per_s = 63.0;   // 32 GT/s
+
+// ASSUMPTION: α of the α–β model for one NCCL step over NVLink / an NVLink bridge
+// (order of the few-µs small-message latency seen in nccl-tests).
+inline constexpr double nvlink_latency_us = 3.0;
+// ASSUMPTION: PCIe round trip through the host bridge plus NCCL/driver overhead.
+inline constexpr double pcie_latency_us = 10.0;
+// ASSUMPTION: achieved fraction of the per-direction rate. nccl-tests all-reduce
+// bus bandwidth on DGX A100 (~230–240 of 300 GB/s) and DGX H100 (~360–370 of
+// 450 GB/s) is about 0.8; PCIe payload efficiency (TLP headers) is similar.
+inline constexpr double link_efficiency = 0.8;
+
+// Datasheets quote NVLink as the two-way total; the link stores one direction.
+constexpr link_spec nvlink(double total_gb_per_s) {
+    return {link_kind::nvlink, gb_per_second(total_gb_per_s / 2.0), microseconds_of(nvlink_latency_us),
+            link_efficiency};
+}
+constexpr link_spec nvlink_bridge(double total_gb_per_s) {
+    return {link_kind::nvlink_bridge, gb_per_second(total_gb_per_s / 2.0), microseconds_of(nvlink_latency_us),
+            link_efficiency};
+}
+constexpr link_spec pcie(double per_direction_gb_per_s) {
+    return {link_kind::pcie, gb_per_second(per_direction_gb_per_s), microseconds_of(pcie_latency_us),
+            link_efficiency};
+}
+}  // namespace links
+
 // Dense peak math rates (sparse is 2x and never used here). An empty optional
 // means the chip has no such unit or mode.
 struct peak_rates {

@@ -40,7 +40,12 @@ struct training_setup {
     int seq = 0;                                  // 0: the model's max_seq
     framework_profile framework = megatron_profile;
     kernel_params kernels = default_kernel_params(cluster.gpu.architecture);
-    seconds data_stall = seconds_of(0.0);         // exposed input-pipeline time per step
+    // The input pipeline per step (input_pipeline.hpp's first two stages): reading the
+    // global batch's share of one GPU from storage and copying it to the device. With
+    // prefetching they overlap the step and only what exceeds it is exposed.
+    seconds data_loading = seconds_of(0.0);
+    seconds host_to_device = seconds_of(0.0);
+    bool prefetch = true;
     // Host side of optimizer offload: effective bandwidth of the CPU Adam update
     // (DeepSpeed CPU-Adam streams ~tens of GB/s on a two-socket server).
     byte_rate host_optimizer_bandwidth = gb_per_second(50.0);
@@ -160,7 +165,8 @@ inline void validate(const training_setup& s) {
     require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
     require(s.layout.tp <= s.cluster.gpus_per_node, "tp", s.layout.tp,
             "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
-    require(s.data_stall.value() >= 0, "data_stall_s", s.data_stall.value(), "must not be negative");
+    require(s.data_loading.value() >= 0, "data_loading_s", s.data_loading.value(), "must not be negative");
+    require(s.host_to_device.value() >= 0, "host_to_device_s", s.host_to_device.value(), "must not be negative");
 }
 
 // Forward, backward and recompute of one micro-batch on the busiest pipeline stage,
@@ -369,7 +375,11 @@ inline step_report predict(const training_setup& s) {
     }
     r.time.communication = communication + exposed_sync;
     r.time.optimizer = optimizer_step_time(s);
-    r.time.data = s.data_stall;
+    // Input pipeline: sequential, loading and copying add to the step; prefetched, the
+    // step is bound by its slowest stage (Lab 08's four-stage model).
+    const seconds busy = r.time.total();
+    r.time.data = s.prefetch ? std::max(seconds_of(0.0), std::max(s.data_loading, s.host_to_device) - busy)
+                             : s.data_loading + s.host_to_device;
     r.step_time = r.time.total();
 
     // Throughput and FLOP rates.

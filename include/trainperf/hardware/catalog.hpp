@@ -14,7 +14,7 @@
 // - PCIe per direction, x16, after 128b/130b encoding: Gen3 15.75 GB/s, Gen4
 //   31.5 GB/s, Gen5 63 GB/s (PCI-SIG base specs: 8/16/32 GT/s per lane).
 // - Link latency and efficiency are ASSUMPTIONS (not datasheet numbers), see
-//   the constants below and docs/catalogs.md.
+//   trainperf::links in hardware.hpp and docs/catalogs.md.
 #pragma once
 
 #include <array>
@@ -29,33 +29,6 @@
 namespace trainperf {
 
 namespace hardware_detail {
-// PCI Express x16 per direction after line encoding (PCI-SIG base specifications).
-inline constexpr double pcie3_x16_gb_per_s = 15.75;  // 8 GT/s × 16 × 128/130 / 8
-inline constexpr double pcie4_x16_gb_per_s = 31.5;   // 16 GT/s
-inline constexpr double pcie5_x16_gb_per_s = 63.0;   // 32 GT/s
-
-// ASSUMPTION: α of the α–β model for one NCCL step over NVLink / an NVLink bridge
-// (order of the few-µs small-message latency seen in nccl-tests).
-inline constexpr double nvlink_latency_us = 3.0;
-// ASSUMPTION: PCIe round trip through the host bridge plus NCCL/driver overhead.
-inline constexpr double pcie_latency_us = 10.0;
-// ASSUMPTION: achieved fraction of the per-direction rate. nccl-tests all-reduce
-// bus bandwidth on DGX A100 (~230–240 of 300 GB/s) and DGX H100 (~360–370 of
-// 450 GB/s) is about 0.8; PCIe payload efficiency (TLP headers) is similar.
-inline constexpr double link_efficiency = 0.8;
-
-constexpr link_spec nvlink(double total_gb_per_s) {
-    return {link_kind::nvlink, gb_per_second(total_gb_per_s / 2.0),
-            microseconds_of(nvlink_latency_us), link_efficiency};
-}
-constexpr link_spec nvlink_bridge(double total_gb_per_s) {
-    return {link_kind::nvlink_bridge, gb_per_second(total_gb_per_s / 2.0),
-            microseconds_of(nvlink_latency_us), link_efficiency};
-}
-constexpr link_spec pcie(double per_direction_gb_per_s) {
-    return {link_kind::pcie, gb_per_second(per_direction_gb_per_s),
-            microseconds_of(pcie_latency_us), link_efficiency};
-}
 constexpr flop_rate tflops(double t) { return tflops_per_second(t); }
 }  // namespace hardware_detail
 
@@ -82,8 +55,8 @@ struct h100_sxm {
             .fp8 = hardware_detail::tflops(1979),          // datasheet: 3,958 sparse → 1,979
             .int8 = hardware_detail::tflops(1979),         // datasheet: 3,958 TOPS sparse → 1,979
         },
-        .gpu_link = hardware_detail::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
-        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .gpu_link = links::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 700,                                 // datasheet: up to 700 W
     };
 };
@@ -107,8 +80,8 @@ struct h100_pcie {
             .int8 = hardware_detail::tflops(1513),         // datasheet: 3,026 TOPS sparse → 1,513
         },
         // datasheet: NVLink bridge 600 GB/s (total), joining pairs of cards only.
-        .gpu_link = hardware_detail::nvlink_bridge(600),
-        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .gpu_link = links::nvlink_bridge(600),
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 350,                                 // datasheet: 300–350 W (upper end)
     };
 };
@@ -133,8 +106,8 @@ struct h200_sxm {
             .fp8 = hardware_detail::tflops(1979),          // datasheet: 3,958 sparse → 1,979
             .int8 = hardware_detail::tflops(1979),         // datasheet: 3,958 TOPS sparse → 1,979
         },
-        .gpu_link = hardware_detail::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
-        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .gpu_link = links::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 700,                                 // datasheet: up to 700 W
     };
 };
@@ -162,8 +135,8 @@ struct a100_sxm_80gb {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(624),          // datasheet: 624 TOPS (1,248 sparse)
         },
-        .gpu_link = hardware_detail::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
-        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // "PCIe Gen4: 64 GB/s" both ways
+        .gpu_link = links::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // "PCIe Gen4: 64 GB/s" both ways
         .tdp_watts = 400,                                 // datasheet: 400 W
     };
 };
@@ -186,8 +159,8 @@ struct a100_sxm_40gb {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(624),          // datasheet: 624 TOPS (1,248 sparse)
         },
-        .gpu_link = hardware_detail::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
-        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .gpu_link = links::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 400,                                 // datasheet: 400 W
     };
 };
@@ -214,8 +187,8 @@ struct v100_sxm2_32gb {
             .fp8 = {},
             .int8 = {},                                   // Volta tensor cores: fp16 only
         },
-        .gpu_link = hardware_detail::nvlink(300),          // datasheet: NVLink 300 GB/s (total)
-        .host_link = hardware_detail::pcie(hardware_detail::pcie3_x16_gb_per_s),  // PCIe Gen3 x16
+        .gpu_link = links::nvlink(300),          // datasheet: NVLink 300 GB/s (total)
+        .host_link = links::pcie(links::pcie3_x16_gb_per_s),  // PCIe Gen3 x16
         .tdp_watts = 300,                                 // datasheet: 300 W
     };
 };
@@ -247,8 +220,8 @@ struct rtx_3090_ti {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(320),          // 84 × 2048 × 1.86 GHz
         },
-        .gpu_link = hardware_detail::nvlink_bridge(112.5), // GA102: 112.5 GB/s total, 56.25 each way
-        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .gpu_link = links::nvlink_bridge(112.5), // GA102: 112.5 GB/s total, 56.25 each way
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 450,                                 // product page: 450 W
     };
 };
@@ -271,8 +244,8 @@ struct rtx_3090 {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(284),          // GA102 whitepaper: 284 TOPS
         },
-        .gpu_link = hardware_detail::nvlink_bridge(112.5), // GA102 whitepaper: 112.5 GB/s total
-        .host_link = hardware_detail::pcie(hardware_detail::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .gpu_link = links::nvlink_bridge(112.5), // GA102 whitepaper: 112.5 GB/s total
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 350,                                 // GA102 whitepaper: 350 W
     };
 };
@@ -343,8 +316,8 @@ struct b200 {
             .fp8 = hardware_detail::tflops(4500),          // HGX B200: 9 PFLOPS sparse per GPU
             .int8 = hardware_detail::tflops(4500),         // HGX B200: 9 POPS sparse per GPU
         },
-        .gpu_link = hardware_detail::nvlink(1800),         // HGX B200: NVLink5 1.8 TB/s (total)
-        .host_link = hardware_detail::pcie(hardware_detail::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .gpu_link = links::nvlink(1800),         // HGX B200: NVLink5 1.8 TB/s (total)
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 1000,                                // HGX B200: up to 1000 W per GPU
     };
 };
