@@ -182,11 +182,7 @@ inline micro_batch_times micro_batch_step(const training_setup& s) {
                             .math = s.precision.math, .activations = s.precision.activations};
 
     const auto gemms = layer_forward_gemms(m, ctx);
-    std::vector<gemm_op> backward_gemms;
-    for (const auto& g : gemms) {
-        backward_gemms.push_back({g.name, dgrad_of(g.shape), op_phase::backward_data, g.region});
-        backward_gemms.push_back({g.name, wgrad_of(g.shape), op_phase::backward_weight, g.region});
-    }
+    const auto backward_gemms = backward_gemms_of(gemms);
     const auto elementwise = layer_forward_memory_ops(m, ctx, fw);
     const auto elementwise_backward = backward_of(elementwise, fw);
 

@@ -95,13 +95,11 @@ inline std::vector<gemm_op> layer_forward_gemms(const transformer_config& m, con
     return ops;
 }
 
-// Forward, dgrad and wgrad GEMMs of one layer (the list the cuBLASLt harness runs).
-// The attention core has no weights: both of its backward GEMMs are input gradients.
-inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_batch, int seq,
-                                        int tp, dtype math) {
-    const auto forward = layer_forward_gemms(
-        m, {.micro_batch = micro_batch, .seq = seq, .tp = tp, .math = math, .activations = math});
-    std::vector<gemm_op> ops = forward;
+// The dgrad and wgrad GEMM of every forward GEMM. The attention core has no
+// weights: both of its backward GEMMs are input gradients.
+inline std::vector<gemm_op> backward_gemms_of(const std::vector<gemm_op>& forward) {
+    std::vector<gemm_op> ops;
+    ops.reserve(2 * forward.size());
     for (const auto& g : forward) {
         ops.push_back({g.name, dgrad_of(g.shape), op_phase::backward_data, g.region});
         ops.push_back({g.name, wgrad_of(g.shape),
@@ -109,6 +107,16 @@ inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_b
                                                              : op_phase::backward_weight,
                        g.region});
     }
+    return ops;
+}
+
+// Forward, dgrad and wgrad GEMMs of one layer (the list the cuBLASLt harness runs).
+inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_batch, int seq,
+                                        int tp, dtype math) {
+    std::vector<gemm_op> ops = layer_forward_gemms(
+        m, {.micro_batch = micro_batch, .seq = seq, .tp = tp, .math = math, .activations = math});
+    const auto backward = backward_gemms_of(ops);
+    ops.insert(ops.end(), backward.begin(), backward.end());
     return ops;
 }
 

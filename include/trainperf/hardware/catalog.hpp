@@ -55,7 +55,7 @@ struct h100_sxm {
             .fp8 = hardware_detail::tflops(1979),          // datasheet: 3,958 sparse → 1,979
             .int8 = hardware_detail::tflops(1979),         // datasheet: 3,958 TOPS sparse → 1,979
         },
-        .gpu_link = links::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
+        .gpu_link = links::nvlink(900),                   // datasheet: NVLink 900 GB/s (total)
         .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 700,                                 // datasheet: up to 700 W
     };
@@ -98,15 +98,8 @@ struct h200_sxm {
         .l2_cache = mebibytes_of(50),                     // as H100 SXM5: 50 MB
         .memory_capacity = gigabytes_of(141),             // datasheet: 141 GB HBM3e
         .memory_bandwidth = tb_per_second(4.8),           // datasheet: 4.8 TB/s
-        .peak = {
-            .fp32 = hardware_detail::tflops(67),           // datasheet: 67 TFLOPS
-            .tf32 = hardware_detail::tflops(494.7),        // datasheet: 989 sparse → 494.7
-            .fp16 = hardware_detail::tflops(989.4),        // datasheet: 1,979 sparse → 989.4
-            .bf16 = hardware_detail::tflops(989.4),        // datasheet: 1,979 sparse → 989.4
-            .fp8 = hardware_detail::tflops(1979),          // datasheet: 3,958 sparse → 1,979
-            .int8 = hardware_detail::tflops(1979),         // datasheet: 3,958 TOPS sparse → 1,979
-        },
-        .gpu_link = links::nvlink(900),          // datasheet: NVLink 900 GB/s (total)
+        .peak = h100_sxm::spec.peak,                      // datasheet: the same rates as H100 SXM5
+        .gpu_link = links::nvlink(900),                   // datasheet: NVLink 900 GB/s (total)
         .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 700,                                 // datasheet: up to 700 W
     };
@@ -135,7 +128,7 @@ struct a100_sxm_80gb {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(624),          // datasheet: 624 TOPS (1,248 sparse)
         },
-        .gpu_link = links::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
+        .gpu_link = links::nvlink(600),                   // datasheet: NVLink 600 GB/s (total)
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // "PCIe Gen4: 64 GB/s" both ways
         .tdp_watts = 400,                                 // datasheet: 400 W
     };
@@ -159,7 +152,7 @@ struct a100_sxm_40gb {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(624),          // datasheet: 624 TOPS (1,248 sparse)
         },
-        .gpu_link = links::nvlink(600),          // datasheet: NVLink 600 GB/s (total)
+        .gpu_link = links::nvlink(600),                   // datasheet: NVLink 600 GB/s (total)
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 400,                                 // datasheet: 400 W
     };
@@ -187,7 +180,7 @@ struct v100_sxm2_32gb {
             .fp8 = {},
             .int8 = {},                                   // Volta tensor cores: fp16 only
         },
-        .gpu_link = links::nvlink(300),          // datasheet: NVLink 300 GB/s (total)
+        .gpu_link = links::nvlink(300),                   // datasheet: NVLink 300 GB/s (total)
         .host_link = links::pcie(links::pcie3_x16_gb_per_s),  // PCIe Gen3 x16
         .tdp_watts = 300,                                 // datasheet: 300 W
     };
@@ -220,7 +213,7 @@ struct rtx_3090_ti {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(320),          // 84 × 2048 × 1.86 GHz
         },
-        .gpu_link = links::nvlink_bridge(112.5), // GA102: 112.5 GB/s total, 56.25 each way
+        .gpu_link = links::nvlink_bridge(112.5),          // GA102: 112.5 GB/s total, 56.25 each way
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 450,                                 // product page: 450 W
     };
@@ -244,7 +237,7 @@ struct rtx_3090 {
             .fp8 = {},                                    // Ampere has no fp8 tensor cores
             .int8 = hardware_detail::tflops(284),          // GA102 whitepaper: 284 TOPS
         },
-        .gpu_link = links::nvlink_bridge(112.5), // GA102 whitepaper: 112.5 GB/s total
+        .gpu_link = links::nvlink_bridge(112.5),          // GA102 whitepaper: 112.5 GB/s total
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 350,                                 // GA102 whitepaper: 350 W
     };
@@ -316,7 +309,7 @@ struct b200 {
             .fp8 = hardware_detail::tflops(4500),          // HGX B200: 9 PFLOPS sparse per GPU
             .int8 = hardware_detail::tflops(4500),         // HGX B200: 9 POPS sparse per GPU
         },
-        .gpu_link = links::nvlink(1800),         // HGX B200: NVLink5 1.8 TB/s (total)
+        .gpu_link = links::nvlink(1800),                  // HGX B200: NVLink5 1.8 TB/s (total)
         .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
         .tdp_watts = 1000,                                // HGX B200: up to 1000 W per GPU
     };
