@@ -3,6 +3,7 @@
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/models/catalog.hpp>
 #include <trainperf/step.hpp>
+#include <trainperf/training_run.hpp>
 #include <trainperf/validation.hpp>
 
 #include <catch2/catch.hpp>
@@ -231,4 +232,19 @@ TEST_CASE("the input pipeline stalls a step only beyond what prefetching hides",
     CHECK(starved.bottleneck == bottleneck_kind::data);
     s.data_loading = seconds_of(-1.0);
     CHECK_THROWS_WITH(predict(s), Catch::Contains("data_loading"));
+}
+
+TEST_CASE("a training run is tokens over throughput, GPU-hours and energy at TDP", "[step][run]") {
+    auto s = single_gpu(h100_sxm::spec, gpt2_medium::config, precision_kind::bf16, 8, 1024);
+    s.layout.dp = 8;
+    const auto step = predict(s);
+    const auto run = estimate_training_run(step, h100_sxm::spec, 1e10, 2.0);
+    const double hours = 1e10 / step.tokens_per_second / 3600.0;
+    CHECK(run.time.value() == Approx(hours * 3600.0));
+    CHECK(run.gpu_hours == Approx(8 * hours));
+    // 8 GPUs x 700 W for the whole run.
+    CHECK(run.energy.value() / joules_per_kwh == Approx(8 * 0.7 * hours));
+    CHECK(run.cost == Approx(2.0 * 8 * hours));
+    CHECK_THROWS_WITH(estimate_training_run(step, h100_sxm::spec, 0.0), Catch::Contains("train_tokens"));
+    CHECK_THROWS_WITH(estimate_training_run(step, h100_sxm::spec, 1e9, -1.0), Catch::Contains("price_per_gpu_hour"));
 }

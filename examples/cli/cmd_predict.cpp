@@ -4,8 +4,10 @@
 
 #include <trainperf/io/report_json.hpp>
 #include <trainperf/step.hpp>
+#include <trainperf/training_run.hpp>
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
 namespace trainperf::cli {
@@ -13,8 +15,17 @@ namespace {
 
 struct predict_options {
     training_flags flags;
+    double train_tokens = 0, price_per_gpu_hour = 0;
     bool json = false, csv = false;
 };
+
+void print_run(std::ostream& out, const training_run& run) {
+    out << "\nTraining on " << run.tokens << " tokens: " << fixed(run.time.value() / 86400.0, 2) << " days, "
+        << fixed(run.gpu_hours, 0) << " GPU-hours, " << fixed(run.energy.value() / joules_per_kwh, 0)
+        << " kWh at board power (upper bound)";
+    if (run.cost > 0) out << ", cost " << fixed(run.cost, 0) << " (price per GPU-hour x GPU-hours)";
+    out << "\n";
+}
 
 void print_text(std::ostream& out, const training_setup& s, const step_report& r) {
     const auto& l = s.layout;
@@ -71,12 +82,32 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
     opt->flags.add_to(sub);
     auto* json = sub->add_flag("--json", opt->json, "Print one JSON object");
     sub->add_flag("--csv", opt->csv, "Print a CSV header and one row")->excludes(json);
+    sub->add_option("--train-tokens", opt->train_tokens, "Also estimate a whole run on this many tokens");
+    sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
     sub->callback([opt, &out] {
         const training_setup s = opt->flags.build();
         const step_report r = predict(s);
-        if (opt->json) print_json(out, to_json(s, r));
-        else if (opt->csv) print_csv(out, r);
-        else print_text(out, s, r);
+        if (opt->price_per_gpu_hour != 0 && opt->train_tokens == 0)
+            throw usage_error("--price-per-gpu-hour: needs --train-tokens");
+        std::optional<training_run> run;
+        if (opt->train_tokens != 0)
+            run = estimate_training_run(r, s.cluster.gpu, opt->train_tokens, opt->price_per_gpu_hour);
+        if (opt->json) {
+            nlohmann::json j = to_json(s, r);
+            if (run) {
+                j["train_tokens"] = run->tokens;
+                j["train_time_seconds"] = run->time.value();
+                j["train_gpu_hours"] = run->gpu_hours;
+                j["train_energy_kwh"] = run->energy.value() / joules_per_kwh;
+                j["train_cost"] = run->cost;
+            }
+            print_json(out, j);
+        } else if (opt->csv) {
+            print_csv(out, r);
+        } else {
+            print_text(out, s, r);
+            if (run) print_run(out, *run);
+        }
     });
 }};
 

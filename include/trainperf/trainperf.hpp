@@ -25,3 +25,4 @@
 #include "step.hpp"
 #include "validation.hpp"
 #include "planner.hpp"
+#include "training_run.hpp"
