@@ -1,0 +1,46 @@
+// Capacity planning with the library: how many H100s does it take to train
+// llama2-70b on 2T tokens within 60 days, and with which layout? For each cluster
+// size the planner searches every layout; the first size that meets the deadline wins.
+#include <trainperf/trainperf.hpp>
+
+#include <cstdio>
+
+int main() {
+    using namespace trainperf;
+    constexpr double tokens = 2e12;
+    constexpr double deadline_days = 60;
+    constexpr long long global_batch = 1024;  // 4M tokens per step at seq 4096
+
+    plan_request request;
+    request.base.cluster = {.gpu = h100_sxm::spec, .gpus_per_node = 8, .intra_node = h100_sxm::spec.gpu_link,
+                            .inter_node = default_link(link_kind::infiniband)};
+    request.base.model = llama2_70b::config;
+    request.base.precision = recipe(precision_kind::bf16);
+    request.base.seq = 4096;
+    request.base.framework = megatron_profile;
+    request.base.kernels = default_kernel_params(gpu_architecture::hopper);
+    request.global_batch = global_batch;
+    request.max_micro_batch = 4;
+
+    std::printf("llama2-70b, %.0e tokens, global batch %lld x 4096, deadline %.0f days, h100-sxm\n\n", tokens,
+                global_batch, deadline_days);
+    std::printf("%6s  %-40s  %10s  %8s  %6s  %10s\n", "GPUs", "best layout", "tokens/s", "days", "MFU", "GPU-hours");
+    for (int gpus = 64; gpus <= 2048; gpus *= 2) {
+        request.gpus = gpus;
+        const plan_result result = plan(request, 1);
+        if (result.best.empty()) {
+            std::printf("%6d  no layout fits\n", gpus);
+            continue;
+        }
+        const auto& best = result.best.front();
+        const training_run run = estimate_training_run(best.report, h100_sxm::spec, tokens);
+        const auto& l = best.layout;
+        char layout[64];
+        std::snprintf(layout, sizeof layout, "dp %d tp %d pp %dx%d zero %d b %d %s", l.dp, l.tp, l.pp, l.interleave,
+                      l.zero, l.micro_batch, std::string(to_string(l.recompute)).c_str());
+        const double days = run.time.value() / 86400.0;
+        std::printf("%6d  %-40s  %10.0f  %8.1f  %5.1f%%  %10.0f%s\n", gpus, layout, best.report.tokens_per_second,
+                    days, 100 * best.report.mfu, run.gpu_hours, days <= deadline_days ? "  <- meets the deadline" : "");
+        if (days <= deadline_days) break;
+    }
+}
