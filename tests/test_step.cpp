@@ -167,6 +167,10 @@ TEST_CASE("bad setups are rejected with the field named", "[step]") {
     s.layout.micro_batch = 0;
     CHECK_THROWS_WITH(predict(s), Catch::Contains("batch"));
     s.layout.micro_batch = 1;
+    s = single_gpu(jetson_orin_nx_16gb::spec, gpt2::config, precision_kind::bf16, 1, 512);
+    s.layout.offload = offload_mode::optimizer;
+    CHECK_THROWS_WITH(predict(s), Catch::Contains("offload"));
+    s = single_gpu(h100_sxm::spec, gpt2_medium::config, precision_kind::bf16);
     s.layout.tp = 16;
     s.cluster.gpus_per_node = 8;
     CHECK_THROWS_AS(predict(s), trainperf::invalid_argument);

@@ -165,6 +165,8 @@ inline void validate(const training_setup& s) {
     require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
     require(s.layout.tp <= s.cluster.gpus_per_node, "tp", s.layout.tp,
             "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
+    require(!(s.layout.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
+            "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
     require(s.data_loading.value() >= 0, "data_loading_s", s.data_loading.value(), "must not be negative");
     require(s.host_to_device.value() >= 0, "host_to_device_s", s.host_to_device.value(), "must not be negative");
 }
