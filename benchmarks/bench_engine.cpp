@@ -19,7 +19,6 @@ training_setup gpt3_on_selene() {
                 .grad_accum = 64, .recompute = recompute_mode::selective};
     s.seq = 2048;
     s.framework = megatron_profile;
-    s.kernels = default_kernel_params(s.cluster.gpu.architecture);
     return s;
 }
 
@@ -48,12 +47,10 @@ BENCHMARK(BM_memory_per_gpu);
 // A small layout sweep: every tp x pp x micro-batch x recompute for llama2-7b on 64 H100s.
 void BM_layout_sweep_llama2_7b(benchmark::State& state) {
     training_setup s;
-    s.cluster = {.gpu = h100_sxm::spec, .gpus_per_node = 8, .intra_node = h100_sxm::spec.gpu_link,
-                 .inter_node = default_link(link_kind::infiniband)};
+    s.cluster = standard_cluster(h100_sxm::spec);
     s.model = llama2_7b::config;
     s.seq = 4096;
     s.framework = megatron_profile;
-    s.kernels = default_kernel_params(gpu_architecture::hopper);
     for (auto _ : state) {
         double best = 0;
         int evaluated = 0;

@@ -12,13 +12,11 @@ int main() {
     constexpr long long global_batch = 1024;  // 4M tokens per step at seq 4096
 
     plan_request request;
-    request.base.cluster = {.gpu = h100_sxm::spec, .gpus_per_node = 8, .intra_node = h100_sxm::spec.gpu_link,
-                            .inter_node = default_link(link_kind::infiniband)};
+    request.base.cluster = standard_cluster(h100_sxm::spec);
     request.base.model = llama2_70b::config;
     request.base.precision = recipe(precision_kind::bf16);
     request.base.seq = 4096;
     request.base.framework = megatron_profile;
-    request.base.kernels = default_kernel_params(gpu_architecture::hopper);
     request.global_batch = global_batch;
     request.max_micro_batch = 4;
 

@@ -11,16 +11,13 @@ static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), optim
 
 int main() {
     training_setup s;
-    s.cluster = {.gpu = lookup_gpu("h100-sxm"), .gpus_per_node = 8,
-                 .intra_node = lookup_gpu("h100-sxm").gpu_link,
-                 .inter_node = default_link(link_kind::infiniband)};
+    s.cluster = standard_cluster(lookup_gpu("h100-sxm"));
     s.model = lookup_model("llama2-7b");
     s.precision = recipe(precision_kind::bf16);
     s.layout = {.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 8,
                 .recompute = recompute_mode::selective};
     s.seq = 4096;
     s.framework = megatron_profile;
-    s.kernels = default_kernel_params(s.cluster.gpu.architecture);
     const step_report r = predict(s);
     std::cout << r.step_time.value() << " s/step, " << r.tokens_per_second << " tokens/s, MFU "
               << r.mfu << ", " << to_gib(r.memory.total()).value() << " GiB per GPU\n";

@@ -9,13 +9,11 @@ using namespace trainperf;
 namespace {
 plan_request llama_on_h100s(int gpus, long long global_batch) {
     plan_request r;
-    r.base.cluster = {.gpu = h100_sxm::spec, .gpus_per_node = 8, .intra_node = h100_sxm::spec.gpu_link,
-                      .inter_node = default_link(link_kind::infiniband)};
+    r.base.cluster = standard_cluster(h100_sxm::spec);
     r.base.model = llama2_7b::config;
     r.base.precision = recipe(precision_kind::bf16);
     r.base.seq = 4096;
     r.base.framework = megatron_profile;
-    r.base.kernels = default_kernel_params(gpu_architecture::hopper);
     r.gpus = gpus;
     r.global_batch = global_batch;
     r.max_micro_batch = 8;

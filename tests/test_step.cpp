@@ -25,14 +25,12 @@ std::vector<published_iteration> korthikanti_table5() {
 training_setup single_gpu(const gpu_spec& gpu, const transformer_config& model, precision_kind p,
                           int batch = 8, int seq = 1024) {
     training_setup s;
-    s.cluster = {.gpu = gpu, .gpus_per_node = 8, .intra_node = gpu.gpu_link,
-                 .inter_node = default_link(link_kind::infiniband)};
+    s.cluster = standard_cluster(gpu);
     s.model = model;
     s.precision = recipe(p);
     s.layout = {.micro_batch = batch};
     s.seq = seq;
     s.framework = pytorch_eager_profile;
-    s.kernels = default_kernel_params(gpu.architecture);
     return s;
 }
 

@@ -61,9 +61,7 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
     if (opt.flags.gpus < 2) throw usage_error("--gpus: at least 2 GPUs are needed to derive r");
     const training_setup s = opt.flags.build();
     const int replicas = s.layout.dp;
-    training_setup one = s;
-    one.layout.dp = 1;
-    const engine_scaling scaling = data_parallel_scaling(one, replicas);
+    const engine_scaling scaling = data_parallel_scaling(s, replicas);  // sets dp = 1…replicas
     const auto& top = scaling.points.back();
     if (opt.json) {
         nlohmann::json j{{"gpus", top.gpus}, {"replicas", replicas}, {"r", scaling.r},

@@ -16,14 +16,12 @@ namespace {
 
 training_setup llama2_7b_on_h100(const framework_profile& fw) {
     training_setup s;
-    s.cluster = {.gpu = h100_sxm::spec, .gpus_per_node = 8, .intra_node = h100_sxm::spec.gpu_link,
-                 .inter_node = default_link(link_kind::infiniband)};
+    s.cluster = standard_cluster(h100_sxm::spec);
     s.model = llama2_7b::config;
     s.precision = recipe(precision_kind::bf16);
     s.optimizer = optimizer_kind::adamw;
     s.seq = 4096;
     s.framework = fw;
-    s.kernels = default_kernel_params(s.cluster.gpu.architecture);
     return s;
 }
 

@@ -120,7 +120,6 @@ training_setup training_flags::build() const {
     s.data_loading = milliseconds_of(data_ms);
     s.host_to_device = milliseconds_of(pcie_ms);
     s.prefetch = !no_prefetch;
-    s.kernels = default_kernel_params(g.architecture);
     if (!calibration.empty()) {
         const calibration_file c = load_calibration(calibration);
         if (c.gpu != g.name)

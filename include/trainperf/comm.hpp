@@ -219,6 +219,13 @@ constexpr link_spec intra_node_link(const cluster_spec& c) {
     return c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node;
 }
 
+// The usual system: nodes of gpus_per_node GPUs on the GPU's own link, one
+// InfiniBand HDR adapter per GPU between nodes.
+constexpr cluster_spec standard_cluster(const gpu_spec& gpu, int gpus_per_node = 8) {
+    return {.gpu = gpu, .gpus_per_node = gpus_per_node, .intra_node = gpu.gpu_link,
+            .inter_node = default_link(link_kind::infiniband)};
+}
+
 // Nodes spanned by total_gpus GPUs; whole nodes only once more than one is used.
 constexpr int node_count(const cluster_spec& c, int total_gpus) {
     require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");

@@ -12,6 +12,10 @@
 
 namespace trainperf {
 
+// The numeric constants below (traffic ratios, kernel counts, overlap share, per-step
+// overhead, fragmentation) are ASSUMPTIONS, not measurements: only the megatron profile
+// has been checked against published times (docs/validation.md); the others are
+// priors that a measurement of the framework should replace.
 struct framework_profile {
     std::string_view name = "custom";
 

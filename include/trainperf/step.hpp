@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -39,15 +40,16 @@ struct training_setup {
     parallel_layout layout{};
     int seq = 0;                                  // 0: the model's max_seq
     framework_profile framework = megatron_profile;
-    kernel_params kernels = default_kernel_params(cluster.gpu.architecture);
+    std::optional<kernel_params> kernels;         // empty: the GPU architecture's defaults
     // The input pipeline per step (input_pipeline.hpp's first two stages): reading the
     // global batch's share of one GPU from storage and copying it to the device. With
     // prefetching they overlap the step and only what exceeds it is exposed.
     seconds data_loading = seconds_of(0.0);
     seconds host_to_device = seconds_of(0.0);
     bool prefetch = true;
-    // Host side of optimizer offload: effective bandwidth of the CPU Adam update
-    // (DeepSpeed CPU-Adam streams ~tens of GB/s on a two-socket server).
+    // Host side of optimizer offload: effective bandwidth of the CPU Adam update.
+    // ASSUMPTION: DeepSpeed's CPU-Adam is memory-bound on the host; 50 GB/s is a
+    // fraction of a two-socket server's DRAM bandwidth. Replace with a measurement.
     byte_rate host_optimizer_bandwidth = gb_per_second(50.0);
 };
 
@@ -154,12 +156,18 @@ inline link_spec pipeline_link(const training_setup& s) {
 
 }  // namespace step_detail
 
+// The kernel-model parameters in force: calibrated ones when given, else the
+// defaults of the GPU's architecture.
+inline kernel_params kernel_params_of(const training_setup& s) {
+    return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu.architecture);
+}
+
 inline int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : s.model.max_seq; }
 
 inline void validate(const training_setup& s) {
     validate(s.model);
     validate(s.layout, s.model);
-    validate(s.kernels);
+    validate(kernel_params_of(s));
     check_supported(s.cluster.gpu, s.precision);
     require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
     require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
@@ -177,7 +185,7 @@ inline micro_batch_times micro_batch_step(const training_setup& s) {
     const auto& m = s.model;
     const auto& l = s.layout;
     const auto& gpu = s.cluster.gpu;
-    const auto& k = s.kernels;
+    const kernel_params k = kernel_params_of(s);
     const auto& fw = s.framework;
     const int seq = sequence_length(s);
     const layer_context ctx{.micro_batch = l.micro_batch, .seq = seq, .tp = l.tp, .sp = l.sp,
@@ -285,16 +293,17 @@ inline seconds optimizer_step_time(const training_setup& s) {
     }
     const bool fused = fw.fused_optimizer || is_fused(s.optimizer);
     const auto& gpu = s.cluster.gpu;
+    const kernel_params kernels = kernel_params_of(s);
     if (fused) {
         // Multi-tensor apply: a handful of launches, one pass over everything.
-        return memory_op_time(gpu, bytes_of(params * bytes_per_param), s.kernels) + fw.per_step_overhead;
+        return memory_op_time(gpu, bytes_of(params * bytes_per_param), kernels) + fw.per_step_overhead;
     }
     double tensors = 0;
     for (const auto& t : parameter_tensors(s.model)) tensors += t.count;
     tensors /= double(l.tp) * l.pp;
-    const seconds launches = tensors * fw.unfused_kernels_per_tensor * s.kernels.launch_overhead;
+    const seconds launches = tensors * fw.unfused_kernels_per_tensor * kernels.launch_overhead;
     return launches + bytes_of(params * bytes_per_param * fw.unfused_optimizer_passes) /
-                          (gpu.memory_bandwidth * s.kernels.memory_efficiency) +
+                          (gpu.memory_bandwidth * kernels.memory_efficiency) +
            fw.per_step_overhead;
 }
 

@@ -100,9 +100,7 @@ inline std::vector<published_iteration> read_published_iterations(std::istream& 
 // NVIDIA Selene as Korthikanti et al. describe it: DGX A100 80GB nodes, 8 GPUs on
 // NVLink3/NVSwitch, one HDR InfiniBand adapter (200 Gb/s = 25 GB/s each way) per GPU.
 inline cluster_spec selene_dgx_a100() {
-    return {.gpu = a100_sxm_80gb::spec, .gpus_per_node = 8,
-            .intra_node = a100_sxm_80gb::spec.gpu_link,
-            .inter_node = default_link(link_kind::infiniband)};
+    return standard_cluster(a100_sxm_80gb::spec, 8);
 }
 
 // The run as trainperf sees it: a Megatron GPT (tied embeddings, learned positions,
@@ -121,7 +119,6 @@ inline training_setup setup_for(const published_iteration& r, const cluster_spec
     require(s.layout.gpus() == r.gpus, "gpus", r.gpus, "must equal dp x tp x pp");
     s.seq = r.seq;
     s.framework = profile;
-    s.kernels = default_kernel_params(system.gpu.architecture);
     return s;
 }
 
@@ -145,7 +142,7 @@ inline validation_summary validate_against(const std::vector<published_iteration
     validation_summary v;
     for (const auto& p : published) {
         training_setup setup = setup_for(p, system, profile);
-        if (kernels) setup.kernels = *kernels;
+        setup.kernels = kernels;
         validation_row row{p, predict(setup)};
         row.relative_error = row.predicted.step_time.value() / p.seconds_per_iteration - 1.0;
         v.mean_abs_error += std::abs(row.relative_error);
