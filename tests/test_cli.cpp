@@ -2,14 +2,15 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <algorithm>
 
 namespace {
 
@@ -20,8 +21,11 @@ struct run_result {
 
 // Runs the CLI with `args` (a shell-quoted string), capturing stdout and stderr.
 run_result run_cli(const std::string& args) {
-    // One file per process: ctest runs the test cases in parallel.
-    const std::string err_path = "test_cli_stderr_" + std::to_string(getpid()) + ".txt";
+    // One file per process (ctest runs the test cases in parallel), in the temporary
+    // directory so that a crashed run leaves nothing in the working directory.
+    const std::string err_path =
+        (std::filesystem::temp_directory_path() / ("trainperf_test_cli_stderr_" + std::to_string(getpid()) + ".txt"))
+            .string();
     const std::string command = std::string("'") + TRAINPERF_CLI + "' " + args + " 2>" + err_path;
     run_result r;
     FILE* pipe = popen(command.c_str(), "r");
@@ -114,6 +118,14 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
         "comm --collective all-reduce --bytes 1.4XB --gpus 8 --link nvlink",
         "pipeline --data-ms -1 --compute-ms 30",
         "no-such-command",
+        "predict --gpu h100-sxm --model gpt2 --dp-overlap maybe",
+        "predict --gpu h100-sxm --model gpt2 --gpus 2 --link ethernet",
+        "predict --gpu jetson-orin-nx-16gb --model gpt2 --gpus 2",
+        "predict --gpu h100-sxm --model gpt2 --recompute most",
+        "comm --bytes 1GB --gpus 8 --link ethernet",
+        "comm --bytes 1GB --gpus 8 --link nvlink --collective broadcast",
+        "comm --bytes 1GB --gpus 8",
+        "plan --gpu h100-sxm --model gpt2 --gpus 8 --global-batch 64 --precision fp64",
     };
     for (const char* args : cases) {
         const auto r = run_cli(args);
@@ -123,4 +135,83 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         CHECK(r.err.rfind("trainperf: ", 0) == 0);
     }
+}
+
+TEST_CASE("--version works on the program and on every subcommand", "[cli]") {
+    for (const char* sub : {"", "gpus", "models", "flops", "memory", "predict", "fit", "plan", "scale", "comm",
+                            "pipeline", "calibrate"}) {
+        const auto r = run_cli(std::string(sub) + " --version");
+        INFO(sub << ": exit " << r.exit_code << ", stderr: " << r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.rfind("trainperf ", 0) == 0);
+    }
+}
+
+TEST_CASE("every line plan prints as a predict command is accepted by predict, with the same step", "[cli]") {
+    const std::string request = "--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 "
+                                "--framework megatron --link pcie --top 3";
+    const auto planned = run_json("plan " + request + " --json");
+    REQUIRE(planned["best"].size() == 3);
+    const auto text = run_cli("plan " + request);
+    REQUIRE(text.exit_code == 0);
+    std::istringstream lines(text.out);
+    std::string line;
+    std::size_t i = 0;
+    while (std::getline(lines, line)) {
+        const auto at = line.find("trainperf predict ");
+        if (at == std::string::npos) continue;
+        REQUIRE(i < planned["best"].size());
+        CHECK(line.substr(at) == planned["best"][i]["predict_command"].get<std::string>());
+        const auto predicted = run_json(line.substr(at + std::string("trainperf ").size()) + " --json");
+        CHECK(predicted["step_time_seconds"].get<double>() ==
+              Approx(planned["best"][i]["step_time_seconds"].get<double>()).epsilon(1e-12));
+        CHECK(predicted["layout"]["dp"] == planned["best"][i]["dp"]);
+        CHECK(predicted["fits"] == true);
+        ++i;
+    }
+    CHECK(i == 3);
+}
+
+TEST_CASE("comm and predict resolve --link pcie to the same link for the same GPU", "[cli]") {
+    for (const char* gpu : {"h100-sxm", "a100-sxm-80gb", "v100-sxm2-32gb"}) {
+        INFO(gpu);
+        const auto comm = run_json(std::string("comm --bytes 1GB --gpus 8 --link pcie --json --gpu ") + gpu);
+        const auto predict = run_json(std::string("predict --model gpt2 --gpus 8 --link pcie --json --gpu ") + gpu);
+        for (const char* key : {"kind", "per_direction_bytes_per_second", "latency_seconds", "efficiency"})
+            CHECK(comm["link"][key] == predict["intra_node_link"][key]);
+    }
+    // The H100's own PCIe is Gen5: 63 GB/s per direction, not a generic Gen4 figure.
+    const auto h100 = run_json("predict --gpu h100-sxm --model gpt2 --gpus 8 --link pcie --json");
+    CHECK(h100["intra_node_link"]["per_direction_bytes_per_second"].get<double>() == Approx(63e9));
+    // An inter-node line rate keeps InfiniBand's efficiency, in both commands.
+    const auto ib = run_json("predict --gpu h100-sxm --model gpt2 --gpus 16 --inter-node-bandwidth 50GB/s --json");
+    const auto ib_comm = run_json("comm --gpu h100-sxm --bytes 1GB --gpus 16 --gpus-per-node 8 "
+                                  "--inter-node-bandwidth 50GB/s --json");
+    for (const char* key : {"kind", "per_direction_bytes_per_second", "latency_seconds", "efficiency"})
+        CHECK(ib["inter_node_link"][key] == ib_comm["inter_node_link"][key]);
+    CHECK(ib["inter_node_link"]["efficiency"].get<double>() == Approx(0.9));
+    CHECK(ib["inter_node_link"]["per_direction_bytes_per_second"].get<double>() == Approx(50e9));
+}
+
+TEST_CASE("a layout that does not fit shows no step, says by how much, and what would make it fit", "[cli]") {
+    const std::string args = "predict --gpu h100-sxm --model llama2-7b --batch 1";
+    const auto text = run_cli(args);
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("Does NOT fit") != std::string::npos);
+    CHECK(text.out.find("too much") != std::string::npos);
+    for (const char* hidden : {"step time", "MFU", "samples/s"}) CHECK(text.out.find(hidden) == std::string::npos);
+    const auto j = run_json(args + " --json");
+    CHECK(j["fits"] == false);
+    CHECK(j["memory_excess_bytes"].get<double>() > 0);
+    REQUIRE(j["ways_to_fit"].size() >= 1);
+    // Each suggestion is a predict command that fits.
+    for (const auto& way : j["ways_to_fit"]) {
+        const std::string command = way["predict_command"];
+        const auto fixed = run_json(command.substr(std::string("trainperf ").size()) + " --json");
+        CHECK(fixed["fits"] == true);
+        CHECK(fixed["step_time_seconds"].get<double>() == Approx(way["step_time_seconds"].get<double>()));
+    }
+    // The default scenario does the same for its layouts that do not fit.
+    const auto scenario = run_cli("");
+    CHECK(scenario.out.find("Does NOT fit") != std::string::npos);
 }

@@ -14,14 +14,14 @@ static_assert(hardware<h100_sxm> && hardware<h100_pcie> && hardware<h200_sxm> &&
               hardware<rtx_3090_ti> && hardware<rtx_3090> && hardware<jetson_orin_nx_16gb> &&
               hardware<b200>);
 static_assert(!hardware<int> && !hardware<gpu_spec>);
-static_assert(spec_of(h100_sxm{}).sm_count == 132);
+static_assert(h100_sxm::spec.sm_count == 132);
 static_assert(lookup_gpu("H100-SXM").sm_count == 132);               // lookup in constexpr
 static_assert(&lookup_gpu("rtx-3090-ti") == &gpu_catalog[6]);
 static_assert(h100_sxm::spec.peak_for(dtype::bf16) == tflops_per_second(989.4));
 static_assert(!v100_sxm2_32gb::spec.supports(dtype::bf16));
 static_assert(gpu_names().size() == gpu_catalog.size());
 
-TEST_CASE("datasheet values (DESIGN.md section 3)", "[hardware][catalog]") {
+TEST_CASE("datasheet values (docs/catalogs.md)", "[hardware][catalog]") {
     const gpu_spec& h = h100_sxm::spec;
     CHECK(h.name == "h100-sxm");
     CHECK(h.architecture == gpu_architecture::hopper);
@@ -78,11 +78,11 @@ TEST_CASE("datasheet values (DESIGN.md section 3)", "[hardware][catalog]") {
     CHECK(b200::spec.gpu_link.total().value() == Approx(1800e9));
 }
 
-// Every row of DESIGN.md section 3, typed in from the table (datasheet figures), so a
+// Every GPU of docs/catalogs.md, typed in from the datasheets, so a
 // changed catalog number fails here. TFLOP/s dense; 0 = no such unit; memory in GB
 // (1e9 B); link = datasheet GPU-GPU total (both directions); host = PCIe x16 per
 // direction after 128b/130b (Gen3 15.75, Gen4 31.5, Gen5 63).
-TEST_CASE("every GPU matches DESIGN.md section 3", "[hardware][catalog]") {
+TEST_CASE("every GPU matches its datasheet", "[hardware][catalog]") {
     struct row {
         const char* name;
         int sms;

@@ -16,7 +16,7 @@ stage_times ms(double data, double pcie, double compute, double sync) {
 static_assert(analyse({seconds_of(1), seconds_of(0), seconds_of(2), seconds_of(0)}).bottleneck ==
               pipeline_stage::compute);
 
-TEST_CASE("Lab 08 Part B preset 1: V100 + SSD + 1 GPU", "[pipeline]") {
+TEST_CASE("Part B preset 1: V100 + SSD + 1 GPU", "[pipeline]") {
     const auto r = analyse(ms(50, 2, 30, 0));
     CHECK(r.sequential.value() == Approx(0.082));
     CHECK(r.prefetched.value() == Approx(0.050));
@@ -26,7 +26,7 @@ TEST_CASE("Lab 08 Part B preset 1: V100 + SSD + 1 GPU", "[pipeline]") {
     CHECK(r.bottleneck == pipeline_stage::data);
 }
 
-TEST_CASE("Lab 08 Part B preset 2: V100 + NVMe + 4 GPUs over PCIe", "[pipeline]") {
+TEST_CASE("Part B preset 2: V100 + NVMe + 4 GPUs over PCIe", "[pipeline]") {
     const auto r = analyse(ms(10, 2, 30, 25));
     CHECK(r.sequential.value() == Approx(0.067));
     CHECK(r.prefetched.value() == Approx(0.030));
@@ -36,7 +36,7 @@ TEST_CASE("Lab 08 Part B preset 2: V100 + NVMe + 4 GPUs over PCIe", "[pipeline]"
     CHECK(r.bottleneck == pipeline_stage::compute);
 }
 
-TEST_CASE("Lab 08 Part B preset 3: H100 + NVMe + 1 GPU", "[pipeline]") {
+TEST_CASE("Part B preset 3: H100 + NVMe + 1 GPU", "[pipeline]") {
     const auto r = analyse(ms(5, 1, 50, 0));
     CHECK(r.sequential.value() == Approx(0.056));
     CHECK(r.prefetched.value() == Approx(0.050));

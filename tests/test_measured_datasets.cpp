@@ -18,7 +18,7 @@ TEST_CASE("committed cuBLASLt datasets are reproduced by the calibrated model on
     const auto files = testing::measurement_files(dir);
     if (files.empty()) {
         WARN("no measurement files under " << dir.string()
-             << " yet: nothing to check (run scripts/device-measure on a GPU and commit its JSON)");
+             << " yet: nothing to check (run benchmarks/cublaslt/device-measure on a GPU and commit its JSON)");
         SUCCEED();
         return;
     }

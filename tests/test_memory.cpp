@@ -14,9 +14,14 @@ namespace {
 constexpr transformer_config gpt{.name = "gpt-test", .layers = 24, .hidden = 1024, .heads = 16,
                                  .ffn_hidden = 4096, .vocab = 50257, .max_seq = 1024};
 constexpr double sbh = 1024.0 * 2 * 1024;  // s·b·h with b = 2
-// Overheads off, so that totals can be computed by hand.
-constexpr memory_overheads bare{.fp32_logits = false, .loss_buffers = 0,
-                                .workspace = bytes_of(0)};
+// A profile holding only what is given, so that totals can be computed by hand.
+constexpr framework_profile holding(memory_overheads o) {
+    framework_profile f = pytorch_eager_profile;
+    f.memory = o;
+    return f;
+}
+// Overheads off.
+constexpr framework_profile bare = holding({.fp32_logits = false, .loss_buffers = 0, .workspace = bytes_of(0)});
 const precision_recipe fp32 = recipe(precision_kind::fp32);
 const precision_recipe bf16 = recipe(precision_kind::bf16);
 }  // namespace
@@ -71,11 +76,12 @@ TEST_CASE("Korthikanti et al. 2022 activations per layer, by hand", "[memory]") 
           66 * sbh + 9 * 16 * 1024.0 * 1024 * 2);
     // No dropout: no masks, one s² copy: 32·sbh + 2·a·s²·b.
     CHECK(activation_bytes_per_layer(gpt, dtype::bf16, 2, 1024, 1, false, r::none,
-                                     {.dropout = false})
+                                     holding({.dropout = false}))
               .value() == 32 * sbh + 2 * 16 * 1024.0 * 1024 * 2);
     // FlashAttention: no s² terms, an fp32 log-sum-exp per row and head.
-    CHECK(activation_bytes_per_layer(gpt, dtype::bf16, 2, 1024, 1, false, r::none,
-                                     {.flash_attention = true})
+    framework_profile flash = pytorch_eager_profile;
+    flash.flash_attention = true;
+    CHECK(activation_bytes_per_layer(gpt, dtype::bf16, 2, 1024, 1, false, r::none, flash)
               .value() == 34 * sbh + 4 * 16 * 1024.0 * 2);
 }
 
@@ -94,7 +100,8 @@ TEST_CASE("memory_per_gpu adds up by hand for one GPU", "[memory]") {
     CHECK(m.peak_phase() == memory_phase::forward_backward);
     CHECK(m.total().value() == m.static_state().value() + m.activations.value() + m.logits.value());
 
-    // Default overheads: fp32 logits with two loss buffers and a 32 MiB workspace.
+    // The default profile (pytorch-eager): fp32 logits with two loss buffers and a
+    // 32 MiB workspace.
     const memory_breakdown d = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024);
     CHECK(d.logits.value() == 2.0 * 1024 * 50257 * (2 + 2 * 4));
     CHECK(d.workspace.value() == 32.0 * 1048576);
@@ -189,19 +196,19 @@ TEST_CASE("memory inputs are validated naming the field", "[memory]") {
     CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.zero = 5}, 1024),
                       "zero = 5: must be 0, 1, 2 or 3");
     CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 1024,
-                                     {.fragmentation = 1.5}),
+                                     holding({.fragmentation = 1.5})),
                       "fragmentation = 1.5: must be in [0, 1)");
 }
 
 TEST_CASE("fragmentation and optimizer temporaries", "[memory]") {
-    memory_overheads o = bare;
-    o.fragmentation = 0.1;
+    framework_profile o = bare;
+    o.memory.fragmentation = 0.1;
     const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 1024, o);
     CHECK(m.fragmentation.value() == Approx(0.1 * m.peak_allocated().value()).epsilon(1e-14));
     CHECK(m.total().value() == Approx(1.1 * m.peak_allocated().value()).epsilon(1e-14));
     // Large step temporaries with tiny activations move the peak to the optimizer step.
-    memory_overheads step = bare;
-    step.optimizer_temporaries = 2.0;
+    framework_profile step = bare;
+    step.memory.optimizer_temporaries = 2.0;
     const memory_breakdown s = memory_per_gpu(gpt, bf16, optimizer_kind::adamw,
                                               {.recompute = recompute_mode::full}, 128, step);
     CHECK(s.optimizer_temporaries.value() == 2 * 4 * parameter_count(gpt));

@@ -52,7 +52,7 @@ TEST_CASE("parameter counts equal the published checkpoints", "[model][catalog]"
     CHECK(parameter_count(llama3_1_405b::config) == 405853388800.0); // HF meta-llama/Llama-3.1-405B
 }
 
-// Papers state rounded sizes; the DESIGN requirement is agreement within 0.5 %.
+// Papers state rounded sizes; the catalog must agree with them within 0.5 %.
 TEST_CASE("parameter counts match the papers within 0.5 %", "[model][catalog]") {
     // Brown et al. 2020, Table 2.1: "175.0B" (the config gives 174.6e9).
     CHECK(error_percent(gpt3_175b::config, 175.0e9) < 0.5);
@@ -64,7 +64,7 @@ TEST_CASE("parameter counts match the papers within 0.5 %", "[model][catalog]") 
     // Korthikanti's names round these to 530B and "1T": the 1T config is 0.8 % above 1e12.
     CHECK(error_percent(turing_530b::config, 530e9) < 0.5);
     CHECK(error_percent(megatron_1t::config, 1e12) < 1.0);
-    // DESIGN.md examples.
+    // Commonly quoted sizes.
     CHECK(error_percent(bert_large::config, 335e6) < 0.5);
     CHECK(error_percent(gpt2_medium::config, 355e6) < 0.5);
     CHECK(error_percent(llama2_7b::config, 6.74e9) < 0.5);

@@ -17,9 +17,10 @@ TEST_CASE("optimizer names round-trip and unknown names name the field", "[optim
     CHECK(parse_optimizer("adam") == optimizer_kind::adamw);
     CHECK(is_fused(optimizer_kind::adamw_fused));
     CHECK_FALSE(is_fused(optimizer_kind::adamw));
+    CHECK(parse_optimizer("AdamW-Fused") == optimizer_kind::adamw_fused);
     CHECK_THROWS_WITH(parse_optimizer("adam9"),
-                      "optimizer = adam9: unknown; expected sgd, sgd-momentum, adamw, adamw-fused, "
-                      "adafactor, lion or adam8bit");
+                      "optimizer = \"adam9\": unknown; expected one of sgd, sgd-momentum, adamw, adamw-fused, "
+                      "adafactor, lion, adam8bit");
 }
 
 TEST_CASE("state bytes per parameter for a bare parameter count", "[optimizer]") {

@@ -49,8 +49,9 @@ TEST_CASE("parse_precision accepts the CLI names and names the field otherwise",
         CHECK(recipe(k).name == to_string(k));
     }
     CHECK(parse_precision("bf16-pure").kind == precision_kind::bf16_pure);
+    CHECK(parse_precision("BF16-mixed").kind == precision_kind::bf16);
     CHECK_THROWS_WITH(parse_precision("fp64"),
-                      "precision = fp64: unknown; expected fp32, tf32, bf16, fp16, bf16-pure or fp8");
+                      "precision = \"fp64\": unknown; expected one of fp32, tf32, bf16, fp16, bf16-pure, fp8");
     CHECK_THROWS_AS(parse_precision(""), trainperf::invalid_argument);
     static_assert(parse_precision("fp16").math == dtype::fp16);
 }

@@ -11,7 +11,7 @@ static_assert(speedup(8, 0.0) == 8.0);
 static_assert(speedup(8, 1.0) == 1.0);
 static_assert(wasted_gpus(8, 0.0) == 0.0);
 
-TEST_CASE("Lab 08 Part D: 8 GPUs at r = 0.15", "[scaling]") {
+TEST_CASE("8 GPUs at r = 0.15 (default scenario, Part D)", "[scaling]") {
     // 8 / (1 + 7·0.15) = 8 / 2.05
     CHECK(speedup(8, 0.15) == Approx(3.902).margin(5e-4));
     CHECK(speedup(8, 0.15) == Approx(8.0 / 2.05).epsilon(1e-15));
@@ -19,7 +19,7 @@ TEST_CASE("Lab 08 Part D: 8 GPUs at r = 0.15", "[scaling]") {
     CHECK(wasted_gpus(8, 0.15) == Approx(4.098).margin(5e-4));
 }
 
-TEST_CASE("Lab 08 Part D table at 8 GPUs", "[scaling]") {
+TEST_CASE("the Part D table at 8 GPUs", "[scaling]") {
     CHECK(speedup(8, 0.05) == Approx(5.926).margin(5e-4));  // 8/1.35, not the label's 5.7
     CHECK(speedup(8, 0.10) == Approx(4.706).margin(5e-4));  // 8/1.7
     CHECK(speedup(8, 0.25) == Approx(2.909).margin(5e-4));  // 8/2.75

@@ -2,6 +2,7 @@
 // times (Korthikanti et al. 2022, Table 5) and sanity relations between predictions.
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/models/catalog.hpp>
+#include <trainperf/scaling_sweep.hpp>
 #include <trainperf/step.hpp>
 #include <trainperf/training_run.hpp>
 #include <trainperf/validation.hpp>

@@ -8,7 +8,8 @@
 using namespace trainperf;
 
 namespace {
-double total_flops(const std::vector<gemm_op>& ops) {
+template <class Ops>
+double total_flops(const Ops& ops) {
     double f = 0;
     for (const auto& op : ops) f += gemm_flops(op.shape).value();
     return f;

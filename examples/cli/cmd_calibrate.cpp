@@ -6,7 +6,7 @@
 
 #include <trainperf/calibration.hpp>
 #include <trainperf/hardware/catalog.hpp>
-#include <trainperf/io/json.hpp>
+#include <trainperf/io/calibration_json.hpp>
 
 #include <ctime>
 #include <filesystem>
@@ -31,12 +31,6 @@ std::string today() {
     return buf;
 }
 
-nlohmann::json summary_json(const error_summary& e) {
-    return {{"points", e.points}, {"mean_abs_rel_error", e.mean_abs_rel_error},
-            {"max_abs_rel_error", e.max_abs_rel_error}, {"rms_rel_error", e.rms_rel_error},
-            {"mean_rel_error", e.mean_rel_error}};
-}
-
 std::string summary_text(const error_summary& e) {
     return std::to_string(e.points) + " GEMMs: mean |error| " + fixed(100 * e.mean_abs_rel_error, 1) + " %, max " +
            fixed(100 * e.max_abs_rel_error, 1) + " %, bias " + fixed(100 * e.mean_rel_error, 1) + " %";
@@ -57,10 +51,10 @@ void run(const calibrate_options& opt, std::ostream& out) {
                             .created = today(), .fit = r.fit, .held_out = r.held_out,
                             .layer_totals = r.layer_totals});
     if (opt.json) {
-        print_json(out, {{"gpu", file.provenance.gpu}, {"kernel_params", to_json(p)},
-                         {"memory_efficiency_fitted", r.calibration.memory_efficiency_fitted},
-                         {"fit", summary_json(r.fit)}, {"held_out", summary_json(r.held_out)},
-                         {"layer_gemms", summary_json(r.layer_gemms)}, {"written", path.string()}});
+        nlohmann::json j = to_json(r);
+        j["gpu"] = file.provenance.gpu;
+        j["written"] = path.string();
+        print_json(out, j);
         return;
     }
     out << file.provenance.gpu_name << " (" << file.provenance.gpu << "): " << sweep.size() << " sweep GEMMs, "

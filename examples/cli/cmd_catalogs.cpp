@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/io/catalog_json.hpp>
 #include <trainperf/models/catalog.hpp>
 
 #include <memory>
@@ -18,34 +19,6 @@ std::string tflops_cell(const gpu_spec& g, dtype t) {
     if (!g.supports(t)) return "-";
     const double tflops = g.peak_for(t).value() / 1e12;
     return fixed(tflops, tflops < 10 ? 2 : 1);
-}
-
-nlohmann::json link_json(const link_spec& l) {
-    return {{"kind", str(to_string(l.kind))},
-            {"per_direction_bytes_per_second", l.per_direction.value()},
-            {"total_bytes_per_second", l.total().value()},
-            {"latency_seconds", l.latency.value()},
-            {"efficiency", l.efficiency}};
-}
-
-nlohmann::json gpu_json(const gpu_spec& g) {
-    nlohmann::json peaks = nlohmann::json::object();
-    for (dtype t : all_dtypes)
-        peaks[str(to_string(t))] =
-            g.supports(t) ? nlohmann::json(g.peak_for(t).value()) : nlohmann::json(nullptr);
-    return {{"name", str(g.name)},
-            {"full_name", str(g.full_name)},
-            {"architecture", str(to_string(g.architecture))},
-            {"sm_count", g.sm_count},
-            {"boost_clock_hertz", g.boost_clock.value()},
-            {"l2_cache_bytes", g.l2_cache.value()},
-            {"memory_bytes", g.memory_capacity.value()},
-            {"memory_bandwidth_bytes_per_second", g.memory_bandwidth.value()},
-            {"peak_flops_per_second", peaks},  // dense; int8 in integer ops/s; null: none
-            {"gpu_link", link_json(g.gpu_link)},
-            {"host_link", link_json(g.host_link)},
-            {"tdp_watts", g.tdp_watts},
-            {"memory_shared_with_host", g.memory_shared_with_host}};
 }
 
 void print_gpus(std::ostream& out) {
@@ -94,28 +67,6 @@ std::string params_cell(double p) {
     return fixed(p / 1e9, p < 1e11 ? 2 : 1) + " B";
 }
 
-nlohmann::json model_json(const transformer_config& m) {
-    return {{"name", str(m.name)},
-            {"layers", m.layers},
-            {"hidden", m.hidden},
-            {"heads", m.heads},
-            {"kv_heads", m.effective_kv_heads()},
-            {"head_dim", m.head_dim()},
-            {"ffn_hidden", m.ffn_hidden},
-            {"vocab", m.vocab},
-            {"max_seq", m.max_seq},
-            {"ffn", m.ffn == ffn_kind::swiglu ? "swiglu" : "gelu"},
-            {"positions", m.positions == position_kind::rotary ? "rotary" : "learned"},
-            {"norm", m.norm == norm_kind::rmsnorm ? "rmsnorm" : "layernorm"},
-            {"tied_embeddings", m.tied_embeddings},
-            {"linear_biases", m.linear_biases},
-            {"qkv_biases", m.linear_biases && m.qkv_biases},
-            {"causal", m.causal},
-            {"token_types", m.token_types},
-            {"pooler", m.pooler},
-            {"parameters", parameter_count(m)}};
-}
-
 void print_models(std::ostream& out) {
     out << "Model catalog (published configs; sources in docs/catalogs.md)\n\n";
     table t({"model", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "seq",
@@ -124,9 +75,8 @@ void print_models(std::ostream& out) {
         t.add_row({str(m.name), std::to_string(m.layers), std::to_string(m.hidden),
                    std::to_string(m.heads), std::to_string(m.effective_kv_heads()),
                    std::to_string(m.ffn_hidden), std::to_string(m.vocab),
-                   std::to_string(m.max_seq), m.ffn == ffn_kind::swiglu ? "swiglu" : "gelu",
-                   m.positions == position_kind::rotary ? "rotary" : "learned",
-                   m.norm == norm_kind::rmsnorm ? "rmsnorm" : "layernorm",
+                   std::to_string(m.max_seq), str(to_string(m.ffn)), str(to_string(m.positions)),
+                   str(to_string(m.norm)),
                    m.tied_embeddings ? "tied" : "untied", params_cell(parameter_count(m))});
     t.print(out);
     out << "\nseq: context length the model was trained with (tokens); parameters: "
@@ -140,7 +90,7 @@ const command_registration gpus_registration{10, [](CLI::App& app, std::ostream&
     sub->callback([json, &out] {
         if (*json) {
             nlohmann::json list = nlohmann::json::array();
-            for (const gpu_spec& g : gpu_catalog) list.push_back(gpu_json(g));
+            for (const gpu_spec& g : gpu_catalog) list.push_back(to_json(g));
             print_json(out, {{"gpus", list}});
         } else {
             print_gpus(out);
@@ -155,7 +105,7 @@ const command_registration models_registration{11, [](CLI::App& app, std::ostrea
     sub->callback([json, &out] {
         if (*json) {
             nlohmann::json list = nlohmann::json::array();
-            for (const transformer_config& m : model_catalog) list.push_back(model_json(m));
+            for (const transformer_config& m : model_catalog) list.push_back(to_json(m));
             print_json(out, {{"models", list}});
         } else {
             print_models(out);

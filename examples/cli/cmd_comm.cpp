@@ -3,9 +3,12 @@
 #include "parse_units.hpp"
 
 #include <trainperf/comm.hpp>
+#include <trainperf/enum_names.hpp>
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/io/catalog_json.hpp>
+#include <trainperf/system.hpp>
 
-#include <map>
+#include <array>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -14,23 +17,9 @@
 namespace trainperf::cli {
 namespace {
 
-const std::map<std::string, collective> collectives{
-    {"all-reduce", collective::all_reduce},
-    {"reduce-scatter", collective::reduce_scatter},
-    {"all-gather", collective::all_gather},
-    {"p2p", collective::p2p},
-};
-const std::map<std::string, collective_algorithm> algorithms{
-    {"ring", collective_algorithm::ring},
-    {"tree", collective_algorithm::tree},
-};
-const std::map<std::string, link_kind> link_kinds{
-    {"nvlink", link_kind::nvlink},
-    {"nvlink-bridge", link_kind::nvlink_bridge},
-    {"pcie", link_kind::pcie},
-    {"pcie-no-p2p", link_kind::pcie_no_p2p},
-    {"infiniband", link_kind::infiniband},
-};
+constexpr auto collectives = name_table_of(std::array{collective::all_reduce, collective::reduce_scatter,
+                                                      collective::all_gather, collective::p2p});
+constexpr auto algorithms = name_table_of(std::array{collective_algorithm::ring, collective_algorithm::tree});
 
 struct comm_options {
     std::string collective = "all-reduce";
@@ -45,48 +34,23 @@ struct comm_options {
     bool json = false;
 };
 
-struct resolved_link {
-    link_spec link;
-    std::string source;   // where the figures come from, printed with them
-};
-
-// The link between GPUs: the named GPU's own link when --link matches it (or is not
-// given), its PCIe host link for pcie / pcie-no-p2p, otherwise the default for the
-// kind; then the user's measured bandwidth if given.
-resolved_link resolve_link(const comm_options& o) {
-    resolved_link r;
-    const gpu_spec* gpu = o.gpu.empty() ? nullptr : &lookup_gpu(o.gpu);
-    if (o.link.empty()) {
-        if (!gpu) throw usage_error("comm: give --link (nvlink, nvlink-bridge, pcie, pcie-no-p2p, "
-                                    "infiniband) or --gpu");
-        if (gpu->gpu_link.kind == link_kind::none)
-            throw usage_error("--gpu = " + o.gpu + ": has no GPU-to-GPU link; name one with --link");
-        r = {gpu->gpu_link, std::string(gpu->name) + " " + std::string(to_string(gpu->gpu_link.kind))};
-    } else {
-        const link_kind kind = link_kinds.at(o.link);
-        if (gpu && gpu->gpu_link.kind == kind)
-            r = {gpu->gpu_link, std::string(gpu->name) + " " + o.link};
-        else if (gpu && kind == link_kind::pcie && gpu->host_link.kind == link_kind::pcie)
-            r = {gpu->host_link, std::string(gpu->name) + " PCIe host link, peer-to-peer"};
-        else if (gpu && kind == link_kind::pcie_no_p2p && gpu->host_link.kind == link_kind::pcie)
-            r = {staged_through_host(gpu->host_link),
-                 std::string(gpu->name) + " PCIe host link, staged through host memory"};
-        else
-            r = {default_link(kind), "default for " + o.link};
+// Where the intra-node link's figures come from (system.hpp's rule), for the output.
+std::string link_source_text(const gpu_spec& gpu, link_kind kind, bool measured) {
+    const std::string gpu_name(gpu.name), kind_name(to_string(kind));
+    std::string s;
+    switch (link_source_of(gpu, kind)) {
+        case link_source::gpu_link: s = gpu_name + " " + kind_name; break;
+        case link_source::host_pcie: s = gpu_name + " PCIe host link, peer-to-peer"; break;
+        case link_source::host_pcie_staged: s = gpu_name + " PCIe host link, staged through host memory"; break;
+        case link_source::kind_default: s = "default for " + kind_name; break;
     }
-    if (!o.link_bandwidth.empty()) {
-        r.link = with_bandwidth(r.link, parse_byte_rate("--link-bandwidth", o.link_bandwidth));
-        r.source += ", measured bandwidth (--link-bandwidth)";
-    }
-    return r;
+    return measured ? s + ", measured bandwidth (--link-bandwidth)" : s;
 }
 
 nlohmann::json link_json(const link_spec& l, const std::string& source) {
-    return {{"kind", std::string(to_string(l.kind))},
-            {"per_direction_bytes_per_second", l.per_direction.value()},
-            {"latency_seconds", l.latency.value()},
-            {"efficiency", l.efficiency},
-            {"source", source}};
+    nlohmann::json j = to_json(l);
+    j["source"] = source;
+    return j;
 }
 
 std::string describe(const link_spec& l) {
@@ -107,8 +71,8 @@ std::string time_text(seconds t) {
 }
 
 void run(const comm_options& o, std::ostream& out) {
-    const collective c = collectives.at(o.collective);
-    const collective_algorithm algorithm = algorithms.at(o.algorithm);
+    const collective c = parse_in(collectives, "collective", o.collective);
+    const collective_algorithm algorithm = parse_in(algorithms, "algorithm", o.algorithm);
     const bytes size = parse_bytes("--bytes", o.bytes);
     if (o.gpus < 1) throw usage_error("--gpus = " + std::to_string(o.gpus) + ": must be at least 1");
     if (c == collective::p2p && o.gpus != 2)
@@ -117,13 +81,31 @@ void run(const comm_options& o, std::ostream& out) {
         throw usage_error("--algorithm = tree: only all-reduce has a tree algorithm");
     if (!o.inter_node_bandwidth.empty() && o.gpus_per_node == 0)
         throw usage_error("--inter-node-bandwidth needs --gpus-per-node");
+    if (o.link.empty() && o.gpu.empty())
+        throw usage_error("comm: give --link (" + enum_name_list<link_kind>(", ") + ") or --gpu");
 
-    const resolved_link intra = resolve_link(o);
-    const bool multi_node = o.gpus_per_node > 0 && o.gpus > o.gpus_per_node;
+    // The same system description as predict's (system.hpp); without --gpus-per-node
+    // all GPUs share one node.
+    const gpu_spec gpu = o.gpu.empty() ? gpu_spec{} : lookup_gpu(o.gpu);
+    const cluster_spec cluster = build_cluster(
+        {.gpu = gpu,
+         .gpus = o.gpus,
+         .gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : o.gpus,
+         .link = o.link,
+         .link_bandwidth = o.link_bandwidth.empty()
+                               ? std::nullopt
+                               : std::optional(parse_byte_rate("--link-bandwidth", o.link_bandwidth)),
+         .inter_node_line_rate =
+             o.inter_node_bandwidth.empty()
+                 ? std::nullopt
+                 : std::optional(parse_byte_rate("--inter-node-bandwidth", o.inter_node_bandwidth))});
+    const link_spec& intra = cluster.intra_node;
+    const std::string intra_source = link_source_text(
+        gpu, o.link.empty() ? gpu.gpu_link.kind : parse_enum<link_kind>("link", o.link), !o.link_bandwidth.empty());
+    const bool multi_node = o.gpus > cluster.gpus_per_node;
 
     seconds time = seconds_of(0.0);
     std::optional<seconds> flat;
-    cluster_spec cluster;
     std::string inter_source;
     if (multi_node) {
         if (c != collective::all_reduce)
@@ -131,19 +113,12 @@ void run(const comm_options& o, std::ostream& out) {
                               ": across nodes only all-reduce is modelled");
         if (algorithm != collective_algorithm::ring)
             throw usage_error("--algorithm = tree: across nodes the hierarchical all-reduce is used");
-        cluster.gpus_per_node = o.gpus_per_node;
-        cluster.intra_node = intra.link;
-        cluster.inter_node = default_link(link_kind::infiniband);
         inter_source = "default for infiniband";
-        if (!o.inter_node_bandwidth.empty()) {
-            cluster.inter_node = with_bandwidth(
-                cluster.inter_node, parse_byte_rate("--inter-node-bandwidth", o.inter_node_bandwidth));
-            inter_source += ", measured bandwidth (--inter-node-bandwidth)";
-        }
+        if (!o.inter_node_bandwidth.empty()) inter_source += ", line rate from --inter-node-bandwidth";
         time = hierarchical_all_reduce_time(size, cluster, o.gpus);
         flat = flat_ring_all_reduce_time(size, cluster, o.gpus);
     } else {
-        time = collective_time(c, size, o.gpus, intra.link, algorithm);
+        time = collective_time(c, size, o.gpus, intra, algorithm);
     }
 
     const double algbw = time.value() > 0 ? size.value() / time.value() : 0.0;
@@ -157,7 +132,7 @@ void run(const comm_options& o, std::ostream& out) {
                          {"algorithm", c == collective::p2p ? "p2p" : algorithm_name},
                          {"bytes", size.value()},
                          {"gpus", o.gpus},
-                         {"link", link_json(intra.link, intra.source)},
+                         {"link", link_json(intra, intra_source)},
                          {"time_seconds", time.value()},
                          {"algorithm_bandwidth_bytes_per_second", algbw},
                          {"bus_bandwidth_bytes_per_second", busbw}};
@@ -172,8 +147,8 @@ void run(const comm_options& o, std::ostream& out) {
     }
     out << o.collective << (c == collective::p2p ? "" : " (" + algorithm_name + ")") << " of "
         << size_text(size) << " on " << o.gpus << " GPUs\n"
-        << "  link:                " << intra.source << '\n'
-        << "                       " << describe(intra.link) << '\n';
+        << "  link:                " << intra_source << '\n'
+        << "                       " << describe(intra) << '\n';
     if (multi_node)
         out << "  nodes:               " << o.gpus / o.gpus_per_node << " x " << o.gpus_per_node
             << " GPUs\n"
@@ -191,17 +166,12 @@ void run(const comm_options& o, std::ostream& out) {
 const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<comm_options>();
     auto* sub = app.add_subcommand("comm", "Time of one collective over a GPU link (alpha-beta model)");
-    sub->add_option("--collective", opt->collective, "all-reduce | reduce-scatter | all-gather | p2p")
-        ->check(CLI::IsMember(collectives))
-        ->capture_default_str();
-    sub->add_option("--algorithm", opt->algorithm, "all-reduce algorithm: ring | tree")
-        ->check(CLI::IsMember(algorithms))
+    sub->add_option("--collective", opt->collective, name_list_of(collectives))->capture_default_str();
+    sub->add_option("--algorithm", opt->algorithm, "all-reduce algorithm: " + name_list_of(algorithms))
         ->capture_default_str();
     sub->add_option("--bytes", opt->bytes, "buffer size with a unit, e.g. 1.4GB, 512MiB")->required();
     sub->add_option("--gpus", opt->gpus, "number of GPUs taking part")->required();
-    sub->add_option("--link", opt->link,
-                    "nvlink | nvlink-bridge | pcie | pcie-no-p2p | infiniband (default: the GPU's)")
-        ->check(CLI::IsMember(link_kinds));
+    sub->add_option("--link", opt->link, enum_name_list<link_kind>() + " (default: the GPU's)");
     sub->add_option("--gpu", opt->gpu, "take link figures from this catalog GPU, e.g. h100-sxm");
     sub->add_option("--link-bandwidth", opt->link_bandwidth,
                     "measured bandwidth PER DIRECTION, e.g. 52.8GB/s from p2pBandwidthLatencyTest "
@@ -210,8 +180,8 @@ const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
                     "GPUs per node; with more GPUs, all-reduce is hierarchical across nodes")
         ->check(CLI::Range(1, 1 << 20));
     sub->add_option("--inter-node-bandwidth", opt->inter_node_bandwidth,
-                    "inter-node bandwidth per GPU PER DIRECTION, e.g. 25GB/s (default: "
-                    "InfiniBand HDR)");
+                    "inter-node line rate per GPU PER DIRECTION, e.g. 50GB/s (default: "
+                    "InfiniBand HDR, 25GB/s; its efficiency applies)");
     sub->add_flag("--json", opt->json, "print one JSON object");
     sub->callback([opt, &out] { run(*opt, out); });
 }};

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 #include "training_flags.hpp"
 
+#include <trainperf/layout_text.hpp>
 #include <trainperf/memory.hpp>
 #include <trainperf/step.hpp>
 
@@ -32,8 +33,7 @@ void run(const fit_options& opt, std::ostream& out) {
             training_setup s = base;
             s.precision = recipe(p);
             s.optimizer = k;
-            largest.back().push_back(max_micro_batch(gpu, s.model, stored_precision(s), k, s.layout, seq,
-                                                     memory_overheads_of(s)));
+            largest.back().push_back(max_micro_batch(s));
         }
     }
     if (opt.json) {
@@ -48,9 +48,8 @@ void run(const fit_options& opt, std::ostream& out) {
         return;
     }
     out << "Largest micro-batch that fits: " << base.model.name << ", seq " << seq << ", on " << gpu.name << " ("
-        << fixed(to_gb(gpu.memory_capacity).value(), 0) << " GB), " << base.framework.name << ", dp "
-        << base.layout.dp << " x tp " << base.layout.tp << " x pp " << base.layout.pp << ", ZeRO "
-        << base.layout.zero << ", recompute " << to_string(base.layout.recompute) << "\n"
+        << fixed(to_gb(gpu.memory_capacity).value(), 0) << " GB), " << base.framework.name << ", "
+        << describe(base.layout) << " (micro-batch varied)\n"
         << "0 = not even a micro-batch of 1 fits.\n\n";
     std::vector<std::string> header{"optimizer"};
     for (precision_kind p : precisions) header.emplace_back(to_string(p));

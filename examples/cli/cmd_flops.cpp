@@ -93,7 +93,8 @@ const command_registration registration{20, [](CLI::App& app, std::ostream& out)
     sub->add_option("--model", opt->model, "Model name (trainperf models)")->required();
     auto* seq = sub->add_option("--seq", opt->seq,
                                 "Sequence length in tokens (default: the model's max_seq)");
-    sub->add_option("--recompute", opt->recompute, "Activation recompute: none|selective|full");
+    sub->add_option("--recompute", opt->recompute,
+                    "Activation recompute: " + enum_name_list<recompute_mode>() + " (default none)");
     sub->add_flag("--causal-savings", opt->causal_savings,
                   "Exact count: attention kernels skip masked blocks (FlashAttention)");
     sub->add_flag("--json", opt->json, "Print one JSON object");

@@ -1,8 +1,11 @@
 // `trainperf predict`: one training step on one system, with its breakdown.
 #include "cli.hpp"
+#include "fit_report.hpp"
 #include "training_flags.hpp"
 
+#include <trainperf/fit_advice.hpp>
 #include <trainperf/io/report_json.hpp>
+#include <trainperf/layout_text.hpp>
 #include <trainperf/step.hpp>
 #include <trainperf/training_run.hpp>
 
@@ -27,15 +30,29 @@ void print_run(std::ostream& out, const training_run& run) {
     out << "\n";
 }
 
-void print_text(std::ostream& out, const training_setup& s, const step_report& r) {
-    const auto& l = s.layout;
+void print_memory(std::ostream& out, const step_report& r) {
+    table mem({"memory per GPU", "GB", "GiB"});
+    for (const auto& [name, value] : components(r.memory))
+        if (value.value() > 0)
+            mem.add_row({std::string(name), fixed(to_gb(value).value(), 2), fixed(to_gib(value).value(), 2)});
+    mem.add_row({"total (" + std::string(to_string(r.memory.peak_phase())) + " peak)",
+                 fixed(to_gb(r.memory.total()).value(), 2), fixed(to_gib(r.memory.total()).value(), 2)});
+    mem.add_row({"capacity", fixed(to_gb(r.memory_capacity).value(), 2), fixed(to_gib(r.memory_capacity).value(), 2)});
+    mem.print(out);
+}
+
+void print_text(std::ostream& out, const training_flags& flags, const training_setup& s, const step_report& r) {
     out << "trainperf predict: " << s.model.name << " on " << r.gpus << " x " << s.cluster.gpu.name << " ("
         << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer) << ")\n"
-        << "layout dp " << l.dp << " x tp " << l.tp << " x pp " << l.pp
-        << (l.interleave > 1 ? " (interleave " + std::to_string(l.interleave) + ")" : "")
-        << (l.sp ? " + sp" : "") << ", ZeRO " << l.zero << ", recompute " << to_string(l.recompute)
-        << "; micro-batch " << l.micro_batch << " x seq " << r.seq << ", grad-accum " << l.grad_accum
-        << ", global batch " << r.global_batch << " samples\n\n";
+        << "layout " << describe(s.layout) << "; seq " << r.seq << ", global batch " << r.global_batch
+        << " samples\n\n";
+    if (!r.fits) {
+        print_memory(out, r);
+        out << '\n';
+        print_does_not_fit(out, advise_fit(s), [&flags](const training_setup& t) { return flags.run_text(t); });
+        out << "GB = 1e9 B, GiB = 2^30 B.\n";
+        return;
+    }
     table t({"step", "value"});
     t.add_row({"step time", fixed(r.step_time.value() * 1e3, 2) + " ms"});
     t.add_row({"throughput", fixed(r.samples_per_second, 2) + " samples/s"});
@@ -56,15 +73,8 @@ void print_text(std::ostream& out, const training_setup& s, const step_report& r
     row("data stall", r.time.data);
     time.print(out);
     out << '\n';
-    table mem({"memory per GPU", "GB", "GiB"});
-    for (const auto& [name, value] : components(r.memory))
-        if (value.value() > 0)
-            mem.add_row({std::string(name), fixed(to_gb(value).value(), 2), fixed(to_gib(value).value(), 2)});
-    mem.add_row({"total (" + std::string(to_string(r.memory.peak_phase())) + " peak)",
-                 fixed(to_gb(r.memory.total()).value(), 2), fixed(to_gib(r.memory.total()).value(), 2)});
-    mem.add_row({"capacity", fixed(to_gb(r.memory_capacity).value(), 2), fixed(to_gib(r.memory_capacity).value(), 2)});
-    mem.print(out);
-    out << '\n' << (r.fits ? "fits in memory" : "does NOT fit in memory") << ". GB = 1e9 B, GiB = 2^30 B.\n";
+    print_memory(out, r);
+    out << "\nfits in memory. GB = 1e9 B, GiB = 2^30 B.\n";
 }
 
 void print_csv(std::ostream& out, const step_report& r) {
@@ -94,19 +104,21 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
             run = estimate_training_run(r, s.cluster.gpu, opt->train_tokens, opt->price_per_gpu_hour);
         if (opt->json) {
             nlohmann::json j = to_json(s, r);
-            if (run) {
-                j["train_tokens"] = run->tokens;
-                j["train_time_seconds"] = run->time.value();
-                j["train_gpu_hours"] = run->gpu_hours;
-                j["train_energy_kwh"] = run->energy.value() / joules_per_kwh;
-                j["train_cost"] = run->cost;
+            if (run) j.update(to_json(*run));
+            if (!r.fits) {
+                const fit_advice advice = advise_fit(s);
+                j.update(to_json(advice));
+                for (std::size_t i = 0; i < advice.options.size(); ++i)
+                    j["ways_to_fit"][i]["predict_command"] =
+                        predict_command(opt->flags.run_text(advice.options[i].setup), advice.options[i].setup.layout);
             }
             print_json(out, j);
         } else if (opt->csv) {
             print_csv(out, r);
         } else {
-            print_text(out, s, r);
-            if (run) print_run(out, *run);
+            print_text(out, opt->flags, s, r);
+            if (run && r.fits) print_run(out, *run);
+            if (run && !r.fits) out << "\nNo training-run estimate: the layout does not fit.\n";
         }
     });
 }};

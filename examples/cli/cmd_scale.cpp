@@ -2,7 +2,9 @@
 #include "cli.hpp"
 #include "training_flags.hpp"
 
+#include <trainperf/layout_text.hpp>
 #include <trainperf/scaling.hpp>
+#include <trainperf/scaling_sweep.hpp>
 #include <trainperf/step.hpp>
 
 #include <memory>
@@ -10,7 +12,8 @@
 
 namespace trainperf::cli {
 
-// Reusable by other commands (e.g. when r is derived from the step engine).
+namespace {
+// Speedup, efficiency and wasted GPUs at N for a given r (and the curve 1…N).
 void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json) {
     const scaling_point at = scaling_at(gpus, r);  // validates gpus and r
     if (json) {
@@ -47,7 +50,6 @@ void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json)
     }
 }
 
-namespace {
 struct scale_options {
     training_flags flags;  // its --gpus is N
     double r = 0;
@@ -77,8 +79,7 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
         return;
     }
     out << "Data-parallel scaling of " << s.model.name << " on " << s.cluster.gpu.name << " ("
-        << s.framework.name << "), replicas of tp " << s.layout.tp << " x pp " << s.layout.pp
-        << ", micro-batch " << s.layout.micro_batch << ", grad-accum " << s.layout.grad_accum << "\n"
+        << s.framework.name << "), 1 to " << replicas << " replicas of " << describe(s.layout) << "\n"
         << "r derived from the engine at " << replicas << " replicas: " << fixed(scaling.r, 4) << "\n"
         << "speedup counts replicas (throughput vs one replica); efficiency = speedup / replicas.\n\n";
     cli::table t({"replicas", "GPUs", "engine speedup (x)", "N/(1+(N-1)r) (x)", "engine efficiency (%)"});

@@ -69,10 +69,12 @@ int main(int argc, char** argv) {
     CLI::App app{"trainperf: predicts what it costs to train a transformer on a GPU system.\n"
                  "With no arguments, prints the default scenario."};
     app.require_subcommand(0, 1);
-    app.set_version_flag("--version", "trainperf 0.1.0");
+    const std::string version = "trainperf " TRAINPERF_VERSION;
+    app.set_version_flag("--version", version);
     // Output is buffered and printed only when the whole command succeeded.
     std::ostringstream out;
     for (auto& [order, setup] : command_registry()) setup(app, out);
+    for (CLI::App* sub : app.get_subcommands({})) sub->set_version_flag("--version", version);
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty())

@@ -38,8 +38,9 @@ double unit_factor(std::string_view flag, std::string_view text, std::string_vie
     if (u.size() >= 2) u[0] = char(std::toupper(static_cast<unsigned char>(u[0])));
     for (const auto& [name, factor] : byte_units)
         if (name == u) return factor;
-    fail(flag, text, "unknown unit \"" + std::string(unit) +
-                         "\"; use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB");
+    std::string known;
+    for (const auto& [name, factor] : byte_units) known += (known.empty() ? "" : ", ") + std::string(name);
+    fail(flag, text, "unknown unit \"" + std::string(unit) + "\"; expected one of " + known);
 }
 
 // The leading number of `text` and what follows it.

@@ -1,5 +1,5 @@
-// Default-scenario sections about memory: Lab 08 Part A (the memory budget of a 7B
-// model) and Part C (the mixed-precision trap, GPT-2 1.5B).
+// Default-scenario sections about memory: Part A (the memory budget of a 7B model)
+// and Part C (the mixed-precision trap, GPT-2 1.5B).
 #include "cli.hpp"
 
 #include <trainperf/hardware/catalog.hpp>

@@ -1,6 +1,7 @@
-// Default scenario, Lab 08: Part B (the four-stage pipeline presets) and Part D
-// (multi-GPU scaling with a communication fraction r). Figures are what the formulas
-// give; where the lab's printed label disagrees with its own arithmetic we say so.
+// Default scenario: Part B (the four-stage pipeline presets) and Part D (multi-GPU
+// scaling with a communication fraction r), after the course exercise cited in
+// docs/cli.md. Figures are what the formulas give; where the exercise's printed label
+// disagrees with its own arithmetic we say so.
 #include "cli.hpp"
 
 #include <trainperf/input_pipeline.hpp>
@@ -19,7 +20,7 @@ struct preset {
     double data_ms, pcie_ms, compute_ms, sync_ms;
 };
 
-// Lab 08 Part B presets (stage times per step, ms).
+// The exercise's Part B presets (stage times per step, ms).
 constexpr std::array<preset, 3> part_b_presets{{
     {"V100, SSD, 1 GPU", 50, 2, 30, 0},
     {"V100, NVMe, 4 GPUs (PCIe)", 10, 2, 30, 25},
@@ -27,7 +28,7 @@ constexpr std::array<preset, 3> part_b_presets{{
 }};
 
 void print_part_b(std::ostream& out) {
-    out << "== Part B: the pipeline bottleneck: a training step as four stages (Lab 08) ==\n\n"
+    out << "== Part B: the pipeline bottleneck: a training step as four stages ==\n\n"
            "  sequential = data + pcie + compute + sync; prefetched = slowest stage;\n"
            "  util = GPU utilisation = compute / step time\n\n";
     table t({"preset", "data/pcie/compute/sync (ms)", "sequential (ms)", "util (%)",
@@ -49,8 +50,8 @@ void print_part_b(std::ostream& out) {
     const preset& second = part_b_presets[1];
     const auto r2 = analyse({milliseconds_of(second.data_ms), milliseconds_of(second.pcie_ms),
                              milliseconds_of(second.compute_ms), milliseconds_of(second.sync_ms)});
-    out << "  Note: the lab labels the 4-GPU preset sync-bound; by its own numbers the slowest\n"
-           "  stage is "
+    out << "  Note: the exercise these presets come from labels the 4-GPU preset sync-bound; by its\n"
+           "  own numbers the slowest stage is "
         << to_string(r2.bottleneck) << " at " << fixed(r2.prefetched.value() * 1e3, 0)
         << " ms, not sync at " << fixed(second.sync_ms, 0)
         << " ms. Sync is the stage that grows with\n"
@@ -60,7 +61,7 @@ void print_part_b(std::ostream& out) {
 void print_part_d(std::ostream& out) {
     constexpr int gpus = 8;
     constexpr double r = 0.15;
-    out << "== Part D: the communication tax: speedup = N / (1 + (N-1) r) (Lab 08) ==\n\n"
+    out << "== Part D: the communication tax: speedup = N / (1 + (N-1) r) ==\n\n"
         << "  " << gpus << " GPUs at r = " << r << ": speedup " << fixed(speedup(gpus, r), 3)
         << "x, efficiency " << fixed(100 * efficiency(gpus, r), 1) << " %, wasted "
         << fixed(wasted_gpus(gpus, r), 2) << " GPU-equivalents\n\n";
@@ -69,7 +70,7 @@ void print_part_d(std::ostream& out) {
         t.add_row({fixed(rr, 2), fixed(speedup(gpus, rr), 2), fixed(100 * efficiency(gpus, rr), 1),
                    fixed(wasted_gpus(gpus, rr), 2)});
     t.print(out);
-    out << "  Note: the lab labels r = 0.05 as 5.7x; 8 / (1 + 7 x 0.05) = 8 / 1.35 = "
+    out << "  Note: the exercise labels r = 0.05 as 5.7x; 8 / (1 + 7 x 0.05) = 8 / 1.35 = "
         << fixed(speedup(gpus, 0.05), 2) << "x.\n\n";
 }
 

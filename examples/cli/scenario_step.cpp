@@ -2,14 +2,22 @@
 // model over 8 H100s — which layouts fit, how fast each runs and what limits it, and
 // the communication tax as r derived from the engine.
 #include "cli.hpp"
+#include "fit_report.hpp"
+#include "training_flags.hpp"
 
 #include <trainperf/comm.hpp>
+#include <trainperf/fit_advice.hpp>
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/layout_text.hpp>
 #include <trainperf/models/catalog.hpp>
+#include <trainperf/scaling_sweep.hpp>
 #include <trainperf/step.hpp>
+#include <trainperf/system.hpp>
 
+#include <iomanip>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace trainperf::cli {
 namespace {
@@ -28,51 +36,65 @@ training_setup llama2_7b_on_h100(const framework_profile& fw) {
 void print_step(std::ostream& out) {
     out << "== Part E: predicted training step, llama2-7b on 8 x h100-sxm (bf16 mixed, AdamW, seq 4096) ==\n\n";
     struct row {
-        const char* name;
         const framework_profile* fw;
         parallel_layout layout;
     };
     const row rows[] = {
-        {"DDP, batch 1", &pytorch_eager_profile, {.dp = 8, .micro_batch = 1, .grad_accum = 8}},
-        {"ZeRO-3 + full recompute, batch 4", &deepspeed_profile,
-         {.dp = 8, .zero = 3, .micro_batch = 4, .grad_accum = 2, .recompute = recompute_mode::full}},
-        {"ZeRO-1, selective, batch 1", &megatron_profile,
+        {&pytorch_eager_profile, {.dp = 8, .micro_batch = 1, .grad_accum = 8}},
+        {&deepspeed_profile, {.dp = 8, .zero = 3, .micro_batch = 4, .grad_accum = 2, .recompute = recompute_mode::full}},
+        {&megatron_profile,
          {.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 8, .recompute = recompute_mode::selective}},
-        {"ZeRO-3 + offload + full recompute, batch 2", &deepspeed_profile,
+        {&deepspeed_profile,
          {.dp = 8, .zero = 3, .offload = offload_mode::optimizer, .micro_batch = 2, .grad_accum = 4,
           .recompute = recompute_mode::full}},
-        {"tp 2 + sp, dp 4, batch 1", &megatron_profile,
+        {&megatron_profile,
          {.dp = 4, .tp = 2, .sp = true, .micro_batch = 1, .grad_accum = 16, .recompute = recompute_mode::selective}},
-        {"tp 8 + sp, batch 8", &megatron_profile,
+        {&megatron_profile,
          {.dp = 1, .tp = 8, .sp = true, .micro_batch = 8, .grad_accum = 8, .recompute = recompute_mode::selective}},
-        {"pp 4 x dp 2, batch 1", &megatron_profile,
+        {&megatron_profile,
          {.dp = 2, .pp = 4, .micro_batch = 1, .grad_accum = 32, .recompute = recompute_mode::selective}},
     };
-    table t({"layout", "framework", "global batch", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "fits",
-             "bottleneck"});
+    std::vector<training_setup> setups;
+    std::vector<step_report> reports;
     for (const auto& r : rows) {
         training_setup s = llama2_7b_on_h100(*r.fw);
         s.layout = r.layout;
-        const step_report p = predict(s);
-        t.add_row({r.name, std::string(r.fw->name), std::to_string(p.global_batch),
-                   fixed(p.step_time.value() * 1e3, 0), fixed(p.tokens_per_second, 0),
-                   fixed(100 * p.mfu, 1) + " %", fixed(to_gib(p.memory.total()).value(), 1),
-                   p.fits ? "yes" : "NO", std::string(to_string(p.bottleneck))});
+        setups.push_back(s);
+        reports.push_back(predict(s));
+    }
+    out << "Layouts:\n";
+    for (std::size_t i = 0; i < setups.size(); ++i)
+        out << std::setw(3) << i + 1 << "  " << describe(setups[i].layout) << " (" << setups[i].framework.name << ")\n";
+    out << '\n';
+    // A layout that does not fit has no step: its time, throughput and MFU are not shown.
+    table t({"#", "framework", "global batch", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "fits", "bottleneck"});
+    for (std::size_t i = 0; i < setups.size(); ++i) {
+        const step_report& p = reports[i];
+        const auto shown = [&p](std::string figure) { return p.fits ? figure : std::string("-"); };
+        t.add_row({std::to_string(i + 1), std::string(setups[i].framework.name), std::to_string(p.global_batch),
+                   shown(fixed(p.step_time.value() * 1e3, 0)), shown(fixed(p.tokens_per_second, 0)),
+                   shown(fixed(100 * p.mfu, 1) + " %"), fixed(to_gib(p.memory.total()).value(), 1),
+                   p.fits ? "yes" : "NO", p.fits ? std::string(to_string(p.bottleneck)) : "-"});
     }
     t.print(out);
-    out << "\nA layout that does not fit is not a layout: DDP holds 16 B/param of state on every GPU\n"
-        << "(112 GB for 7B) and, without FlashAttention, s x s attention probabilities per head\n"
-        << "(32 heads x 4096^2 x 2 B = 1.07 GB per layer at batch 1), so it needs ZeRO, recompute\n"
-        << "or model parallelism on 80 GB cards.\n\n";
+    for (std::size_t i = 0; i < setups.size(); ++i) {
+        if (reports[i].fits) continue;
+        out << "\nLayout " << i + 1 << ": ";
+        print_does_not_fit(out, advise_fit(setups[i]), setup_flags);
+    }
+    out << "\nDDP holds 16 B/param of state on every GPU (112 GB for 7B) and, without FlashAttention,\n"
+        << "s x s attention probabilities per head (32 heads x 4096^2 x 2 B = 1.07 GB per layer at\n"
+        << "batch 1), so on 80 GB cards it needs ZeRO, recompute or model parallelism.\n\n";
 
     // The communication tax: r derived from the engine for plain data parallelism.
     training_setup s = llama2_7b_on_h100(megatron_profile);
     s.layout = {.zero = 1, .micro_batch = 1, .grad_accum = 1, .recompute = recompute_mode::selective};
     const engine_scaling nvlink = data_parallel_scaling(s, 8);
-    s.cluster.intra_node = default_link(link_kind::pcie);
+    s.cluster.intra_node = resolve_link(s.cluster.gpu, link_kind::pcie);  // the H100's own PCIe host link
     const engine_scaling pcie = data_parallel_scaling(s, 8);
     out << "Communication tax of data parallelism (ZeRO-1, batch 1, no accumulation, sync after backward):\n"
-        << "r derived from the engine at 8 GPUs: NVLink r = " << fixed(nvlink.r, 3) << ", PCIe 4.0 r = "
+        << "r derived from the engine at 8 GPUs: NVLink r = " << fixed(nvlink.r, 3) << ", PCIe ("
+        << fixed(s.cluster.intra_node.per_direction.value() / 1e9, 1) << " GB/s per direction) r = "
         << fixed(pcie.r, 3) << "\n\n";
     table c({"GPUs", "NVLink engine", "NVLink N/(1+(N-1)r)", "PCIe engine", "PCIe N/(1+(N-1)r)"});
     for (std::size_t i = 0; i < nvlink.points.size(); ++i)

@@ -2,21 +2,37 @@
 
 #include "parse_units.hpp"
 
-#include <trainperf/comm.hpp>
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/io/json.hpp>
+#include <trainperf/layout_text.hpp>
 #include <trainperf/models/catalog.hpp>
+#include <trainperf/system.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
 
 namespace trainperf::cli {
 
 namespace {
-link_kind parse_link_kind(const std::string& s) {
-    for (link_kind k : {link_kind::nvlink, link_kind::nvlink_bridge, link_kind::pcie,
-                        link_kind::pcie_no_p2p, link_kind::infiniband})
-        if (to_string(k) == s) return k;
-    throw usage_error("--link = " + s + ": unknown; expected nvlink, nvlink-bridge, pcie, pcie-no-p2p or infiniband");
+// A value as one shell word: quoted unless it is made of characters no shell treats
+// specially.
+std::string shell_word(std::string_view s) {
+    const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./:=+,@%").find(c) != std::string_view::npos;
+    });
+    if (plain) return std::string(s);
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// The shortest text that reads back as the same double.
+std::string exact(double v) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
 }
 }  // namespace
 
@@ -45,16 +61,21 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         sub->add_option("--interleave", interleave, "Virtual pipeline stages per rank (default 1)");
         sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
         sub->add_option("--zero", zero, "ZeRO stage 0|1|2|3");
-        sub->add_option("--offload", offload, "none|optimizer");
+        sub->add_option("--offload", offload, enum_name_list<offload_mode>() + " (default none)");
         sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
-        sub->add_option("--recompute", recompute, "none|selective|full");
+        sub->add_option("--recompute", recompute, enum_name_list<recompute_mode>() + " (default none)");
+        sub->add_option("--dp-overlap", dp_overlap,
+                        enum_name_list<dp_overlap_mode>() +
+                            ": data-parallel sync overlaps backward as the framework does it, or always, or never "
+                            "(default framework)");
     }
-    sub->add_option("--precision", precision, "fp32|tf32|bf16|fp16|bf16-pure|fp8 (default bf16)");
-    sub->add_option("--optimizer", optimizer, "sgd|sgd-momentum|adamw|adamw-fused|adafactor|lion|adam8bit");
-    sub->add_option("--framework", framework, "pytorch-eager|megatron|deepspeed (default pytorch-eager)");
-    sub->add_option("--link", link, "GPU-GPU link inside a node: nvlink|nvlink-bridge|pcie|pcie-no-p2p|infiniband");
+    sub->add_option("--precision", precision, enum_name_list<precision_kind>() + " (default bf16)");
+    sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
+    sub->add_option("--framework", framework, catalog_names(framework_profiles) + " (default pytorch-eager)");
+    sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() + " (default: the GPU's)");
     sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");
-    sub->add_option("--inter-node-bandwidth", inter_node_bandwidth, "Per GPU, per direction (default 25GB/s)");
+    sub->add_option("--inter-node-bandwidth", inter_node_bandwidth,
+                    "Line rate per GPU, per direction, e.g. 50GB/s (default InfiniBand HDR, 25GB/s)");
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
     sub->add_option("--data-ms", data_ms, "Loading one step's batch from storage, ms per step (default 0)");
     sub->add_option("--pcie-ms", pcie_ms, "Copying it host to device, ms per step (default 0)");
@@ -79,17 +100,11 @@ training_setup training_flags::build() const {
         s.model = lookup_model(model);
     }
     validate(s.model);
-    require(batch >= 1, "batch", batch, "must be at least 1");
-    require(tp >= 1, "tp", tp, "must be at least 1");
-    require(pp >= 1, "pp", pp, "must be at least 1");
     const int total = gpus == 0 ? tp * pp : gpus;
-    require(total >= 1, "gpus", total, "must be at least 1");
-    if (total % (tp * pp) != 0)
-        throw usage_error("--gpus = " + std::to_string(total) + ": must be a multiple of tp x pp = " +
-                          std::to_string(tp * pp));
-    s.layout = {.dp = total / (tp * pp), .tp = tp, .pp = pp, .interleave = interleave, .sp = sp,
+    s.layout = {.dp = data_parallel_size(total, tp, pp), .tp = tp, .pp = pp, .interleave = interleave, .sp = sp,
                 .zero = zero, .offload = parse_offload(offload), .micro_batch = batch,
-                .grad_accum = grad_accum, .recompute = parse_recompute(recompute)};
+                .grad_accum = grad_accum, .recompute = parse_recompute(recompute),
+                .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap)};
     validate(s.layout, s.model);
     s.seq = seq;
     if (s.seq == 0) require(s.model.max_seq > 0, "seq", seq, "is required: the model has no max_seq");
@@ -97,24 +112,16 @@ training_setup training_flags::build() const {
     check_supported(g, s.precision);
     s.optimizer = parse_optimizer(optimizer);
     s.framework = lookup_framework(framework);
-
-    // The system: nodes of gpus_per_node joined by the GPU's link (or the named one),
-    // InfiniBand between nodes.
-    s.cluster.gpu = g;
-    s.cluster.gpus_per_node = gpus_per_node > 0 ? gpus_per_node : std::min(total, 8);
-    require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
-    link_spec intra = g.gpu_link;
-    if (!link.empty()) {
-        const link_kind k = parse_link_kind(link);
-        if (k != g.gpu_link.kind) intra = default_link(k);
-    }
-    if (!link_bandwidth.empty()) intra = with_bandwidth(intra, parse_byte_rate("--link-bandwidth", link_bandwidth));
-    if (intra.kind == link_kind::none && total > 1)
-        throw usage_error("--gpu " + std::string(g.name) + " has no GPU-GPU link; name one with --link");
-    s.cluster.intra_node = intra;
-    s.cluster.inter_node = with_bandwidth(default_link(link_kind::infiniband),
-                                          parse_byte_rate("--inter-node-bandwidth", inter_node_bandwidth));
-    s.cluster.inter_node.efficiency = default_link(link_kind::infiniband).efficiency;
+    s.cluster = build_cluster(
+        {.gpu = g,
+         .gpus = total,
+         .gpus_per_node = gpus_per_node,
+         .link = link,
+         .link_bandwidth = link_bandwidth.empty() ? std::nullopt
+                                                  : std::optional(parse_byte_rate("--link-bandwidth", link_bandwidth)),
+         .inter_node_line_rate = inter_node_bandwidth.empty()
+                                     ? std::nullopt
+                                     : std::optional(parse_byte_rate("--inter-node-bandwidth", inter_node_bandwidth))});
     require(data_ms >= 0 && data_ms < 1e12, "data_ms", data_ms, "must be finite and not negative");
     require(pcie_ms >= 0 && pcie_ms < 1e12, "pcie_ms", pcie_ms, "must be finite and not negative");
     s.data_loading = milliseconds_of(data_ms);
@@ -128,6 +135,34 @@ training_setup training_flags::build() const {
         s.kernels = c.params;
     }
     return s;
+}
+
+std::string setup_flags(const training_setup& s) {
+    const auto& m = s.model;
+    std::string t = "--gpu " + std::string(s.cluster.gpu.name) + " --model " + shell_word(m.name);
+    if (m.name == "custom")
+        t += " --layers " + std::to_string(m.layers) + " --hidden " + std::to_string(m.hidden) + " --heads " +
+             std::to_string(m.heads) + " --kv-heads " + std::to_string(m.effective_kv_heads()) + " --ffn-hidden " +
+             std::to_string(m.ffn_hidden) + " --vocab " + std::to_string(m.vocab);
+    return t + " --seq " + std::to_string(sequence_length(s)) + " --precision " + std::string(s.precision.name) +
+           " --optimizer " + std::string(to_string(s.optimizer)) + " --framework " + std::string(s.framework.name) +
+           " --gpus-per-node " + std::to_string(s.cluster.gpus_per_node);
+}
+
+std::string training_flags::run_text(const training_setup& s) const {
+    std::string t = setup_flags(s);
+    if (!link.empty()) t += " --link " + shell_word(link);
+    if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
+    if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);
+    if (!calibration.empty()) t += " --calibration " + shell_word(calibration);
+    if (data_ms > 0) t += " --data-ms " + exact(data_ms);
+    if (pcie_ms > 0) t += " --pcie-ms " + exact(pcie_ms);
+    if (no_prefetch) t += " --no-prefetch";
+    return t;
+}
+
+std::string predict_command(const std::string& run, const parallel_layout& layout) {
+    return "trainperf predict " + run + " " + to_string(layout);
 }
 
 }  // namespace trainperf::cli

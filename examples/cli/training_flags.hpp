@@ -24,7 +24,8 @@ struct training_flags {
     int grad_accum = 1;
     bool sp = false;
     std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";
-    std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth = "25GB/s";
+    std::string dp_overlap = "framework";
+    std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth;
     std::string calibration;
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false;
@@ -34,6 +35,19 @@ struct training_flags {
     void add_to(CLI::App* sub, bool require_model = true, flag_set set = flag_set::all);
     // Builds the setup; throws usage_error / trainperf::invalid_argument on bad input.
     training_setup build() const;
+    // The flags that describe `s` (built from these flags, its layout and node size
+    // possibly changed since) apart from its layout: setup_flags(s) and the link,
+    // bandwidth, calibration and input-pipeline flags that were given. With
+    // to_string(s.layout) after it, `trainperf predict` rebuilds s.
+    std::string run_text(const training_setup& s) const;
 };
+
+// The flags of a setup's GPU, model (a catalog name, or custom with its sizes),
+// sequence length, recipe, optimizer, framework and GPUs per node.
+std::string setup_flags(const training_setup& s);
+
+// `trainperf predict` with the flags that rebuild a setup: `run` (setup_flags or
+// run_text) and the layout's text.
+std::string predict_command(const std::string& run, const parallel_layout& layout);
 
 }  // namespace trainperf::cli

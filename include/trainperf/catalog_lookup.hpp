@@ -4,7 +4,6 @@
 
 #include <array>
 #include <cstddef>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -12,15 +11,24 @@
 
 namespace trainperf {
 
+// The names of a catalog's entries, e.g. "pytorch-eager|megatron|deepspeed".
+template <class Entry, std::size_t N>
+std::string catalog_names(const std::array<Entry, N>& catalog, std::string_view separator = "|") {
+    std::string names;
+    for (std::size_t i = 0; i < N; ++i) {
+        if (i > 0) names += separator;
+        names += catalog[i].name;
+    }
+    return names;
+}
+
 namespace lookup_detail {
 constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 template <class Entry, std::size_t N>
 [[noreturn]] inline void unknown_name(std::string_view field, std::string_view name,
                                       const std::array<Entry, N>& catalog) {
-    std::ostringstream known;
-    for (std::size_t i = 0; i < N; ++i) known << (i ? ", " : "") << catalog[i].name;
-    detail::fail(field, '"' + std::string(name) + '"', "unknown; known: " + known.str());
+    detail::fail(field, '"' + std::string(name) + '"', "unknown; known: " + catalog_names(catalog, ", "));
 }
 }  // namespace lookup_detail
 

@@ -10,21 +10,10 @@
 
 #include "error.hpp"
 #include "hardware.hpp"
+#include "ops.hpp"
 #include "units.hpp"
 
 namespace trainperf {
-
-enum class collective { all_reduce, reduce_scatter, all_gather, p2p };
-
-constexpr std::string_view to_string(collective c) {
-    switch (c) {
-        case collective::all_reduce: return "all-reduce";
-        case collective::reduce_scatter: return "reduce-scatter";
-        case collective::all_gather: return "all-gather";
-        case collective::p2p: return "p2p";
-    }
-    return "?";
-}
 
 enum class collective_algorithm { ring, tree };
 
@@ -236,20 +225,6 @@ constexpr int node_count(const cluster_spec& c, int total_gpus) {
     return total_gpus / c.gpus_per_node;
 }
 
-// Hierarchical all-reduce (NCCL/Horovod style): reduce-scatter inside each node, then
-// each GPU all-reduces its 1/g shard with its peers in the other nodes (ring, over its
-// own inter-node adapter, all g rings in parallel), then all-gather inside the node.
-constexpr seconds hierarchical_all_reduce_time(bytes size, const cluster_spec& c, int total_gpus) {
-    comm_detail::validate_size(size, total_gpus);
-    const int nodes = node_count(c, total_gpus);
-    const int g = nodes == 1 ? total_gpus : c.gpus_per_node;
-    if (nodes == 1) return ring_all_reduce_time(size, g, intra_node_link(c));
-    const link_spec intra = intra_node_link(c);
-    return reduce_scatter_time(size, g, intra) +
-           ring_all_reduce_time(size / double(g), nodes, c.inter_node) +
-           all_gather_time(size, g, intra);
-}
-
 // A single flat ring over all GPUs of several nodes, for comparison: every ring step
 // waits for the slowest link it crosses (the inter-node adapter), so the whole
 // volume 2·(N−1)/N·size moves at inter-node speed.
@@ -266,12 +241,61 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
     return ring_all_reduce_time(size, total_gpus, slowest);
 }
 
-// Data-parallel gradient all-reduce over dp replicas: a flat ring while they fit in
-// one node, hierarchical once they span nodes.
+// ---- A collective over a placed group (workload ops) --------------------------------
+
+// A collective over a group placed on nodes (ops.hpp rank_group). Inside one node it
+// runs on the intra-node link. With one member per node every step crosses the
+// network, each GPU over its own adapter. Otherwise it is hierarchical (NCCL's
+// intra-node rings and inter-node trees/rings, Horovod): reduce-scatter inside each
+// node, the collective on a 1/g shard across the nodes (g rings in parallel, one per
+// local member), all-gather inside the node; an all-gather or a reduce-scatter runs
+// its two halves the same way.
+constexpr seconds collective_time(const collective_op& op, const cluster_spec& c) {
+    const rank_group& g = op.group;
+    validate(g);
+    comm_detail::validate_size(op.size, g.size);
+    if (g.size == 1) return seconds_of(0.0);
+    const link_spec intra = intra_node_link(c);
+    if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, intra);
+    if (g.per_node == 1 || op.kind == collective::p2p)
+        return collective_time(op.kind, op.size, g.size, c.inter_node);
+    const int local = g.per_node;
+    const int nodes = g.nodes();
+    const bytes shard = op.size / double(local);
+    switch (op.kind) {
+        case collective::all_reduce:
+            return reduce_scatter_time(op.size, local, intra) + ring_all_reduce_time(shard, nodes, c.inter_node) +
+                   all_gather_time(op.size, local, intra);
+        case collective::reduce_scatter:
+            return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, c.inter_node);
+        case collective::all_gather:
+            return all_gather_time(shard, nodes, c.inter_node) + all_gather_time(op.size, local, intra);
+        case collective::p2p: break;
+    }
+    return seconds_of(0.0);
+}
+
+// A copy between a GPU and its host over the GPU's host link.
+constexpr seconds host_transfer_time(const host_transfer_op& op, const gpu_spec& gpu) {
+    return p2p_time(op.size, gpu.host_link);
+}
+
+// `total_gpus` consecutive ranks: whole nodes once they span more than one.
+constexpr rank_group contiguous_group(const cluster_spec& c, int total_gpus) {
+    node_count(c, total_gpus);
+    return {total_gpus, total_gpus < c.gpus_per_node ? total_gpus : c.gpus_per_node};
+}
+
+// Hierarchical all-reduce over consecutive ranks (NCCL/Horovod style, as above).
+constexpr seconds hierarchical_all_reduce_time(bytes size, const cluster_spec& c, int total_gpus) {
+    comm_detail::validate_size(size, total_gpus);
+    return collective_time(collective_op{"all_reduce", collective::all_reduce, size, contiguous_group(c, total_gpus)},
+                           c);
+}
+
+// Gradient all-reduce over dp consecutive replicas of one GPU each: a flat ring while
+// they fit in one node, hierarchical once they span nodes.
 constexpr seconds data_parallel_all_reduce_time(bytes size, int dp, const cluster_spec& c) {
-    comm_detail::validate_size(size, dp);
-    if (dp == 1) return seconds_of(0.0);
-    if (node_count(c, dp) == 1) return ring_all_reduce_time(size, dp, intra_node_link(c));
     return hierarchical_all_reduce_time(size, c, dp);
 }
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "error.hpp"
+#include "enum_names.hpp"
 
 namespace trainperf {
 
@@ -13,8 +13,17 @@ namespace trainperf {
 // storage format; it is listed because GPUs quote a separate peak for it.
 enum class dtype { fp32, tf32, fp16, bf16, fp8, int8 };
 
-inline constexpr std::array all_dtypes{dtype::fp32, dtype::tf32, dtype::fp16,
-                                       dtype::bf16, dtype::fp8,  dtype::int8};
+template <>
+struct enum_names<dtype> {
+    static constexpr std::array<enum_name<dtype>, 6> table{{{dtype::fp32, "fp32"},
+                                                            {dtype::tf32, "tf32"},
+                                                            {dtype::fp16, "fp16"},
+                                                            {dtype::bf16, "bf16"},
+                                                            {dtype::fp8, "fp8"},
+                                                            {dtype::int8, "int8"}}};
+};
+
+inline constexpr auto all_dtypes = enum_values<dtype>();
 
 // Bytes of one stored element.
 constexpr double size_of(dtype t) {
@@ -29,22 +38,6 @@ constexpr double size_of(dtype t) {
     return 4.0;
 }
 
-constexpr std::string_view to_string(dtype t) {
-    switch (t) {
-        case dtype::fp32: return "fp32";
-        case dtype::tf32: return "tf32";
-        case dtype::fp16: return "fp16";
-        case dtype::bf16: return "bf16";
-        case dtype::fp8: return "fp8";
-        case dtype::int8: return "int8";
-    }
-    return "?";
-}
-
-constexpr std::optional<dtype> parse_dtype(std::string_view s) {
-    for (dtype t : all_dtypes)
-        if (to_string(t) == s) return t;
-    return std::nullopt;
-}
+constexpr std::optional<dtype> parse_dtype(std::string_view s) { return find_enum<dtype>(s); }
 
 }  // namespace trainperf

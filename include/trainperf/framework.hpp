@@ -12,6 +12,56 @@
 
 namespace trainperf {
 
+// What a framework holds on top of the model's own tensors (peak allocated). The
+// framework profile owns these: memory.hpp reads them from the profile, so every
+// path (memory, fit, predict, plan) sees the same bytes.
+struct memory_overheads {
+    // Logits and loss: HF upcasts the logits to fp32 for the cross-entropy; besides
+    // the logits themselves `loss_buffers` b·s·V buffers are live at the peak (the
+    // log-softmax kept for backward and the gradient of the logits).
+    bool fp32_logits = true;
+    double loss_buffers = 2;
+    // Dropout masks (1 B per element) are part of Korthikanti's 34·s·b·h; models
+    // trained without dropout (LLaMA) keep none.
+    bool dropout = true;
+    // cuBLAS workspace: PyTorch defaults to 32 MiB on Hopper (":4096:8") and 8.125 MiB
+    // before it (":4096:2:16:8"), CUDABlasHandlePool.cpp; the larger is the default.
+    bytes workspace = mebibytes_of(32);
+    // Temporary buffers of the backward pass not covered by the activation formula.
+    bytes temporaries = bytes_of(0);
+    // Gradient communication buckets when dp > 1 (bytes), plus a fraction of the
+    // gradients duplicated into them (PyTorch DDP without gradient_as_bucket_view
+    // copies every gradient into its buckets: 1.0).
+    bytes gradient_buckets = bytes_of(0);
+    double gradient_bucket_copy = 0.0;
+    // Temporaries of the optimizer step, as a multiple of the local fp32 parameter
+    // bytes (a per-tensor or foreach AdamW allocates intermediates; fused: ~0).
+    double optimizer_temporaries = 0.0;
+    // Caching-allocator overhead (reserved beyond allocated), a fraction of the peak.
+    double fragmentation = 0.0;
+    // Devices whose memory is shared with the CPU (Jetson): what the OS, the CPU side
+    // of the training process and the desktop keep. An estimate, not a datasheet
+    // number (Ubuntu + Python + PyTorch CPU side typically hold 1.5-3 GB).
+    bytes host_reserve = gigabytes_of(2);
+};
+
+constexpr void validate(const memory_overheads& o) {
+    require(o.loss_buffers >= 0, "loss_buffers", o.loss_buffers, "must not be negative");
+    require(o.workspace.value() >= 0, "workspace", o.workspace.value(), "must not be negative");
+    require(o.temporaries.value() >= 0, "temporaries", o.temporaries.value(),
+            "must not be negative");
+    require(o.gradient_buckets.value() >= 0, "gradient_buckets", o.gradient_buckets.value(),
+            "must not be negative");
+    require(o.gradient_bucket_copy >= 0, "gradient_bucket_copy", o.gradient_bucket_copy,
+            "must not be negative");
+    require(o.optimizer_temporaries >= 0, "optimizer_temporaries", o.optimizer_temporaries,
+            "must not be negative");
+    require(o.fragmentation >= 0 && o.fragmentation < 1, "fragmentation", o.fragmentation,
+            "must be in [0, 1)");
+    require(o.host_reserve.value() >= 0, "host_reserve", o.host_reserve.value(),
+            "must not be negative");
+}
+
 // The numeric constants below (traffic ratios, kernel counts, overlap share, per-step
 // overhead, fragmentation) are ASSUMPTIONS, not measurements: only the megatron profile
 // has been checked against published times (docs/validation.md); the others are
@@ -40,16 +90,27 @@ struct framework_profile {
     bool fp32_gradient_accumulation = false;  // Megatron/DeepSpeed keep a fp32 main_grad
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
 
-    // --- memory held beyond model state and activations (peak allocated; the
-    // fields mirror memory.hpp's memory_overheads, which step.hpp fills from them) ---
-    bool fp32_logits = false;         // logits upcast to fp32 for the loss
-    double loss_buffers = 2.0;        // b·s·V buffers besides the logits live at the peak
-    bytes workspace = mebibytes_of(32.0);  // cuBLAS workspace and persistent buffers
-    bytes gradient_buckets = bytes_of(0.0);  // communication buckets when dp > 1
-    double gradient_bucket_copy = 0.0;       // share of gradients copied into them
-    double optimizer_temporaries = 0.0;      // × local fp32 parameter bytes during the step
-    double fragmentation = 0.0;       // caching-allocator slack as a fraction of the peak
+    // --- memory held beyond the model state and activations ---
+    memory_overheads memory{};
 };
+
+// A profile's numbers must describe a real framework: counts bounded (the workload
+// has one op per kernel), shares in [0, 1], times and ratios finite.
+constexpr void validate(const framework_profile& fw) {
+    validate(fw.memory);
+    require(fw.gelu_kernels >= 1 && fw.gelu_kernels <= 16, "framework.gelu_kernels", fw.gelu_kernels,
+            "must be between 1 and 16");
+    require(fw.backward_traffic_ratio > 0 && fw.backward_traffic_ratio <= 16, "framework.backward_traffic_ratio",
+            fw.backward_traffic_ratio, "must be in (0, 16]");
+    require(fw.unfused_optimizer_passes >= 1 && fw.unfused_optimizer_passes <= 16,
+            "framework.unfused_optimizer_passes", fw.unfused_optimizer_passes, "must be in [1, 16]");
+    require(fw.unfused_kernels_per_tensor >= 1 && fw.unfused_kernels_per_tensor <= 64,
+            "framework.unfused_kernels_per_tensor", fw.unfused_kernels_per_tensor, "must be between 1 and 64");
+    require(fw.overlappable_backward_fraction >= 0 && fw.overlappable_backward_fraction <= 1,
+            "framework.overlappable_backward_fraction", fw.overlappable_backward_fraction, "must be in [0, 1]");
+    require(fw.per_step_overhead.value() >= 0 && fw.per_step_overhead.value() <= 3600,
+            "framework.per_step_overhead_s", fw.per_step_overhead.value(), "must be in [0, 3600] s");
+}
 
 // HF Transformers Trainer on PyTorch eager: unfused elementwise ops, attention
 // probabilities materialised over s², per-tensor optimizer unless adamw-fused, DDP
@@ -69,18 +130,20 @@ inline constexpr framework_profile pytorch_eager_profile{
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = false,
     .per_step_overhead = milliseconds_of(2.0),
-    // HF's loss upcasts the logits to fp32; the log-softmax and the logits' gradient
-    // are live at the peak besides them.
-    .fp32_logits = true,
-    .loss_buffers = 2.0,
-    // PyTorch's cuBLAS workspace (32 MiB on Hopper, CUDABlasHandlePool.cpp).
-    .workspace = mebibytes_of(32.0),
-    // DDP: 25 MB buckets (bucket_cap_mb) holding a copy of every gradient, since the
-    // Trainer leaves gradient_as_bucket_view off.
-    .gradient_buckets = megabytes_of(25.0),
-    .gradient_bucket_copy = 1.0,
-    .optimizer_temporaries = 0.0,  // the per-tensor loop allocates one tensor at a time
-    .fragmentation = 0.05,
+    .memory = {
+        // HF's loss upcasts the logits to fp32; the log-softmax and the logits'
+        // gradient are live at the peak besides them.
+        .fp32_logits = true,
+        .loss_buffers = 2.0,
+        // PyTorch's cuBLAS workspace (32 MiB on Hopper, CUDABlasHandlePool.cpp).
+        .workspace = mebibytes_of(32.0),
+        // DDP: 25 MB buckets (bucket_cap_mb) holding a copy of every gradient, since the
+        // Trainer leaves gradient_as_bucket_view off.
+        .gradient_buckets = megabytes_of(25.0),
+        .gradient_bucket_copy = 1.0,
+        .optimizer_temporaries = 0.0,  // the per-tensor loop allocates one tensor at a time
+        .fragmentation = 0.05,
+    },
 };
 
 // Megatron-LM (2022): fused bias-GELU, bias-dropout-add, scaled masked softmax and
@@ -96,16 +159,20 @@ inline constexpr framework_profile megatron_profile{
     .head_layout_copies = false,
     .fused_optimizer = true,
     .overlap_data_parallel_sync = false,
-    .overlappable_backward_fraction = 0.0,
+    // Used only when a layout turns overlap on (Megatron's --overlap-grad-reduce): the
+    // same ASSUMPTION as the DDP profiles.
+    .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,
     .per_step_overhead = milliseconds_of(5.0),
-    .fp32_logits = true,       // vocab-parallel cross entropy works in fp32
-    .loss_buffers = 1.0,       // it overwrites the logits with the softmax in place
-    .workspace = mebibytes_of(32.0),
-    .gradient_buckets = bytes_of(0.0),  // grads live in one contiguous fp32 buffer
-    .gradient_bucket_copy = 0.0,
-    .optimizer_temporaries = 0.0,
-    .fragmentation = 0.05,
+    .memory = {
+        .fp32_logits = true,       // vocab-parallel cross entropy works in fp32
+        .loss_buffers = 1.0,       // it overwrites the logits with the softmax in place
+        .workspace = mebibytes_of(32.0),
+        .gradient_buckets = bytes_of(0.0),  // grads live in one contiguous fp32 buffer
+        .gradient_bucket_copy = 0.0,
+        .optimizer_temporaries = 0.0,
+        .fragmentation = 0.05,
+    },
 };
 
 // HF model code under the DeepSpeed engine: ZeRO stages, optimizer offload to the
@@ -123,14 +190,16 @@ inline constexpr framework_profile deepspeed_profile{
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,
     .per_step_overhead = milliseconds_of(5.0),
-    .fp32_logits = true,
-    .loss_buffers = 2.0,
-    .workspace = mebibytes_of(32.0),
-    // ZeRO's reduce bucket (reduce_bucket_size = 5e8 elements, fp16 by default).
-    .gradient_buckets = bytes_of(5e8 * 2.0),
-    .gradient_bucket_copy = 0.0,
-    .optimizer_temporaries = 0.0,
-    .fragmentation = 0.08,
+    .memory = {
+        .fp32_logits = true,
+        .loss_buffers = 2.0,
+        .workspace = mebibytes_of(32.0),
+        // ZeRO's reduce bucket (reduce_bucket_size = 5e8 elements, fp16 by default).
+        .gradient_buckets = bytes_of(5e8 * 2.0),
+        .gradient_bucket_copy = 0.0,
+        .optimizer_temporaries = 0.0,
+        .fragmentation = 0.08,
+    },
 };
 
 inline constexpr std::array framework_profiles{pytorch_eager_profile, megatron_profile,

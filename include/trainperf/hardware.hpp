@@ -2,11 +2,13 @@
 // Plain aggregates of typed quantities, usable in constant expressions.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <optional>
 #include <string_view>
 
 #include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "units.hpp"
 
@@ -14,17 +16,15 @@ namespace trainperf {
 
 enum class link_kind { none, nvlink, nvlink_bridge, pcie, pcie_no_p2p, infiniband };
 
-constexpr std::string_view to_string(link_kind k) {
-    switch (k) {
-        case link_kind::none: return "none";
-        case link_kind::nvlink: return "nvlink";
-        case link_kind::nvlink_bridge: return "nvlink-bridge";
-        case link_kind::pcie: return "pcie";
-        case link_kind::pcie_no_p2p: return "pcie-no-p2p";
-        case link_kind::infiniband: return "infiniband";
-    }
-    return "?";
-}
+template <>
+struct enum_names<link_kind> {
+    static constexpr std::array<enum_name<link_kind>, 6> table{{{link_kind::none, "none"},
+                                                                {link_kind::nvlink, "nvlink"},
+                                                                {link_kind::nvlink_bridge, "nvlink-bridge"},
+                                                                {link_kind::pcie, "pcie"},
+                                                                {link_kind::pcie_no_p2p, "pcie-no-p2p"},
+                                                                {link_kind::infiniband, "infiniband"}}};
+};
 
 // A point-to-point or switched link as seen by one GPU. Datasheets often quote the
 // total of both directions; collectives are limited by one direction, so the
@@ -96,16 +96,14 @@ struct peak_rates {
 
 enum class gpu_architecture { volta, ampere, ada, hopper, blackwell };
 
-constexpr std::string_view to_string(gpu_architecture a) {
-    switch (a) {
-        case gpu_architecture::volta: return "volta";
-        case gpu_architecture::ampere: return "ampere";
-        case gpu_architecture::ada: return "ada";
-        case gpu_architecture::hopper: return "hopper";
-        case gpu_architecture::blackwell: return "blackwell";
-    }
-    return "?";
-}
+template <>
+struct enum_names<gpu_architecture> {
+    static constexpr std::array<enum_name<gpu_architecture>, 5> table{{{gpu_architecture::volta, "volta"},
+                                                                       {gpu_architecture::ampere, "ampere"},
+                                                                       {gpu_architecture::ada, "ada"},
+                                                                       {gpu_architecture::hopper, "hopper"},
+                                                                       {gpu_architecture::blackwell, "blackwell"}}};
+};
 
 struct gpu_spec {
     std::string_view name;          // CLI name, e.g. "h100-sxm"
@@ -137,10 +135,6 @@ template <class T>
 concept hardware = requires {
     { T::spec } -> std::convertible_to<gpu_spec>;
 };
-
-constexpr const gpu_spec& spec_of(const gpu_spec& g) { return g; }
-template <hardware H>
-constexpr const gpu_spec& spec_of(H) { return H::spec; }
 
 // Several GPUs: nodes of gpus_per_node joined by an intra-node link, nodes joined
 // by an inter-node link (per GPU, per direction).

@@ -1,4 +1,4 @@
-// A training step as four stages (Lab 08): data loading from storage, host→device
+// A training step as four stages: data loading from storage, host→device
 // copy over PCIe, forward+backward on the GPU, gradient sync over the interconnect.
 // Run one after another, a step takes their sum; with prefetching (data and copies
 // for the next step overlap the current one) it is bound by the slowest stage.

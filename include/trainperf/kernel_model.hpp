@@ -6,135 +6,177 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <string_view>
 
-#include "dtype.hpp"
 #include "error.hpp"
 #include "hardware.hpp"
+#include "kernel_params.hpp"
+#include "ops.hpp"
 #include "units.hpp"
 
 namespace trainperf {
-
-// One (strided-batched) GEMM: batch × [m×k]·[k×n] → [m×n].
-struct gemm_shape {
-    double m = 0, n = 0, k = 0;
-    double batch = 1;
-    dtype math = dtype::bf16;     // tensor-core mode; storage is fp32 for tf32/fp32
-};
-
-constexpr flops gemm_flops(const gemm_shape& g) { return flops_of(2.0 * g.m * g.n * g.k * g.batch); }
-
-// Each operand read once and the output written once.
-constexpr bytes gemm_bytes(const gemm_shape& g) {
-    return bytes_of((g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * size_of(g.math));
-}
-
-constexpr void validate(const gemm_shape& g) {
-    require(g.m >= 1, "gemm.m", g.m, "must be at least 1");
-    require(g.n >= 1, "gemm.n", g.n, "must be at least 1");
-    require(g.k >= 1, "gemm.k", g.k, "must be at least 1");
-    require(g.batch >= 1, "gemm.batch", g.batch, "must be at least 1");
-}
-
-// The efficiency model's parameters. time =
-//   launch_overhead + max(quantized_flops / (peak · peak_fraction · k/(k + k_half)),
-//                         bytes / (bandwidth · memory_efficiency))
-struct kernel_params {
-    double peak_fraction = 0.8;     // fraction of datasheet peak reached by large GEMMs
-    double tile_m = 128;            // output tile used for wave quantization
-    double tile_n = 128;
-    double k_half = 64;             // k at which the main loop reaches half its steady rate
-    double memory_efficiency = 0.8; // achieved fraction of datasheet memory bandwidth
-    seconds launch_overhead = microseconds_of(5.0);
-};
-
-constexpr void validate(const kernel_params& p) {
-    require(p.peak_fraction > 0 && p.peak_fraction <= 1, "peak_fraction", p.peak_fraction,
-            "must be in (0, 1]");
-    require(p.tile_m >= 1 && p.tile_n >= 1, "tile_m", p.tile_m, "tiles must be at least 1");
-    require(p.k_half >= 0, "k_half", p.k_half, "must not be negative");
-    require(p.memory_efficiency > 0 && p.memory_efficiency <= 1, "memory_efficiency",
-            p.memory_efficiency, "must be in (0, 1]");
-    require(p.launch_overhead.value() >= 0, "launch_overhead_s", p.launch_overhead.value(),
-            "must not be negative");
-}
-
-// Defaults per architecture, from public cuBLAS GEMM measurements (docs/kernel_model.md
-// gives the sources): large bf16 GEMMs reach ~85 % of peak on A100 and ~75-80 % on
-// H100/H200 (the H200 in this workplace ran 788 of 989 TFLOP/s on 8192³ bf16, KINDS.md
-// 2026-10-28); copy kernels reach ~85-90 % of HBM bandwidth.
-constexpr kernel_params default_kernel_params(gpu_architecture a) {
-    switch (a) {
-        case gpu_architecture::volta:
-            return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 128, .k_half = 64,
-                    .memory_efficiency = 0.85, .launch_overhead = microseconds_of(5.0)};
-        case gpu_architecture::ampere:
-        case gpu_architecture::ada:
-            return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 256, .k_half = 64,
-                    .memory_efficiency = 0.85, .launch_overhead = microseconds_of(4.0)};
-        case gpu_architecture::hopper:
-        case gpu_architecture::blackwell:
-            return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 256, .k_half = 128,
-                    .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0)};
-    }
-    return {};
-}
 
 // Output tiles and how evenly they fill the SMs: the fraction of the launched tile
 // work that is useful (edge padding and a partial last wave both waste it).
 struct wave_quantization {
     double tiles = 0;
     double waves = 0;
-    double utilization = 1;   // useful work / (waves · SMs · tile work)
+    double utilization = 1;   // useful work / launched
+    double launched = 0;      // output elements launched: waves · SMs · tile_m · tile_n
 };
 
-inline wave_quantization quantize_with_tile(const gemm_shape& g, int sm_count, double tile_m, double tile_n) {
-    const double tiles = std::ceil(g.m / tile_m) * std::ceil(g.n / tile_n) * g.batch;
-    const double sms = std::max(1, sm_count);
-    const double waves = std::ceil(tiles / sms);
-    return {tiles, waves, g.m * g.n * g.batch / (waves * sms * tile_m * tile_n)};
+namespace kernel_detail {
+// ceil for the non-negative tile and wave counts: an integer conversion instead of a
+// libm call (this runs a few dozen times per prediction).
+constexpr double ceil_count(double x) {
+    if (!(x < 9.0e15)) return std::ceil(x);  // beyond exact integers (and NaN): the library's
+    const double t = double(static_cast<long long>(x));
+    return t < x ? t + 1.0 : t;
 }
 
-// cuBLAS heuristics choose among tile shapes: a rectangular tile is modelled in both
-// orientations (e.g. 128×256 and 256×128), and a dimension smaller than the tile gets
-// the smallest power-of-two tile (at least 16, the MMA granularity) that covers it,
-// as cuBLAS has narrower kernels for skinny problems. The best fit is taken.
-namespace kernel_detail {
-constexpr double covering_tile(double dim, double tile) {
-    double t = 16;
-    while (t < dim && t < tile) t *= 2;
-    return std::min(t, tile);
-}
 }  // namespace kernel_detail
 
-inline wave_quantization quantize(const gemm_shape& g, int sm_count, const kernel_params& p) {
-    using kernel_detail::covering_tile;
-    const auto a = quantize_with_tile(g, sm_count, covering_tile(g.m, p.tile_m), covering_tile(g.n, p.tile_n));
-    const auto b = quantize_with_tile(g, sm_count, covering_tile(g.m, p.tile_n), covering_tile(g.n, p.tile_m));
-    return b.utilization > a.utilization ? b : a;
+// The kernel model bound to one GPU and one parameter set. What does not depend on
+// the op — achievable rates and the reciprocals of the tiles — is computed once: a
+// step prices a few dozen GEMMs, the planner millions, and divisions dominate.
+class kernel_cost_model {
+public:
+    kernel_cost_model(const gpu_spec& gpu, const kernel_params& p)
+        : gpu_(gpu), p_(p), sms_(std::max(1, gpu.sm_count)),
+          seconds_per_byte_(1.0 / (gpu.memory_bandwidth.value() * p.memory_efficiency)),
+          full_m_{p.tile_m, exact_inverse(p.tile_m)}, full_n_{p.tile_n, exact_inverse(p.tile_n)} {
+        for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
+            const auto peak = gpu.peak.of(dtype(i));
+            seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * p.peak_fraction) : 0.0;
+        }
+    }
+
+    // One tile shape: ceil(m/tile_m)·ceil(n/tile_n)·batch tiles in waves over the SMs.
+    wave_quantization quantize_with_tile(const gemm_shape& g, double tile_m, double tile_n) const {
+        return quantize_with({tile_m, exact_inverse(tile_m)}, {tile_n, exact_inverse(tile_n)}, g);
+    }
+
+    // cuBLAS heuristics choose among tile shapes: a rectangular tile is modelled in both
+    // orientations (e.g. 128×256 and 256×128), and a dimension smaller than the tile gets
+    // the smallest covering power-of-two tile (at least 16, the MMA granularity), as
+    // cuBLAS has narrower kernels for skinny problems. The best fit is taken.
+    wave_quantization quantize(const gemm_shape& g) const {
+        const auto a = quantize_with(covering(g.m, full_m_), covering(g.n, full_n_), g);
+        if (p_.tile_m == p_.tile_n) return a;
+        const auto b = quantize_with(covering(g.m, full_n_), covering(g.n, full_m_), g);
+        return b.launched < a.launched ? b : a;
+    }
+
+    // Compute-side time before the launch overhead:
+    //   flops / (peak · peak_fraction · k/(k + k_half) · utilization)
+    // with utilization = m·n·batch / launched tile elements, which simplifies to
+    //   2 · (k + k_half) · launched / (peak · peak_fraction).
+    seconds gemm_compute_time(const gemm_shape& g) const {
+        return seconds_of(2.0 * (g.k + p_.k_half) * quantize(g).launched * seconds_per_flop(g.math));
+    }
+
+    seconds gemm_memory_time(const gemm_shape& g) const {
+        return seconds_of(gemm_bytes(g).value() * seconds_per_byte_);
+    }
+
+    seconds gemm_time(const gemm_shape& g) const {
+        validate(g);
+        return p_.launch_overhead + std::max(gemm_compute_time(g), gemm_memory_time(g));
+    }
+
+    // Memory-bound work: `moved` bytes over `launches` kernel launches.
+    seconds memory_time(bytes moved, double launches = 1) const {
+        require(moved.value() >= 0, "bytes", moved.value(), "must not be negative");
+        return launches * p_.launch_overhead + seconds_of(moved.value() * seconds_per_byte_);
+    }
+
+    const kernel_params& params() const { return p_; }
+
+private:
+    struct tile {
+        double size = 1;
+        double inverse = 0;   // exact 1/size, or 0 when size is not a power of two
+    };
+
+    // 1/t when it is exact (t a power of two), else 0: m·(1/t) then equals m/t exactly.
+    static double exact_inverse(double t) {
+        int e = 0;
+        return std::frexp(t, &e) == 0.5 ? 1.0 / t : 0.0;
+    }
+
+    static tile covering(double dim, const tile& full) {
+        if (dim >= full.size) return full;
+        tile t{16, 1.0 / 16};
+        while (t.size < dim && t.size < full.size) {
+            t.size *= 2;
+            t.inverse *= 0.5;
+        }
+        return t.size < full.size ? t : full;
+    }
+
+    static double count(double dim, const tile& t) {
+        return kernel_detail::ceil_count(t.inverse > 0 ? dim * t.inverse : dim / t.size);
+    }
+
+    wave_quantization quantize_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
+        const double tiles = count(g.m, tm) * count(g.n, tn) * g.batch;
+        const double waves = kernel_detail::ceil_count(tiles / sms_);
+        const double launched = waves * sms_ * tm.size * tn.size;
+        return {tiles, waves, g.m * g.n * g.batch / launched, launched};
+    }
+
+    double seconds_per_flop(dtype t) const {
+        const double v = seconds_per_flop_[std::size_t(t)];
+        if (v == 0.0) gpu_.peak_for(t);  // throws, naming the dtype
+        return v;
+    }
+
+    const gpu_spec& gpu_;
+    kernel_params p_;
+    double sms_;
+    double seconds_per_byte_;
+    tile full_m_, full_n_;
+    std::array<double, 6> seconds_per_flop_{};
+};
+
+// The same model, one call at a time.
+inline wave_quantization quantize_with_tile(const gemm_shape& g, int sm_count, double tile_m, double tile_n) {
+    gpu_spec gpu;
+    gpu.sm_count = sm_count;
+    gpu.memory_bandwidth = gb_per_second(1.0);
+    return kernel_cost_model(gpu, {}).quantize_with_tile(g, tile_m, tile_n);
 }
 
-// Compute-side time of a GEMM before the launch overhead is added.
+inline wave_quantization quantize(const gemm_shape& g, int sm_count, const kernel_params& p) {
+    gpu_spec gpu;
+    gpu.sm_count = sm_count;
+    gpu.memory_bandwidth = gb_per_second(1.0);
+    return kernel_cost_model(gpu, p).quantize(g);
+}
+
 inline seconds gemm_compute_time(const gpu_spec& gpu, const gemm_shape& g, const kernel_params& p) {
-    const double k_efficiency = g.k / (g.k + p.k_half);
-    const double eff = p.peak_fraction * k_efficiency * quantize(g, gpu.sm_count, p).utilization;
-    return gemm_flops(g) / (gpu.peak_for(g.math) * eff);
+    return kernel_cost_model(gpu, p).gemm_compute_time(g);
 }
 
 inline seconds gemm_memory_time(const gpu_spec& gpu, const gemm_shape& g, const kernel_params& p) {
-    return gemm_bytes(g) / (gpu.memory_bandwidth * p.memory_efficiency);
+    return kernel_cost_model(gpu, p).gemm_memory_time(g);
 }
 
 inline seconds gemm_time(const gpu_spec& gpu, const gemm_shape& g, const kernel_params& p) {
-    validate(g);
-    return p.launch_overhead + std::max(gemm_compute_time(gpu, g, p), gemm_memory_time(gpu, g, p));
+    return kernel_cost_model(gpu, p).gemm_time(g);
 }
 
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update).
 inline seconds memory_op_time(const gpu_spec& gpu, bytes moved, const kernel_params& p) {
-    require(moved.value() >= 0, "bytes", moved.value(), "must not be negative");
-    return p.launch_overhead + moved / (gpu.memory_bandwidth * p.memory_efficiency);
+    return kernel_cost_model(gpu, p).memory_time(moved);
+}
+
+// A memory op of the workload: its bytes over its launches.
+inline seconds memory_op_time(const gpu_spec& gpu, const memory_op& op, const kernel_params& p) {
+    return kernel_cost_model(gpu, p).memory_time(op.moved, op.launches);
 }
 
 }  // namespace trainperf

@@ -11,66 +11,17 @@
 
 #include "dtype.hpp"
 #include "error.hpp"
+#include "framework.hpp"
 #include "hardware.hpp"
 #include "model.hpp"
 #include "models/catalog.hpp"
 #include "optimizer.hpp"
 #include "parallel.hpp"
 #include "precision.hpp"
+#include "setup.hpp"
 #include "units.hpp"
 
 namespace trainperf {
-
-// What a framework adds on top of the model's own tensors. The defaults describe a
-// plain PyTorch / Hugging Face run; framework profiles supply their own values.
-struct memory_overheads {
-    // Logits and loss: HF upcasts the logits to fp32 for the cross-entropy; besides
-    // the logits themselves `loss_buffers` b·s·V buffers are live at the peak (the
-    // log-softmax kept for backward and the gradient of the logits).
-    bool fp32_logits = true;
-    double loss_buffers = 2;
-    // Dropout masks (1 B per element) are part of Korthikanti's 34·s·b·h; models
-    // trained without dropout (LLaMA) keep none.
-    bool dropout = true;
-    // FlashAttention keeps no s × s matrices, only an fp32 log-sum-exp per row.
-    bool flash_attention = false;
-    // cuBLAS workspace: PyTorch defaults to 32 MiB on Hopper (":4096:8") and 8.125 MiB
-    // before it (":4096:2:16:8"), CUDABlasHandlePool.cpp; the larger is the default.
-    bytes workspace = mebibytes_of(32);
-    // Temporary buffers of the backward pass not covered by the activation formula.
-    bytes temporaries = bytes_of(0);
-    // Gradient communication buckets when dp > 1 (bytes), plus a fraction of the
-    // gradients duplicated into them (PyTorch DDP without gradient_as_bucket_view
-    // copies every gradient into its buckets: 1.0).
-    bytes gradient_buckets = bytes_of(0);
-    double gradient_bucket_copy = 0.0;
-    // Temporaries of the optimizer step, as a multiple of the local fp32 parameter
-    // bytes (a per-tensor or foreach AdamW allocates intermediates; fused: ~0).
-    double optimizer_temporaries = 0.0;
-    // Caching-allocator overhead (reserved beyond allocated), a fraction of the peak.
-    double fragmentation = 0.0;
-    // Devices whose memory is shared with the CPU (Jetson): what the OS, the CPU side
-    // of the training process and the desktop keep. An estimate, not a datasheet
-    // number (Ubuntu + Python + PyTorch CPU side typically hold 1.5-3 GB).
-    bytes host_reserve = gigabytes_of(2);
-};
-
-constexpr void validate(const memory_overheads& o) {
-    require(o.loss_buffers >= 0, "loss_buffers", o.loss_buffers, "must not be negative");
-    require(o.workspace.value() >= 0, "workspace", o.workspace.value(), "must not be negative");
-    require(o.temporaries.value() >= 0, "temporaries", o.temporaries.value(),
-            "must not be negative");
-    require(o.gradient_buckets.value() >= 0, "gradient_buckets", o.gradient_buckets.value(),
-            "must not be negative");
-    require(o.gradient_bucket_copy >= 0, "gradient_bucket_copy", o.gradient_bucket_copy,
-            "must not be negative");
-    require(o.optimizer_temporaries >= 0, "optimizer_temporaries", o.optimizer_temporaries,
-            "must not be negative");
-    require(o.fragmentation >= 0 && o.fragmentation < 1, "fragmentation", o.fragmentation,
-            "must be in [0, 1)");
-    require(o.host_reserve.value() >= 0, "host_reserve", o.host_reserve.value(),
-            "must not be negative");
-}
 
 enum class memory_phase { forward_backward, optimizer_step };
 
@@ -179,20 +130,20 @@ constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, doubl
 //     FlashAttention: an fp32 log-sum-exp, 4·asb
 constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype activations,
                                            int micro_batch, int seq, int tp, bool sp,
-                                           recompute_mode r, const memory_overheads& o = {}) {
+                                           recompute_mode r, const framework_profile& fw = pytorch_eager_profile) {
     const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
     const double f = m.ffn_hidden, kv = m.kv_width();
     const double e = size_of(activations) / 2.0;
     const double sbh = s * b * h;
     if (r == recompute_mode::full) return bytes_of(2 * e * sbh / (sp ? t : 1.0));
-    const bool dropout = o.dropout && m.dropout;  // the model or the framework can turn it off
+    const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
     const double masks = dropout ? 2 * sbh : 0.0;
     const double unsplit = 8 * e * sbh + masks;
     const double ffn_terms = m.ffn == ffn_kind::swiglu ? 6.0 : 4.0;
     const double split = e * s * b * (4 * h + 4 * kv + ffn_terms * f);
     double core = 0;
     if (r != recompute_mode::selective) {
-        if (o.flash_attention) core = 4 * a * s * b;
+        if (fw.flash_attention) core = 4 * a * s * b;
         else core = dropout ? a * s * s * b * (4 * e + 1) : a * s * s * b * 2 * e;
     }
     return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t);
@@ -202,49 +153,59 @@ namespace memory_detail {
 constexpr double ceil_div(int a, int b) { return double((a + b - 1) / b); }
 
 constexpr void check_inputs(const transformer_config& m, const parallel_layout& p, int seq,
-                            const memory_overheads& o) {
+                            const framework_profile& fw) {
     validate(m);
     validate(p, m);
-    validate(o);
+    validate(fw);
     require(seq >= 1, "seq", seq, "must be at least 1");
     require(m.positions != position_kind::learned || m.max_seq == 0 || seq <= m.max_seq, "seq",
             seq, "exceeds the model's learned position table (max_seq)");
 }
 
+// Weights, gradients, master copy and optimizer state of `local` parameters (after
+// tp·pp splitting) whose whole optimizer state is `state`, sharded by ZeRO over dp:
+// stage 1 shards master and state, 2 also gradients, 3 also weights. Offloaded,
+// master and state live in host memory.
+constexpr void add_static_state(memory_breakdown& mb, double local, bytes state, const precision_recipe& r,
+                                const parallel_layout& p) {
+    const double dp = p.dp;
+    const double shard = p.zero >= 1 ? dp : 1.0;
+    mb.weights = bytes_of(local * size_of(r.weights) / (p.zero >= 3 ? dp : 1.0));
+    mb.gradients = bytes_of(local * size_of(r.gradients) / (p.zero >= 2 ? dp : 1.0));
+    const bytes master = bytes_of(r.fp32_master ? local * size_of(dtype::fp32) / shard : 0.0);
+    if (p.offload == offload_mode::optimizer) {
+        mb.offloaded_to_host = master + state / shard;
+    } else {
+        mb.master_weights = master;
+        mb.optimizer_state = state / shard;
+    }
+}
+
 // One pipeline stage's memory; stage 0 holds the embedding and the most
 // micro-batches in flight, the last stage the head and the logits.
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
-                                        optimizer_kind k, const parallel_layout& p, int seq,
-                                        const memory_overheads& o, bool first, bool last) {
+                                        const model_state& state, const parallel_layout& p, int seq,
+                                        const framework_profile& fw, bool first, bool last) {
+    const memory_overheads& o = fw.memory;
     memory_breakdown mb;
     mb.stage = first ? 0 : p.pp - 1;
-    const double t = p.tp, dp = p.dp;
+    const double t = p.tp;
     const double s = seq, b = p.micro_batch, h = m.hidden;
     const double e = size_of(r.activations) / 2.0;
     const int stage_layers = int(ceil_div(m.layers, p.pp));
 
     // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
-    double params = stage_layers * layer_parameters(m);
-    if (first) params += embedding_parameters(m);
-    if (last) params += head_parameters(m);
+    double params = stage_layers * state.layer_parameters;
+    if (first) params += state.embedding_parameters;
+    if (last) params += state.head_parameters;
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
-    const double total_params = parameter_count(m);
+    const double total_params = state.parameters;
     const double local = params / t;
     const double share = local / total_params;  // shape-aware optimizer state, prorated
 
-    const double zero_optimizer = p.zero >= 1 ? dp : 1.0;
-    const double zero_gradients = p.zero >= 2 ? dp : 1.0;
-    const double zero_weights = p.zero >= 3 ? dp : 1.0;
-    mb.weights = bytes_of(local * size_of(r.weights) / zero_weights);
-    mb.gradients = bytes_of(local * size_of(r.gradients) / zero_gradients);
-    const bytes master = bytes_of(r.fp32_master ? local * 4.0 / zero_optimizer : 0.0);
-    const bytes state = share * optimizer_state_bytes(k, m, r.optimizer_state) / zero_optimizer;
-    if (p.offload == offload_mode::optimizer) {
-        mb.offloaded_to_host = master + state;
-    } else {
-        mb.master_weights = master;
-        mb.optimizer_state = state;
-    }
+    const double zero_optimizer = p.zero >= 1 ? p.dp : 1.0;
+    const double fp32 = size_of(dtype::fp32);
+    add_static_state(mb, local, share * state.optimizer_state, r, p);
 
     // Activations: micro-batches in flight on this stage (1F1B: p on the first
     // stage, 1 on the last), interleaving's extra factor on the first stage.
@@ -253,18 +214,18 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;
     const bytes per_layer = activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp,
-                                                       p.sp, p.recompute, o);
+                                                       p.sp, p.recompute, fw);
     bytes act = double(stage_layers) * in_flight * interleave * per_layer;
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
     if (last) act += bytes_of(4 * e * s * b * h / seq_split);  // final norm and head inputs
     if (p.recompute == recompute_mode::full)  // one layer rebuilt during its backward
         act += activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp, p.sp,
-                                          recompute_mode::none, o);
+                                          recompute_mode::none, fw);
     mb.activations = act;
 
     if (last) {
-        const double loss_bytes = o.fp32_logits ? 4.0 : size_of(r.activations);
+        const double loss_bytes = o.fp32_logits ? fp32 : size_of(r.activations);
         mb.logits = bytes_of(b * s * double(m.vocab) / t *
                              (size_of(r.activations) + o.loss_buffers * loss_bytes));
     }
@@ -272,9 +233,9 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     mb.temporaries = o.temporaries;
     if (p.dp > 1) mb.buffers = o.gradient_buckets + o.gradient_bucket_copy * mb.gradients;
     if (p.zero == 3 && p.dp > 1)  // the gathered layer being used and the one prefetched
-        mb.buffers += bytes_of(2 * layer_parameters(m) / t * size_of(r.weights));
+        mb.buffers += bytes_of(2 * state.layer_parameters / t * size_of(r.weights));
     if (p.offload == offload_mode::none)
-        mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * local * 4.0 / zero_optimizer);
+        mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * local * fp32 / zero_optimizer);
     mb.fragmentation = o.fragmentation * mb.peak_allocated();
     return mb;
 }
@@ -283,48 +244,61 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
 // Memory of the GPU that needs the most: with pp > 1 the first stage (embedding, p
 // micro-batches in flight) or the last (head, logits), whichever is larger.
 // layout.micro_batch is the micro-batch size b; layout.grad_accum the number of
-// micro-batches per step (it bounds those in flight).
+// micro-batches per step (it bounds those in flight). The framework profile supplies
+// what it holds beyond the model's tensors (framework.hpp memory_overheads).
+// `state` is model_state_of(optimizer, m, r.optimizer_state), which no layout changes.
+namespace memory_detail {
+// For inputs already validated (the planner builds only valid layouts).
+constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
+                                         const precision_recipe& r, const parallel_layout& p, int seq,
+                                         const framework_profile& fw) {
+    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, true, true);
+    const memory_breakdown first = stage_memory(m, r, state, p, seq, fw, true, false);
+    const memory_breakdown last = stage_memory(m, r, state, p, seq, fw, false, true);
+    return last.total() > first.total() ? last : first;
+}
+}  // namespace memory_detail
+
+constexpr memory_breakdown memory_per_gpu(const model_state& state, const transformer_config& m,
+                                          const precision_recipe& r, const parallel_layout& p, int seq,
+                                          const framework_profile& fw) {
+    memory_detail::check_inputs(m, p, seq, fw);
+    return memory_detail::busiest_stage(state, m, r, p, seq, fw);
+}
+
 constexpr memory_breakdown memory_per_gpu(const transformer_config& m, const precision_recipe& r,
                                           optimizer_kind k, const parallel_layout& p, int seq,
-                                          const memory_overheads& o = {}) {
-    memory_detail::check_inputs(m, p, seq, o);
-    if (p.pp == 1) return memory_detail::stage_memory(m, r, k, p, seq, o, true, true);
-    const memory_breakdown first = memory_detail::stage_memory(m, r, k, p, seq, o, true, false);
-    const memory_breakdown last = memory_detail::stage_memory(m, r, k, p, seq, o, false, true);
-    return last.total() > first.total() ? last : first;
+                                          const framework_profile& fw = pytorch_eager_profile) {
+    validate(m);
+    return memory_per_gpu(model_state_of(k, m, r.optimizer_state), m, r, p, seq, fw);
 }
 
 // Memory the training process may use: all of it on a discrete GPU; on devices that
 // share DRAM with the CPU (Jetson) minus what the OS and the CPU side keep.
-constexpr bytes usable_memory(const gpu_spec& g, const memory_overheads& o = {}) {
-    return g.memory_shared_with_host ? g.memory_capacity - o.host_reserve : g.memory_capacity;
+constexpr bytes usable_memory(const gpu_spec& g, const framework_profile& fw = pytorch_eager_profile) {
+    return g.memory_shared_with_host ? g.memory_capacity - fw.memory.host_reserve : g.memory_capacity;
 }
 
 // Also checks that the GPU can run the recipe (bf16 on V100 throws).
 constexpr bool fits(const gpu_spec& g, const transformer_config& m, const precision_recipe& r,
                     optimizer_kind k, const parallel_layout& p, int seq,
-                    const memory_overheads& o = {}) {
+                    const framework_profile& fw = pytorch_eager_profile) {
     check_supported(g, r);
-    return memory_per_gpu(m, r, k, p, seq, o).total() <= usable_memory(g, o);
+    return memory_per_gpu(m, r, k, p, seq, fw).total() <= usable_memory(g, fw);
 }
 
 // Tag types: static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), ...)).
 template <hardware H, model M>
 constexpr bool fits(H, M, const precision_recipe& r, optimizer_kind k, const parallel_layout& p,
-                    int seq, const memory_overheads& o = {}) {
-    return fits(H::spec, M::config, r, k, p, seq, o);
+                    int seq, const framework_profile& fw = pytorch_eager_profile) {
+    return fits(H::spec, M::config, r, k, p, seq, fw);
 }
 
-// The largest micro-batch that fits (layout.micro_batch is ignored), 0 when even a
-// micro-batch of 1 does not. Memory grows with the batch, so a doubling search then
-// bisection finds it.
-constexpr int max_micro_batch(const gpu_spec& g, const transformer_config& m,
-                              const precision_recipe& r, optimizer_kind k, parallel_layout p,
-                              int seq, const memory_overheads& o = {}) {
-    auto fits_batch = [&](int b) {
-        p.micro_batch = b;
-        return fits(g, m, r, k, p, seq, o);
-    };
+namespace memory_detail {
+// The largest b in [1, 2^24] for which fits_batch(b) holds, 0 when none does. Memory
+// grows with the batch, so a doubling search then bisection finds it.
+template <class Fits>
+constexpr int largest_fitting_batch(Fits fits_batch) {
     if (!fits_batch(1)) return 0;
     int good = 1, bad = 2;
     constexpr int limit = 1 << 24;
@@ -340,11 +314,76 @@ constexpr int max_micro_batch(const gpu_spec& g, const transformer_config& m,
     }
     return good;
 }
+}  // namespace memory_detail
+
+// The largest micro-batch that fits (layout.micro_batch is ignored), 0 when even a
+// micro-batch of 1 does not.
+constexpr int max_micro_batch(const gpu_spec& g, const transformer_config& m,
+                              const precision_recipe& r, optimizer_kind k, parallel_layout p,
+                              int seq, const framework_profile& fw = pytorch_eager_profile) {
+    return memory_detail::largest_fitting_batch([&](int b) {
+        p.micro_batch = b;
+        return fits(g, m, r, k, p, seq, fw);
+    });
+}
 
 template <hardware H, model M>
 constexpr int max_micro_batch(H, M, const precision_recipe& r, optimizer_kind k,
-                              const parallel_layout& p, int seq, const memory_overheads& o = {}) {
-    return max_micro_batch(H::spec, M::config, r, k, p, seq, o);
+                              const parallel_layout& p, int seq, const framework_profile& fw = pytorch_eager_profile) {
+    return max_micro_batch(H::spec, M::config, r, k, p, seq, fw);
+}
+
+// ---- A training setup's memory: the one path `memory`, `fit`, `predict` and `plan` take
+
+struct memory_report {
+    memory_breakdown breakdown{};
+    bytes capacity = bytes_of(0);   // usable on the device
+    bool fits = true;
+
+    constexpr double fraction() const { return breakdown.total() / capacity; }
+};
+
+namespace memory_detail {
+// The report of a setup whose inputs are already validated.
+constexpr memory_report report_of(const training_setup& s, const model_state& state) {
+    memory_report r;
+    r.breakdown = busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework);
+    r.capacity = usable_memory(s.cluster.gpu, s.framework);
+    r.fits = r.breakdown.total() <= r.capacity;
+    return r;
+}
+}  // namespace memory_detail
+
+// Peak memory per GPU as the setup's framework holds it (its stored precision, e.g.
+// fp32 main gradients, and its overheads), against what the device can use. `state`
+// is model_state_of(s), which no layout changes.
+constexpr memory_report memory_of(const training_setup& s, const model_state& state) {
+    check_supported(s.cluster.gpu, s.precision);
+    memory_detail::check_inputs(s.model, s.layout, sequence_length(s), s.framework);
+    return memory_detail::report_of(s, state);
+}
+
+constexpr memory_report memory_of(const training_setup& s) { return memory_of(s, model_state_of(s)); }
+
+// The largest micro-batch of the setup that fits (its layout.micro_batch is ignored).
+constexpr int max_micro_batch(training_setup s) {
+    const model_state state = model_state_of(s);
+    return memory_detail::largest_fitting_batch([&](int b) {
+        s.layout.micro_batch = b;
+        return memory_of(s, state).fits;
+    });
+}
+
+// Static state of a bare parameter count (no model shape: no activations), split by
+// tp·pp and sharded by ZeRO.
+constexpr memory_breakdown static_state_memory(double params, const precision_recipe& r, optimizer_kind k,
+                                               const parallel_layout& p) {
+    require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
+    validate(p);
+    memory_breakdown mb;
+    const double split = double(p.tp) * p.pp;
+    memory_detail::add_static_state(mb, params / split, optimizer_state_bytes(k, params, r.optimizer_state) / split, r, p);
+    return mb;
 }
 
 }  // namespace trainperf

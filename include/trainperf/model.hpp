@@ -1,9 +1,11 @@
 // A transformer's architecture and its parameter count, computed from the config.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
+#include "enum_names.hpp"
 #include "error.hpp"
 
 namespace trainperf {
@@ -11,6 +13,21 @@ namespace trainperf {
 enum class ffn_kind { gelu, swiglu };          // swiglu: gated FFN, three matrices
 enum class position_kind { learned, rotary };  // learned: a max_seq × hidden table
 enum class norm_kind { layernorm, rmsnorm };   // rmsnorm has no bias
+
+template <>
+struct enum_names<ffn_kind> {
+    static constexpr std::array<enum_name<ffn_kind>, 2> table{{{ffn_kind::gelu, "gelu"}, {ffn_kind::swiglu, "swiglu"}}};
+};
+template <>
+struct enum_names<position_kind> {
+    static constexpr std::array<enum_name<position_kind>, 2> table{
+        {{position_kind::learned, "learned"}, {position_kind::rotary, "rotary"}}};
+};
+template <>
+struct enum_names<norm_kind> {
+    static constexpr std::array<enum_name<norm_kind>, 2> table{
+        {{norm_kind::layernorm, "layernorm"}, {norm_kind::rmsnorm, "rmsnorm"}}};
+};
 
 struct transformer_config {
     std::string_view name = "custom";

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "model.hpp"
 #include "units.hpp"
@@ -15,31 +16,22 @@ namespace trainperf {
 
 enum class optimizer_kind { sgd, sgd_momentum, adamw, adamw_fused, adafactor, lion, adam8bit };
 
-inline constexpr std::array all_optimizers{optimizer_kind::sgd,       optimizer_kind::sgd_momentum,
-                                           optimizer_kind::adamw,     optimizer_kind::adamw_fused,
-                                           optimizer_kind::adafactor, optimizer_kind::lion,
-                                           optimizer_kind::adam8bit};
+template <>
+struct enum_names<optimizer_kind> {
+    static constexpr std::array<enum_name<optimizer_kind>, 7> table{{{optimizer_kind::sgd, "sgd"},
+                                                                     {optimizer_kind::sgd_momentum, "sgd-momentum"},
+                                                                     {optimizer_kind::adamw, "adamw"},
+                                                                     {optimizer_kind::adamw_fused, "adamw-fused"},
+                                                                     {optimizer_kind::adafactor, "adafactor"},
+                                                                     {optimizer_kind::lion, "lion"},
+                                                                     {optimizer_kind::adam8bit, "adam8bit"}}};
+    // Adam keeps the same state as AdamW.
+    static constexpr std::array<enum_name<optimizer_kind>, 1> aliases{{{optimizer_kind::adamw, "adam"}}};
+};
 
-constexpr std::string_view to_string(optimizer_kind k) {
-    switch (k) {
-        case optimizer_kind::sgd: return "sgd";
-        case optimizer_kind::sgd_momentum: return "sgd-momentum";
-        case optimizer_kind::adamw: return "adamw";
-        case optimizer_kind::adamw_fused: return "adamw-fused";
-        case optimizer_kind::adafactor: return "adafactor";
-        case optimizer_kind::lion: return "lion";
-        case optimizer_kind::adam8bit: return "adam8bit";
-    }
-    return "?";
-}
+inline constexpr auto all_optimizers = enum_values<optimizer_kind>();
 
-constexpr optimizer_kind parse_optimizer(std::string_view s) {
-    for (optimizer_kind k : all_optimizers)
-        if (to_string(k) == s) return k;
-    if (s == "adam") return optimizer_kind::adamw;  // same state as AdamW
-    detail::fail("optimizer", s,
-                 "unknown; expected sgd, sgd-momentum, adamw, adamw-fused, adafactor, lion or adam8bit");
-}
+constexpr optimizer_kind parse_optimizer(std::string_view s) { return parse_enum<optimizer_kind>("optimizer", s); }
 
 // Fused: one multi-tensor kernel per step (apex FusedAdam, torch fused=True) instead
 // of a per-tensor loop of elementwise kernels. Same state; the step engine times it.
@@ -129,8 +121,9 @@ constexpr double ceil_div(double a, double b) {
 }
 
 constexpr double adam8bit_state_of(double elements) {
-    if (elements < adam8bit_min_elements) return elements * 8.0;          // m, v in fp32
-    return 2.0 * (elements + 4.0 * ceil_div(elements, adam8bit_block));  // 1 B + absmax
+    const double fp32 = size_of(dtype::fp32);
+    if (elements < adam8bit_min_elements) return 2.0 * elements * fp32;    // m, v in fp32
+    return 2.0 * (elements + fp32 * ceil_div(elements, adam8bit_block));  // 1 B + fp32 absmax
 }
 
 // Newton iteration: constant-evaluable, unlike std::cbrt.
@@ -198,9 +191,31 @@ constexpr bytes optimizer_state_bytes(optimizer_kind k, double params, dtype sta
             return bytes_of(params * (2.0 / hidden) * s);
         }
         case optimizer_kind::adam8bit:
-            return bytes_of(2.0 * (params + 4.0 * params / optimizer_detail::adam8bit_block));
+            return bytes_of(2.0 * (params + size_of(dtype::fp32) * params / optimizer_detail::adam8bit_block));
     }
     return bytes_of(0);
+}
+
+// What the model's optimizer holds whatever the layout: computed once per model,
+// optimizer and state dtype (the planner reuses it for every layout it prices).
+struct model_state {
+    double parameters = 0;
+    double layer_parameters = 0;           // one transformer layer
+    double embedding_parameters = 0;
+    double head_parameters = 0;
+    double tensors = 0;                    // parameter tensors, layers counted
+    bytes optimizer_state = bytes_of(0);   // the whole model's optimizer state
+};
+
+constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state = dtype::fp32) {
+    model_state r;
+    r.parameters = parameter_count(m);
+    r.layer_parameters = layer_parameters(m);
+    r.embedding_parameters = embedding_parameters(m);
+    r.head_parameters = head_parameters(m);
+    for (const auto& t : parameter_tensors(m)) r.tensors += t.count;
+    r.optimizer_state = optimizer_state_bytes(k, m, state);
+    return r;
 }
 
 }  // namespace trainperf

@@ -1,8 +1,10 @@
 // A parallel layout: how a model and its batch are split over GPUs.
 #pragma once
 
+#include <array>
 #include <string_view>
 
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "model.hpp"
 
@@ -10,32 +12,33 @@ namespace trainperf {
 
 enum class recompute_mode { none, selective, full };
 
-constexpr std::string_view to_string(recompute_mode r) {
-    switch (r) {
-        case recompute_mode::none: return "none";
-        case recompute_mode::selective: return "selective";
-        case recompute_mode::full: return "full";
-    }
-    return "?";
-}
+template <>
+struct enum_names<recompute_mode> {
+    static constexpr std::array<enum_name<recompute_mode>, 3> table{{
+        {recompute_mode::none, "none"}, {recompute_mode::selective, "selective"}, {recompute_mode::full, "full"}}};
+};
 
-constexpr recompute_mode parse_recompute(std::string_view s) {
-    for (recompute_mode r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
-        if (to_string(r) == s) return r;
-    detail::fail("recompute", s, "unknown; expected none, selective or full");
-}
+constexpr recompute_mode parse_recompute(std::string_view s) { return parse_enum<recompute_mode>("recompute", s); }
 
 enum class offload_mode { none, optimizer };
 
-constexpr std::string_view to_string(offload_mode o) {
-    return o == offload_mode::optimizer ? "optimizer" : "none";
-}
+template <>
+struct enum_names<offload_mode> {
+    static constexpr std::array<enum_name<offload_mode>, 2> table{{
+        {offload_mode::none, "none"}, {offload_mode::optimizer, "optimizer"}}};
+};
 
-constexpr offload_mode parse_offload(std::string_view s) {
-    if (s == "none") return offload_mode::none;
-    if (s == "optimizer") return offload_mode::optimizer;
-    detail::fail("offload", s, "unknown; expected none or optimizer");
-}
+constexpr offload_mode parse_offload(std::string_view s) { return parse_enum<offload_mode>("offload", s); }
+
+// Whether data-parallel gradient sync overlaps backward: as the framework profile
+// does it, or forced on/off.
+enum class dp_overlap_mode { framework, on, off };
+
+template <>
+struct enum_names<dp_overlap_mode> {
+    static constexpr std::array<enum_name<dp_overlap_mode>, 3> table{{
+        {dp_overlap_mode::framework, "framework"}, {dp_overlap_mode::on, "on"}, {dp_overlap_mode::off, "off"}}};
+};
 
 struct parallel_layout {
     int dp = 1;                  // data-parallel replicas
@@ -48,6 +51,7 @@ struct parallel_layout {
     int micro_batch = 1;         // samples per micro-batch per model replica
     int grad_accum = 1;          // micro-batches per step per replica
     recompute_mode recompute = recompute_mode::none;
+    dp_overlap_mode dp_overlap = dp_overlap_mode::framework;
 
     constexpr int gpus() const { return dp * tp * pp; }
     constexpr long long global_batch() const { return 1LL * micro_batch * dp * grad_accum; }

@@ -1,17 +1,33 @@
 // Search over parallel layouts: for a model, a system of N GPUs and a global batch,
-// every (tp, pp, interleave, dp, ZeRO stage, micro-batch, recompute) that is valid
-// and fits, ranked by predicted step time. The engine predicts hundreds of
-// thousands of layouts per second (benchmarks/bench_engine.cpp), so the search is
-// exhaustive rather than heuristic.
+// every layout — tensor parallel size, pipeline stages, virtual stages, data-parallel
+// replicas, micro-batch (every divisor of the per-replica batch), sequence
+// parallelism, recompute none/selective/full, ZeRO 0–3, optimizer offload, data-
+// parallel overlap on/off — that reaches the global batch exactly, ranked by
+// predicted step time. The search is exhaustive: a candidate is skipped only when a
+// bound proves it cannot fit (memory grows with the micro-batch) or cannot enter the
+// top k (its compute alone is slower than the k-th best found). Pricing reuses what
+// does not change: a stage's micro-batch is priced once per (tp, pp, sp, recompute,
+// micro-batch) and reused across interleave, ZeRO stage, offload and overlap, memory
+// once per (…, interleave, ZeRO, offload). Threads share the candidates.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "error.hpp"
+#include "memory.hpp"
 #include "parallel.hpp"
+#include "placement.hpp"
+#include "setup.hpp"
 #include "step.hpp"
+#include "workload.hpp"
 
 namespace trainperf {
 
@@ -19,8 +35,17 @@ struct plan_request {
     training_setup base{};         // system, model, recipe, optimizer, framework, seq
     int gpus = 1;
     long long global_batch = 1;    // samples per optimizer step
-    int max_micro_batch = 64;
+    int max_micro_batch = 0;       // 0: every micro-batch up to the per-replica batch
     bool allow_offload = false;    // also try optimizer offload
+};
+
+struct plan_options {
+    std::size_t top = 10;          // layouts kept, fastest first
+    unsigned threads = 0;          // 0: one per hardware thread
+    bool prune = true;             // false: predict every candidate (for checking the bounds)
+    // Called from the calling thread about ten times a second with the fraction of the
+    // space done, once the search has run for a second.
+    std::function<void(double fraction)> progress;
 };
 
 struct plan_candidate {
@@ -30,72 +55,296 @@ struct plan_candidate {
 
 struct plan_result {
     std::vector<plan_candidate> best;  // fastest first
-    long long evaluated = 0;           // layouts predicted
-    long long fitting = 0;             // of those, layouts that fit in memory
+    long long candidates = 0;          // layouts in the space
+    long long evaluated = 0;           // of those, predicted
+    long long pruned = 0;              // skipped by a bound (cannot fit / cannot enter the top)
+    long long fitting = 0;             // of the evaluated, layouts that fit in memory
+    seconds wall = seconds_of(0.0);    // time the search took
 };
 
 inline void validate(const plan_request& r) {
-    require(r.gpus >= 1, "gpus", r.gpus, "must be at least 1");
-    require(r.global_batch >= 1, "global_batch", r.global_batch, "must be at least 1");
-    require(r.max_micro_batch >= 1, "max_micro_batch", r.max_micro_batch, "must be at least 1");
+    require(r.gpus >= 1 && r.gpus <= max_gpus, "gpus", r.gpus, "must be between 1 and 2^22");
+    require(r.global_batch >= 1 && r.global_batch <= max_global_batch, "global_batch", r.global_batch,
+            "must be between 1 and 2^40");
+    require(r.max_micro_batch >= 0, "max_micro_batch", r.max_micro_batch, "must not be negative (0: no cap)");
     validate(r.base.model);
+    validate(r.base.framework);
+    require(r.base.cluster.gpus_per_node >= 1, "gpus_per_node", r.base.cluster.gpus_per_node, "must be at least 1");
+    check_supported(r.base.cluster.gpu, r.base.precision);
+    const int seq = sequence_length(r.base);
+    require(seq >= 1, "seq", r.base.seq, "must be at least 1 (the model has no max_seq)");
 }
 
 namespace planner_detail {
-inline std::vector<int> divisors(int n) {
-    std::vector<int> d;
-    for (int i = 1; i <= n; ++i)
-        if (n % i == 0) d.push_back(i);
-    return d;
-}
-}  // namespace planner_detail
 
-// Every valid layout of request.gpus GPUs reaching request.global_batch exactly;
-// keeps the `top` fastest that fit.
-inline plan_result plan(const plan_request& request, std::size_t top = 10) {
-    validate(request);
-    const auto& m = request.base.model;
-    const int per_node = request.base.cluster.gpus_per_node;
-    plan_result result;
-    std::vector<plan_candidate> fitting;
-    for (int tp : planner_detail::divisors(request.gpus)) {
-        if (tp > per_node || m.heads % tp != 0) continue;
-        if (m.effective_kv_heads() % tp != 0 && tp % m.effective_kv_heads() != 0) continue;
-        for (int pp : planner_detail::divisors(request.gpus / tp)) {
-            if (pp > m.layers) continue;
-            const int dp = request.gpus / (tp * pp);
-            for (int interleave : {1, 2, 4}) {
-                if (interleave > 1 && (pp == 1 || m.layers % (pp * interleave) != 0)) continue;
-                for (int b = 1; b <= request.max_micro_batch; b *= 2) {
-                    if (request.global_batch % (1LL * b * dp) != 0) continue;
-                    const int accum = int(request.global_batch / (1LL * b * dp));
-                    for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
-                        for (auto offload : {offload_mode::none, offload_mode::optimizer}) {
-                            if (offload == offload_mode::optimizer && !request.allow_offload) continue;
-                            for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
-                                training_setup s = request.base;
-                                s.layout = {.dp = dp, .tp = tp, .pp = pp, .interleave = interleave, .sp = tp > 1,
-                                            .zero = zero, .offload = offload, .micro_batch = b,
-                                            .grad_accum = accum, .recompute = rc};
-                                const step_report report = predict(s);
-                                ++result.evaluated;
-                                if (!report.fits) continue;
-                                ++result.fitting;
-                                fitting.push_back({s.layout, report});
-                            }
-                        }
+// Divisors of n in increasing order, by trial division up to √n.
+inline std::vector<long long> divisors(long long n) {
+    std::vector<long long> low, high;
+    for (long long i = 1; i * i <= n; ++i)
+        if (n % i == 0) {
+            low.push_back(i);
+            if (i != n / i) high.push_back(n / i);
+        }
+    low.insert(low.end(), high.rbegin(), high.rend());
+    return low;
+}
+
+// One unit of work: a (tp, pp, sp, recompute) and all its micro-batches.
+struct unit {
+    int tp = 1, pp = 1;
+    bool sp = false;
+    recompute_mode recompute = recompute_mode::none;
+};
+
+struct space {
+    std::vector<unit> units;
+    std::vector<std::vector<int>> interleaves;  // per pp value index
+    long long candidates = 0;
+};
+
+constexpr int dp_of(const plan_request& r, int tp, int pp) { return r.gpus / (tp * pp); }
+
+inline bool tp_fits_model(const transformer_config& m, int tp) {
+    return m.heads % tp == 0 && (m.effective_kv_heads() % tp == 0 || tp % m.effective_kv_heads() == 0);
+}
+
+// The candidate dimensions once the (tp, pp, micro-batch) are fixed.
+struct inner_choices {
+    std::vector<int> interleaves;
+    std::vector<int> zeros;
+    std::vector<offload_mode> offloads;
+    std::vector<dp_overlap_mode> overlaps;
+
+    std::size_t count() const { return interleaves.size() * zeros.size() * offloads.size() * overlaps.size(); }
+};
+
+inline inner_choices choices_for(const plan_request& r, int pp, int dp) {
+    const int layers = r.base.model.layers;
+    inner_choices c;
+    c.interleaves.push_back(1);
+    if (pp > 1)
+        for (int v = 2; 1LL * pp * v <= layers; ++v)
+            if (layers % (pp * v) == 0) c.interleaves.push_back(v);
+    for (int z = 0; z <= (dp > 1 ? 3 : 0); ++z) c.zeros.push_back(z);
+    c.offloads.push_back(offload_mode::none);
+    if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host) c.offloads.push_back(offload_mode::optimizer);
+    if (dp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
+    else c.overlaps = {dp_overlap_mode::framework};
+    return c;
+}
+
+inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
+    std::vector<int> out;
+    if (r.global_batch % dp != 0) return out;
+    for (long long b : divisors(r.global_batch / dp)) {
+        if (r.max_micro_batch > 0 && b > r.max_micro_batch) break;
+        if (b > (1 << 24)) break;  // beyond any memory (memory.hpp searches the same range)
+        out.push_back(int(b));
+    }
+    return out;
+}
+
+// Keeps the k fastest candidates (a max-heap on step time).
+class top_k {
+public:
+    explicit top_k(std::size_t k) : k_(k) {}
+    bool full() const { return k_ > 0 && heap_.size() >= k_; }
+    seconds worst() const { return heap_.front().report.step_time; }
+    void offer(const parallel_layout& layout, const step_report& report) {
+        if (k_ == 0) return;
+        if (!full()) {
+            heap_.push_back({layout, report});
+            std::push_heap(heap_.begin(), heap_.end(), slower);
+        } else if (report.step_time < worst()) {
+            std::pop_heap(heap_.begin(), heap_.end(), slower);
+            heap_.back() = {layout, report};
+            std::push_heap(heap_.begin(), heap_.end(), slower);
+        }
+    }
+    std::vector<plan_candidate>& items() { return heap_; }
+
+private:
+    static bool slower(const plan_candidate& a, const plan_candidate& b) {
+        return a.report.step_time < b.report.step_time;
+    }
+    std::size_t k_;
+    std::vector<plan_candidate> heap_;
+};
+
+struct worker_result {
+    top_k best;
+    long long evaluated = 0, pruned = 0, fitting = 0;
+};
+
+// All candidates of one unit: micro-batches in increasing order so that a
+// configuration that did not fit stays pruned for the larger ones.
+inline void search_unit(const plan_request& r, const unit& u, const plan_options& options, training_setup& s,
+                        worker_result& out) {
+    const int dp = dp_of(r, u.tp, u.pp);
+    const inner_choices choices = choices_for(r, u.pp, dp);
+    const auto batches = micro_batches_for(r, dp);
+    const long long per_batch = static_cast<long long>(choices.count());
+    const std::size_t memory_configs = choices.interleaves.size() * choices.zeros.size() * choices.offloads.size();
+    std::vector<char> did_not_fit(memory_configs, 0);
+    const layout_groups groups = place({.dp = dp, .tp = u.tp, .pp = u.pp}, s.cluster.gpus_per_node);
+    s.layout = {.dp = dp, .tp = u.tp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
+    const flop_counts flop = flop_counts_of(s);
+    const model_state state = model_state_of(s);
+    // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
+    std::vector<step_prices> step_costs;
+    for (int zero : choices.zeros)
+        for (offload_mode offload : choices.offloads) {
+            s.layout.zero = zero;
+            s.layout.offload = offload;
+            step_costs.push_back(price_step(step_workload(s, state), s));
+        }
+
+    for (int b : batches) {
+        const int accum = int(r.global_batch / (1LL * b * dp));
+        s.layout.micro_batch = b;
+        s.layout.grad_accum = accum;
+        s.layout.interleave = 1;
+        s.layout.zero = 0;
+        s.layout.offload = offload_mode::none;
+        s.layout.dp_overlap = dp_overlap_mode::framework;
+        // The stage's compute and tensor-parallel communication: once per micro-batch.
+        const micro_batch_times priced = price_micro_batch(s);
+        // Bound: every candidate of this micro-batch runs at least its compute.
+        if (options.prune && out.best.full() && double(accum) * priced.compute() > out.best.worst()) {
+            out.pruned += per_batch;
+            continue;
+        }
+        std::size_t config = 0;
+        for (int v : choices.interleaves) {
+            std::size_t step_config = 0;
+            s.layout.interleave = v;
+            micro_batch_times t = priced;
+            t.pipeline_comm = u.pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
+            for (int zero : choices.zeros) {
+                s.layout.zero = zero;
+                for (offload_mode offload : choices.offloads) {
+                    s.layout.offload = offload;
+                    const long long variants = static_cast<long long>(choices.overlaps.size());
+                    const step_prices& costs = step_costs[step_config++];
+                    char& failed = did_not_fit[config++];
+                    if (options.prune && failed) {
+                        out.pruned += variants;
+                        continue;
+                    }
+                    const memory_report memory = memory_detail::report_of(s, state);
+                    if (!memory.fits) failed = 1;
+                    for (dp_overlap_mode overlap : choices.overlaps) {
+                        s.layout.dp_overlap = overlap;
+                        const step_report report = schedule(s, t, costs, memory, flop);
+                        ++out.evaluated;
+                        if (!report.fits) continue;
+                        ++out.fitting;
+                        out.best.offer(s.layout, report);
+                    }
                 }
             }
         }
     }
+}
+
+inline space build_space(const plan_request& r) {
+    const auto& m = r.base.model;
+    space sp;
+    for (long long tp_ll : divisors(r.gpus)) {
+        const int tp = int(tp_ll);
+        if (tp > r.base.cluster.gpus_per_node || !tp_fits_model(m, tp)) continue;
+        for (long long pp_ll : divisors(r.gpus / tp)) {
+            const int pp = int(pp_ll);
+            if (pp > m.layers) continue;
+            const int dp = dp_of(r, tp, pp);
+            const auto batches = micro_batches_for(r, dp);
+            if (batches.empty()) continue;
+            const long long inner = static_cast<long long>(choices_for(r, pp, dp).count());
+            for (bool sequence_parallel : {false, true}) {
+                if (sequence_parallel && tp == 1) continue;
+                for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+                    sp.units.push_back({tp, pp, sequence_parallel, rc});
+                    sp.candidates += inner * static_cast<long long>(batches.size());
+                }
+            }
+        }
+    }
+    return sp;
+}
+
+}  // namespace planner_detail
+
+// Every valid layout of request.gpus GPUs reaching request.global_batch exactly;
+// keeps the options.top fastest that fit.
+inline plan_result plan(const plan_request& request, const plan_options& options = {}) {
+    using namespace planner_detail;
+    validate(request);
+    const auto start = std::chrono::steady_clock::now();
+    const space sp = build_space(request);
+    const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned threads =
+        std::max(1u, std::min<unsigned>(options.threads == 0 ? hardware : options.threads,
+                                        static_cast<unsigned>(std::max<std::size_t>(1, sp.units.size()))));
+    std::atomic<std::size_t> next{0}, done{0};
+    std::vector<worker_result> results(threads, worker_result{top_k(options.top)});
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    const auto work = [&](unsigned id) {
+        try {
+            training_setup s = request.base;
+            for (std::size_t i = next++; i < sp.units.size(); i = next++) {
+                search_unit(request, sp.units[i], options, s, results[id]);
+                ++done;
+            }
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+            next = sp.units.size();
+        }
+    };
+    // With a progress callback every worker is a thread and the calling thread
+    // reports; without one the calling thread works too.
+    const unsigned first_thread = options.progress ? 0 : 1;
+    std::vector<std::thread> pool;
+    for (unsigned id = first_thread; id < threads; ++id) pool.emplace_back(work, id);
+    if (options.progress) {
+        using namespace std::chrono_literals;
+        while (done < sp.units.size() && next < sp.units.size()) {
+            std::this_thread::sleep_for(100ms);
+            if (std::chrono::steady_clock::now() - start > 1s)
+                options.progress(double(done) / double(sp.units.size()));
+        }
+    } else {
+        work(0);
+    }
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+
+    plan_result result;
+    result.candidates = sp.candidates;
+    std::vector<plan_candidate> all;
+    for (auto& w : results) {
+        result.evaluated += w.evaluated;
+        result.pruned += w.pruned;
+        result.fitting += w.fitting;
+        all.insert(all.end(), w.best.items().begin(), w.best.items().end());
+    }
     const auto faster = [](const plan_candidate& a, const plan_candidate& b) {
         return a.report.step_time < b.report.step_time;
     };
-    const std::size_t keep = std::min(top, fitting.size());
-    std::partial_sort(fitting.begin(), fitting.begin() + std::ptrdiff_t(keep), fitting.end(), faster);
-    fitting.resize(keep);
-    result.best = std::move(fitting);
+    const std::size_t keep = std::min(options.top, all.size());
+    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(keep), all.end(), faster);
+    all.resize(keep);
+    result.best = std::move(all);
+    result.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return result;
+}
+
+// The old call shape: the `top` fastest.
+inline plan_result plan(const plan_request& request, std::size_t top) {
+    plan_options options;
+    options.top = top;
+    return plan(request, options);
 }
 
 }  // namespace trainperf

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "hardware.hpp"
 
@@ -15,9 +16,20 @@ namespace trainperf {
 
 enum class precision_kind { fp32, tf32, bf16, fp16, bf16_pure, fp8 };
 
-inline constexpr std::array all_precisions{precision_kind::fp32, precision_kind::tf32,
-                                           precision_kind::bf16, precision_kind::fp16,
-                                           precision_kind::bf16_pure, precision_kind::fp8};
+template <>
+struct enum_names<precision_kind> {
+    static constexpr std::array<enum_name<precision_kind>, 6> table{{{precision_kind::fp32, "fp32"},
+                                                                     {precision_kind::tf32, "tf32"},
+                                                                     {precision_kind::bf16, "bf16"},
+                                                                     {precision_kind::fp16, "fp16"},
+                                                                     {precision_kind::bf16_pure, "bf16-pure"},
+                                                                     {precision_kind::fp8, "fp8"}}};
+    // Explicit spellings of the mixed recipes.
+    static constexpr std::array<enum_name<precision_kind>, 2> aliases{{{precision_kind::bf16, "bf16-mixed"},
+                                                                       {precision_kind::fp16, "fp16-mixed"}}};
+};
+
+inline constexpr auto all_precisions = enum_values<precision_kind>();
 
 struct precision_recipe {
     precision_kind kind = precision_kind::fp32;
@@ -31,18 +43,6 @@ struct precision_recipe {
     bool loss_scaling = false;            // fp16 needs a dynamic loss scale (range, not memory)
 };
 
-constexpr std::string_view to_string(precision_kind k) {
-    switch (k) {
-        case precision_kind::fp32: return "fp32";
-        case precision_kind::tf32: return "tf32";
-        case precision_kind::bf16: return "bf16";
-        case precision_kind::fp16: return "fp16";
-        case precision_kind::bf16_pure: return "bf16-pure";
-        case precision_kind::fp8: return "fp8";
-    }
-    return "?";
-}
-
 // The standard recipes. Mixed precision follows Micikevicius et al. 2018 ("Mixed
 // Precision Training", ICLR): 16-bit weights, activations and gradients, fp32 master
 // weights and fp32 optimizer state. fp8 follows NVIDIA Transformer Engine as used by
@@ -50,22 +50,22 @@ constexpr std::string_view to_string(precision_kind k) {
 constexpr precision_recipe recipe(precision_kind k) {
     switch (k) {
         case precision_kind::fp32:
-            return {.kind = k, .name = "fp32"};
+            return {.kind = k, .name = to_string(k)};
         case precision_kind::tf32:
-            return {.kind = k, .name = "tf32", .math = dtype::tf32};
+            return {.kind = k, .name = to_string(k), .math = dtype::tf32};
         case precision_kind::bf16:
-            return {.kind = k, .name = "bf16", .math = dtype::bf16, .weights = dtype::bf16,
+            return {.kind = k, .name = to_string(k), .math = dtype::bf16, .weights = dtype::bf16,
                     .gradients = dtype::bf16, .fp32_master = true, .activations = dtype::bf16};
         case precision_kind::fp16:
-            return {.kind = k, .name = "fp16", .math = dtype::fp16, .weights = dtype::fp16,
+            return {.kind = k, .name = to_string(k), .math = dtype::fp16, .weights = dtype::fp16,
                     .gradients = dtype::fp16, .fp32_master = true, .activations = dtype::fp16,
                     .loss_scaling = true};
         case precision_kind::bf16_pure:
-            return {.kind = k, .name = "bf16-pure", .math = dtype::bf16, .weights = dtype::bf16,
+            return {.kind = k, .name = to_string(k), .math = dtype::bf16, .weights = dtype::bf16,
                     .gradients = dtype::bf16, .fp32_master = false, .activations = dtype::bf16,
                     .optimizer_state = dtype::bf16};
         case precision_kind::fp8:
-            return {.kind = k, .name = "fp8", .math = dtype::fp8, .weights = dtype::bf16,
+            return {.kind = k, .name = to_string(k), .math = dtype::fp8, .weights = dtype::bf16,
                     .gradients = dtype::bf16, .fp32_master = true, .activations = dtype::bf16};
     }
     return {};
@@ -78,21 +78,13 @@ constexpr precision_recipe with_fp32_gradients(precision_recipe r) {
     return r;
 }
 
-constexpr precision_kind parse_precision_kind(std::string_view s) {
-    for (precision_kind k : all_precisions)
-        if (to_string(k) == s) return k;
-    if (s == "bf16-mixed") return precision_kind::bf16;
-    if (s == "fp16-mixed") return precision_kind::fp16;
-    detail::fail("precision", s, "unknown; expected fp32, tf32, bf16, fp16, bf16-pure or fp8");
-}
-
 constexpr precision_recipe parse_precision(std::string_view s) {
-    return recipe(parse_precision_kind(s));
+    return recipe(parse_enum<precision_kind>("precision", s));
 }
 
 // Bytes per parameter of weights + gradients + master copy (no optimizer state).
 constexpr double model_state_bytes_per_parameter(const precision_recipe& r) {
-    return size_of(r.weights) + size_of(r.gradients) + (r.fp32_master ? 4.0 : 0.0);
+    return size_of(r.weights) + size_of(r.gradients) + (r.fp32_master ? size_of(dtype::fp32) : 0.0);
 }
 
 namespace precision_detail {

@@ -1,4 +1,4 @@
-// Multi-GPU scaling with a communication-overhead fraction r (Lab 08):
+// Multi-GPU scaling with a communication-overhead fraction r:
 //   speedup(N, r) = N / (1 + (N−1)·r),  efficiency = speedup / N,
 //   wasted GPU-equivalents = N − speedup.
 // r = 0 is perfect scaling, r = 1 means N GPUs are no faster than one. The inverse,

@@ -1,7 +1,12 @@
-// A training step as a list of operations. One layer's forward is GEMMs (m, n, k,
-// batch, dtype) and memory-bound ops (bytes moved, FLOPs); backward adds a dgrad and
-// a wgrad GEMM per GEMM and an elementwise backward per memory-bound op; recompute
-// repeats forward ops. Shapes are per tensor-parallel rank.
+// The workload: a training step as a list of operations. One layer's forward is GEMMs
+// (m, n, k, batch, dtype) and memory-bound ops (bytes moved, FLOPs); backward adds a
+// dgrad and a wgrad GEMM per GEMM and an elementwise backward per memory-bound op;
+// recompute repeats forward ops. micro_batch_workload() gives the complete op list of
+// the busiest pipeline stage for one micro-batch (layers, embedding, head and loss,
+// tensor-parallel collectives, pipeline sends, recompute); step_workload() the ops
+// that run once per step (data-parallel synchronisation per ZeRO stage, tied
+// embeddings, the optimizer sweep or its offload). Shapes are per rank. Nothing here
+// prices an op: kernel_model.hpp and comm.hpp do, step.hpp schedules them.
 #pragma once
 
 #include <string_view>
@@ -10,42 +15,16 @@
 #include "dtype.hpp"
 #include "error.hpp"
 #include "framework.hpp"
-#include "kernel_model.hpp"
 #include "model.hpp"
+#include "ops.hpp"
+#include "optimizer.hpp"
 #include "parallel.hpp"
+#include "placement.hpp"
+#include "precision.hpp"
+#include "setup.hpp"
 #include "units.hpp"
 
 namespace trainperf {
-
-enum class op_phase { forward, backward_data, backward_weight, backward };
-
-constexpr std::string_view to_string(op_phase p) {
-    switch (p) {
-        case op_phase::forward: return "forward";
-        case op_phase::backward_data: return "dgrad";
-        case op_phase::backward_weight: return "wgrad";
-        case op_phase::backward: return "backward";
-    }
-    return "?";
-}
-
-// Where an op sits in the layer; selective recompute repeats the attention core.
-enum class op_region { attention_core, other };
-
-struct gemm_op {
-    std::string_view name;
-    gemm_shape shape;
-    op_phase phase = op_phase::forward;
-    op_region region = op_region::other;
-};
-
-struct memory_op {
-    std::string_view name;
-    bytes moved = bytes_of(0.0);   // read + written
-    flops work = flops_of(0.0);
-    op_phase phase = op_phase::forward;
-    op_region region = op_region::other;
-};
 
 // What one layer's workload depends on besides the model.
 struct layer_context {
@@ -64,12 +43,12 @@ constexpr void validate(const layer_context& c, const transformer_config& m) {
     require(m.heads % c.tp == 0, "tp", c.tp, "must divide the number of attention heads");
 }
 
-// dgrad and wgrad of C[m×n] = A[m×k]·B[k×n]: dA = dC·Bᵀ is m×k over n; dB = Aᵀ·dC is k×n over m.
-constexpr gemm_shape dgrad_of(const gemm_shape& g) { return {g.m, g.k, g.n, g.batch, g.math}; }
-constexpr gemm_shape wgrad_of(const gemm_shape& g) { return {g.k, g.n, g.m, g.batch, g.math}; }
-
 // The forward GEMMs of one layer on one tensor-parallel rank.
-inline std::vector<gemm_op> layer_forward_gemms(const transformer_config& m, const layer_context& c) {
+using layer_gemm_list = op_list<gemm_op, 8>;
+using layer_backward_gemm_list = op_list<gemm_op, 16>;
+using layer_memory_list = op_list<memory_op, 32>;
+
+inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
     validate(c, m);
     const double tokens = double(c.micro_batch) * c.seq;
     const double h = m.hidden, t = c.tp, d = m.head_dim(), s = c.seq;
@@ -79,12 +58,11 @@ inline std::vector<gemm_op> layer_forward_gemms(const transformer_config& m, con
     const double attention_batch = double(c.micro_batch) * m.heads / t;
     const double f = m.ffn_hidden / t;
     const dtype x = c.math;
-    std::vector<gemm_op> ops{
-        {"qkv", {tokens, h / t + 2 * kv_per_rank, h, 1, x}},
-        {"attention_scores", {s, s, d, attention_batch, x}, op_phase::forward, op_region::attention_core},
-        {"attention_context", {s, d, s, attention_batch, x}, op_phase::forward, op_region::attention_core},
-        {"attention_out", {tokens, h, h / t, 1, x}},
-    };
+    layer_gemm_list ops;
+    ops.push_back({"qkv", {tokens, h / t + 2 * kv_per_rank, h, 1, x}});
+    ops.push_back({"attention_scores", {s, s, d, attention_batch, x}, op_phase::forward, op_region::attention_core});
+    ops.push_back({"attention_context", {s, d, s, attention_batch, x}, op_phase::forward, op_region::attention_core});
+    ops.push_back({"attention_out", {tokens, h, h / t, 1, x}});
     if (m.ffn == ffn_kind::swiglu) {
         ops.push_back({"ffn_gate", {tokens, f, h, 1, x}});
         ops.push_back({"ffn_up", {tokens, f, h, 1, x}});
@@ -97,9 +75,8 @@ inline std::vector<gemm_op> layer_forward_gemms(const transformer_config& m, con
 
 // The dgrad and wgrad GEMM of every forward GEMM. The attention core has no
 // weights: both of its backward GEMMs are input gradients.
-inline std::vector<gemm_op> backward_gemms_of(const std::vector<gemm_op>& forward) {
-    std::vector<gemm_op> ops;
-    ops.reserve(2 * forward.size());
+inline layer_backward_gemm_list backward_gemms_of(const layer_gemm_list& forward) {
+    layer_backward_gemm_list ops;
     for (const auto& g : forward) {
         ops.push_back({g.name, dgrad_of(g.shape), op_phase::backward_data, g.region});
         ops.push_back({g.name, wgrad_of(g.shape),
@@ -113,19 +90,20 @@ inline std::vector<gemm_op> backward_gemms_of(const std::vector<gemm_op>& forwar
 // Forward, dgrad and wgrad GEMMs of one layer (the list the cuBLASLt harness runs).
 inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_batch, int seq,
                                         int tp, dtype math) {
-    std::vector<gemm_op> ops = layer_forward_gemms(
+    const auto forward = layer_forward_gemms(
         m, {.micro_batch = micro_batch, .seq = seq, .tp = tp, .math = math, .activations = math});
-    const auto backward = backward_gemms_of(ops);
+    const auto backward = backward_gemms_of(forward);
+    std::vector<gemm_op> ops(forward.begin(), forward.end());
     ops.insert(ops.end(), backward.begin(), backward.end());
     return ops;
 }
 
 // The memory-bound forward ops of one layer under a framework profile. Sizes are
 // per rank: hidden-sized tensors shrink by tp only with sequence parallelism.
-inline std::vector<memory_op> layer_forward_memory_ops(const transformer_config& m,
-                                                       const layer_context& c,
-                                                       const framework_profile& fw) {
-    validate(c, m);
+// Emits them one by one to sink(const memory_op&); layer_forward_memory_ops collects.
+template <class Sink>
+constexpr void for_each_layer_forward_memory_op(const transformer_config& m, const layer_context& c,
+                                                const framework_profile& fw, Sink&& sink) {
     const double a = size_of(c.activations);
     const double mask = 1.0;  // dropout masks are one byte per element
     const double tokens = double(c.micro_batch) * c.seq;
@@ -135,67 +113,337 @@ inline std::vector<memory_op> layer_forward_memory_ops(const transformer_config&
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * double(c.seq) * c.seq;
     const auto op = [](std::string_view name, double moved, double work,
                        op_region region = op_region::other) {
-        return memory_op{name, bytes_of(moved), flops_of(work), op_phase::forward, region};
+        return memory_op{name, bytes_of(moved), flops_of(work), op_phase::forward, region, 1};
     };
-    std::vector<memory_op> ops;
     const std::string_view norm = m.norm == norm_kind::layernorm ? "layernorm" : "rmsnorm";
-    ops.push_back(op(norm, 2 * hidden * a, 8 * hidden));
-    if (fw.head_layout_copies) ops.push_back(op("split_heads_copy", 2 * 3 * hidden_tp * a, 0));
+    sink(op(norm, 2 * hidden * a, 8 * hidden));
+    if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, 0));
     if (!fw.flash_attention) {
         const auto core = op_region::attention_core;
         if (fw.fused_softmax) {
-            ops.push_back(op("scale_mask_softmax", 2 * scores * a, 6 * scores, core));
+            sink(op("scale_mask_softmax", 2 * scores * a, 6 * scores, core));
         } else {
-            ops.push_back(op("scale", 2 * scores * a, scores, core));
+            sink(op("scale", 2 * scores * a, scores, core));
             // Causal mask (decoders) or padding mask (encoders): one more pass either way.
-            ops.push_back(op("attention_mask", 2 * scores * a + scores * mask, scores, core));
-            ops.push_back(op("softmax", 2 * scores * a, 5 * scores, core));
+            sink(op("attention_mask", 2 * scores * a + scores * mask, scores, core));
+            sink(op("softmax", 2 * scores * a, 5 * scores, core));
         }
-        if (m.dropout) ops.push_back(op("attention_dropout", 2 * scores * a + scores * mask, scores, core));
+        if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, scores, core));
     } else {
         // One fused kernel reads q, k, v and writes the context; GEMM FLOPs stay in the GEMMs.
-        ops.push_back(op("flash_attention_io", 4 * hidden_tp * a, 0, op_region::attention_core));
+        sink(op("flash_attention_io", 4 * hidden_tp * a, 0, op_region::attention_core));
     }
-    if (fw.head_layout_copies) ops.push_back(op("merge_heads_copy", 2 * hidden_tp * a, 0));
+    if (fw.head_layout_copies) sink(op("merge_heads_copy", 2 * hidden_tp * a, 0));
     const auto residual_block = [&](std::string_view fused_name, std::string_view dropout_name,
                                     std::string_view add_name) {
         if (!m.dropout) {
-            ops.push_back(op(add_name, 3 * hidden * a, hidden));
+            sink(op(add_name, 3 * hidden * a, hidden));
         } else if (fw.fused_bias_dropout_add) {
-            ops.push_back(op(fused_name, 3 * hidden * a + hidden * mask, 3 * hidden));
+            sink(op(fused_name, 3 * hidden * a + hidden * mask, 3 * hidden));
         } else {
-            ops.push_back(op(dropout_name, 2 * hidden * a + hidden * mask, hidden));
-            ops.push_back(op(add_name, 3 * hidden * a, hidden));
+            sink(op(dropout_name, 2 * hidden * a + hidden * mask, hidden));
+            sink(op(add_name, 3 * hidden * a, hidden));
         }
     };
     residual_block("bias_dropout_add_attention", "dropout_attention", "residual_add_attention");
-    ops.push_back(op(norm, 2 * hidden * a, 8 * hidden));
+    sink(op(norm, 2 * hidden * a, 8 * hidden));
     if (m.ffn == ffn_kind::swiglu) {
         // silu(gate) · up: one fused kernel, or silu then multiply.
         if (fw.fused_bias_gelu) {
-            ops.push_back(op("swiglu", 3 * ffn * a, 6 * ffn));
+            sink(op("swiglu", 3 * ffn * a, 6 * ffn));
         } else {
-            ops.push_back(op("silu", 2 * ffn * a, 5 * ffn));
-            ops.push_back(op("gate_multiply", 3 * ffn * a, ffn));
+            sink(op("silu", 2 * ffn * a, 5 * ffn));
+            sink(op("gate_multiply", 3 * ffn * a, ffn));
         }
     } else if (fw.fused_bias_gelu) {
-        ops.push_back(op("bias_gelu", 2 * ffn * a, 10 * ffn));
+        sink(op("bias_gelu", 2 * ffn * a, 10 * ffn));
     } else {
-        for (int k = 0; k < fw.gelu_kernels; ++k) ops.push_back(op("gelu_part", 2 * ffn * a, 2 * ffn));
+        for (int k = 0; k < fw.gelu_kernels; ++k) sink(op("gelu_part", 2 * ffn * a, 2 * ffn));
     }
     residual_block("bias_dropout_add_ffn", "dropout_ffn", "residual_add_ffn");
+}
+
+inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, const layer_context& c,
+                                                  const framework_profile& fw) {
+    validate(c, m);
+    layer_memory_list ops;
+    for_each_layer_forward_memory_op(m, c, fw, [&ops](const memory_op& op) { ops.push_back(op); });
     return ops;
 }
 
-// The elementwise backward of each forward memory op.
-inline std::vector<memory_op> backward_of(const std::vector<memory_op>& forward,
-                                          const framework_profile& fw) {
-    std::vector<memory_op> ops;
-    ops.reserve(forward.size());
-    for (const auto& f : forward)
-        ops.push_back({f.name, fw.backward_traffic_ratio * f.moved, 2.0 * f.work,
-                       op_phase::backward, f.region});
+// The elementwise backward of a forward memory op, and of each op of a list.
+constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
+    return {f.name, fw.backward_traffic_ratio * f.moved, 2.0 * f.work, op_phase::backward, f.region, f.launches};
+}
+
+inline layer_memory_list backward_of(const layer_memory_list& forward, const framework_profile& fw) {
+    layer_memory_list ops;
+    for (const auto& f : forward) ops.push_back(backward_of(f, fw));
     return ops;
 }
+
+// ---- One micro-batch on the busiest pipeline stage -----------------------------------
+
+// Which part of a micro-batch's time an op adds to.
+enum class step_part { forward, backward, tensor_parallel, pipeline };
+
+// An op of the stage: `count` times per micro-batch, and `recomputed` more times when
+// backward rebuilds what was not kept (recompute repeats forward ops).
+template <class Op>
+struct stage_op {
+    Op op{};
+    double count = 1;
+    double recomputed = 0;
+    step_part part = step_part::forward;
+};
+
+struct stage_workload {
+    int layers = 0;        // transformer layers on the stage
+    bool first = true;     // holds the embedding
+    bool last = true;      // holds the head and the loss
+    op_list<stage_op<gemm_op>, 32> gemms;
+    op_list<stage_op<memory_op>, 72> memory;
+    op_list<stage_op<collective_op>, 4> collectives;
+};
+
+// Transformer layers on the busiest stage.
+constexpr int stage_layers(const training_setup& s) { return (s.model.layers + s.layout.pp - 1) / s.layout.pp; }
+
+// The pipeline sends of one micro-batch: activations forward and gradients backward at
+// each stage boundary, once per virtual stage; Megatron's scatter-gather splits each
+// send over the tp ranks.
+constexpr stage_op<collective_op> pipeline_sends(const training_setup& s, const layout_groups& groups) {
+    const auto& l = s.layout;
+    const double tokens = double(l.micro_batch) * sequence_length(s);
+    const bytes message = bytes_of(tokens * s.model.hidden * size_of(s.precision.activations) / l.tp);
+    return {{"pipeline_send", collective::p2p, message, stage_pair(groups)}, 2.0 * l.interleave, 0,
+            step_part::pipeline};
+}
+
+// The busiest stage is the last one (logits and loss); with pp = 1 the only stage
+// also embeds. Tensor parallelism: 2 all-reduces of the b·s·h activations per layer
+// forward and 2 in backward (Megatron's f/g operators); with sequence parallelism each
+// becomes a reduce-scatter plus an all-gather of the same volume, and the scattered
+// input of each column-parallel GEMM is all-gathered again in backward for its weight
+// gradient: 2 more all-gathers per layer (Korthikanti et al. 2022, §4.2.2). Full
+// recompute repeats the forward's collectives.
+//
+// The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
+// sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
+template <class Sink>
+constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
+    const auto& m = s.model;
+    const auto& l = s.layout;
+    const auto& fw = s.framework;
+    const int seq = sequence_length(s);
+    const layer_context ctx{.micro_batch = l.micro_batch, .seq = seq, .tp = l.tp, .sp = l.sp,
+                            .math = s.precision.math, .activations = s.precision.activations};
+    const double layers = stage_layers(s);
+    const auto recomputed = [&](op_region region) {
+        if (l.recompute == recompute_mode::full) return layers;
+        if (l.recompute == recompute_mode::selective && region == op_region::attention_core) return layers;
+        return 0.0;
+    };
+
+    const auto forward_gemms = layer_forward_gemms(m, ctx);
+    for (const auto& g : forward_gemms)
+        sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
+    for (const auto& g : forward_gemms) {
+        const bool weights = g.region != op_region::attention_core;  // the attention core has none
+        sink(stage_op<gemm_op>{{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region}, layers, 0,
+                               step_part::backward});
+        sink(stage_op<gemm_op>{{g.name, wgrad_of(g.shape),
+                                weights ? op_phase::backward_weight : op_phase::backward_data, g.region},
+                               layers, 0, step_part::backward});
+    }
+    for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
+        sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
+        sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
+    });
+
+    // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
+    // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward.
+    const double tokens = double(l.micro_batch) * seq;
+    const double a = size_of(s.precision.activations);
+    const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, s.precision.math};
+    sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
+    sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
+    sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
+    const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
+    const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * 4.0);
+    sink(stage_op<memory_op>{{"loss", loss_traffic, flops_of(0.0), op_phase::forward}, 1, 0, step_part::forward});
+    sink(stage_op<memory_op>{{"loss", loss_traffic, flops_of(0.0), op_phase::backward}, 1, 0, step_part::backward});
+    if (l.pp == 1) {
+        // Embedding lookup (and positions) forward, its scatter-add backward.
+        const bytes embedding = bytes_of(3.0 * tokens * m.hidden * a);
+        sink(stage_op<memory_op>{{"embedding", embedding, flops_of(0.0), op_phase::forward}, 1, 0,
+                                 step_part::forward});
+        sink(stage_op<memory_op>{{"embedding", embedding, flops_of(0.0), op_phase::backward}, 1, 0,
+                                 step_part::backward});
+    }
+
+    const layout_groups groups = place(l, s.cluster.gpus_per_node);
+    if (l.tp > 1) {
+        const bytes activation = bytes_of(tokens * m.hidden * a);
+        const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
+        const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
+            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, full,
+                                         step_part::tensor_parallel});
+        };
+        if (l.sp) {
+            tensor_parallel("sequence_parallel_all_gather", collective::all_gather, 6);
+            tensor_parallel("sequence_parallel_reduce_scatter", collective::reduce_scatter, 4);
+        } else {
+            tensor_parallel("tensor_parallel_all_reduce", collective::all_reduce, 4);
+        }
+    }
+    if (l.pp > 1) sink(pipeline_sends(s, groups));
+}
+
+inline stage_workload micro_batch_workload(const training_setup& s) {
+    stage_workload w;
+    w.layers = stage_layers(s);
+    w.first = s.layout.pp == 1;
+    w.last = true;
+    struct collect {
+        stage_workload& w;
+        void operator()(const stage_op<gemm_op>& op) { w.gemms.push_back(op); }
+        void operator()(const stage_op<memory_op>& op) { w.memory.push_back(op); }
+        void operator()(const stage_op<collective_op>& op) { w.collectives.push_back(op); }
+    };
+    for_each_stage_op(s, collect{w});
+    return w;
+}
+
+// ---- Once per step ---------------------------------------------------------------------
+
+// Parameters held (and updated) by one GPU, after tp·pp model splitting.
+constexpr double parameters_per_gpu(const training_setup& s) {
+    return parameter_count(s.model) / (double(s.layout.tp) * s.layout.pp);
+}
+
+// When a per-step collective runs relative to the micro-batches and the optimizer.
+enum class sync_point {
+    every_micro_batch,   // during every micro-batch's backward
+    end_of_backward,     // once, may overlap the last micro-batch's backward
+    after_optimizer,     // once, after the update: exposed
+    end_of_step,         // once, outside any overlap: exposed
+};
+
+struct sync_op {
+    collective_op op{};
+    sync_point when = sync_point::end_of_step;
+    double count = 1;
+};
+
+// The optimizer step of one GPU: a memory-bound sweep over its shard of parameters,
+// gradients and state on the GPU (fused into a few multi-tensor kernels, or a loop
+// of elementwise kernels per tensor); offloaded, gradients go down and updated
+// weights come up over the host link and the update runs on the CPU.
+struct optimizer_work {
+    bool offloaded = false;
+    memory_op update{};
+    host_transfer_op transfer{};
+    host_compute_op host_update{};
+};
+
+struct step_ops {
+    op_list<sync_op, 6> sync;
+    optimizer_work optimizer{};
+};
+
+// Bytes the update touches per parameter: it reads the gradient, reads and writes the
+// fp32 master (or the weights themselves) and every state tensor; around it the
+// gradient-norm clip reads every gradient, mixed precision copies the master back into
+// the 16-bit weights, and a persistent fp32 gradient buffer (Megatron main_grad) is
+// zeroed for the next step.
+constexpr double optimizer_bytes_per_parameter(const training_setup& s, const model_state& model) {
+    const precision_recipe stored = stored_precision(s);
+    const double state = model.optimizer_state.value() / model.parameters;
+    const double grad = size_of(stored.gradients);
+    const double weights = size_of(s.precision.weights);
+    const double master = size_of(dtype::fp32);
+    const double update = grad + 2 * (s.precision.fp32_master ? master : weights) + 2 * state;
+    const double around = grad + (s.precision.fp32_master ? master + weights : 0.0) +
+                          (s.framework.fp32_gradient_accumulation ? grad : 0.0);
+    return update + around;
+}
+
+constexpr optimizer_work optimizer_workload(const training_setup& s, const model_state& model) {
+    const auto& l = s.layout;
+    const auto& fw = s.framework;
+    const double shard = l.zero >= 1 ? l.dp : 1.0;
+    const double params = model.parameters / (double(l.tp) * l.pp) / shard;
+    const double moved = params * optimizer_bytes_per_parameter(s, model);
+    optimizer_work w;
+    if (l.offload == offload_mode::optimizer) {
+        const double grad = size_of(stored_precision(s).gradients);
+        w.offloaded = true;
+        w.transfer = {"optimizer_offload_transfer", bytes_of(params * (grad + size_of(s.precision.weights)))};
+        w.host_update = {"optimizer_host_update", bytes_of(moved)};
+        return w;
+    }
+    if (fw.fused_optimizer || is_fused(s.optimizer)) {
+        // Multi-tensor apply: a handful of launches, one pass over everything.
+        w.update = {"optimizer_update", bytes_of(moved), flops_of(0.0), op_phase::backward, op_region::other, 1};
+        return w;
+    }
+    const double tensors = model.tensors / (double(l.tp) * l.pp);
+    w.update = {"optimizer_update", bytes_of(moved * fw.unfused_optimizer_passes), flops_of(0.0),
+                op_phase::backward, op_region::other, tensors * fw.unfused_kernels_per_tensor};
+    return w;
+}
+
+// Data-parallel synchronisation of one GPU's shard. ZeRO 0 keeps whole gradients and
+// all-reduces them once per step; ZeRO-1 reduce-scatters them instead and all-gathers
+// the updated weights after its shard's update. ZeRO-2 keeps only its gradient shard,
+// so it reduce-scatters after every micro-batch; ZeRO-3 also gathers the weights for
+// every micro-batch's forward and backward (Rajbhandari et al. 2020, §5 and §7: 1.5×
+// the all-reduce volume per pass). Tied embeddings split over the first and the last
+// pipeline stage have their gradients all-reduced between those two stages (Megatron).
+constexpr step_ops step_workload(const training_setup& s, const model_state& model) {
+    const auto& l = s.layout;
+    step_ops w;
+    w.optimizer = optimizer_workload(s, model);
+    const layout_groups groups = place(l, s.cluster.gpus_per_node);
+    const double params = model.parameters / (double(l.tp) * l.pp);
+    const bytes gradients = bytes_of(params * size_of(stored_precision(s).gradients));
+    const bytes weights = bytes_of(params * size_of(s.precision.weights));
+    if (l.dp > 1) {
+        const auto op = [&](std::string_view name, collective kind, bytes size) {
+            return collective_op{name, kind, size, groups.data};
+        };
+        const collective_op reduce = op("gradient_reduce_scatter", collective::reduce_scatter, gradients);
+        const collective_op gather = op("weight_all_gather", collective::all_gather, weights);
+        switch (l.zero) {
+            case 0:
+                w.sync.push_back({op("gradient_all_reduce", collective::all_reduce, gradients),
+                                  sync_point::end_of_backward});
+                break;
+            case 1:
+                w.sync.push_back({reduce, sync_point::end_of_backward});
+                w.sync.push_back({gather, sync_point::after_optimizer});
+                break;
+            case 2:
+                w.sync.push_back({reduce, sync_point::every_micro_batch});
+                w.sync.push_back({gather, sync_point::after_optimizer});
+                break;
+            default:
+                w.sync.push_back({reduce, sync_point::every_micro_batch});
+                w.sync.push_back({gather, sync_point::every_micro_batch, 2});
+                break;
+        }
+    }
+    if (l.pp > 1 && s.model.tied_embeddings) {
+        const bytes embedding = bytes_of(double(s.model.vocab) * s.model.hidden / l.tp *
+                                         size_of(stored_precision(s).gradients));
+        w.sync.push_back({{"tied_embedding_all_reduce", collective::all_reduce, embedding, stage_pair(groups)},
+                          sync_point::end_of_step});
+    }
+    return w;
+}
+
+inline optimizer_work optimizer_workload(const training_setup& s) { return optimizer_workload(s, model_state_of(s)); }
+inline step_ops step_workload(const training_setup& s) { return step_workload(s, model_state_of(s)); }
 
 }  // namespace trainperf

@@ -1,5 +1,6 @@
-# Installs trainperf into a scratch prefix, then configures, builds and runs a
-# consumer project that uses find_package(trainperf CONFIG).
+# Installs trainperf into a scratch prefix, checks that the CLI is installed as
+# BINDIR/trainperf and runs (--version prints VERSION), then configures, builds and
+# runs a consumer project that uses find_package(trainperf CONFIG).
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run)
@@ -9,6 +10,14 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
+set(cli ${prefix}/${BINDIR}/trainperf)
+if(NOT EXISTS ${cli})
+  message(FATAL_ERROR "the CLI is not installed: ${cli} is missing")
+endif()
+execute_process(COMMAND ${cli} --version RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out STREQUAL "trainperf ${VERSION}\n")
+  message(FATAL_ERROR "${cli} --version: exit ${rc}, printed '${out}', expected 'trainperf ${VERSION}'")
+endif()
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)

@@ -286,7 +286,7 @@ struct jetson_orin_nx_16gb {
 // Blackwell. Source: "NVIDIA HGX B200" datasheet figures per GPU (the 8-GPU totals
 // divided by 8): FP8 72 PFLOPS sparse → 4.5 dense, FP16/BF16 36 → 2.25, TF32 18
 // sparse → 1.125 dense (NVIDIA's per-GPU tables round it to 2.2 sparse; 1.1 dense is
-// stored, as in DESIGN.md §3), INT8 72 POPS sparse → 4.5; 1,440 GB HBM3e → 180 GB per GPU;
+// stored), INT8 72 POPS sparse → 4.5; 1,440 GB HBM3e → 180 GB per GPU;
 // 64 TB/s → 8 TB/s per GPU; NVLink5 1.8 TB/s per GPU; up to 1000 W per GPU.
 // SM count, clock and L2 are not in NVIDIA's datasheet: APPROXIMATE, from public
 // reports (148 SMs, ~1965 MHz boost, 126 MB L2). FP32 is not quoted either and is

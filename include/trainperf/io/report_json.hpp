@@ -1,14 +1,18 @@
 // A prediction as JSON: the setup it was made for and the step report, with the keys
-// of the CLI contract (DESIGN §5). Quantities are in base units (seconds, bytes);
-// time_breakdown holds fractions of the step.
+// `trainperf predict --json` documents (docs/cli.md), a whole training run estimated
+// from it, and what would make a setup that does not fit fit. Quantities are in base
+// units (seconds, bytes); time_breakdown holds fractions of the step.
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "../fit_advice.hpp"
 #include "../memory.hpp"
 #include "../step.hpp"
+#include "../training_run.hpp"
+#include "catalog_json.hpp"
 
 namespace trainperf {
 
@@ -24,7 +28,8 @@ inline nlohmann::json to_json(const parallel_layout& l) {
             {"interleave", l.interleave}, {"sp", l.sp},
             {"zero", l.zero},         {"offload", std::string(to_string(l.offload))},
             {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
-            {"recompute", std::string(to_string(l.recompute))}};
+            {"recompute", std::string(to_string(l.recompute))},
+            {"dp_overlap", std::string(to_string(l.dp_overlap))}};
 }
 
 inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
@@ -35,6 +40,9 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"precision", std::string(s.precision.name)},
             {"optimizer", std::string(to_string(s.optimizer))},
             {"layout", to_json(s.layout)},
+            {"gpus_per_node", s.cluster.gpus_per_node},
+            {"intra_node_link", to_json(intra_node_link(s.cluster))},
+            {"inter_node_link", to_json(s.cluster.inter_node)},
             {"global_batch", r.global_batch},
             {"seq", r.seq},
             {"step_time_seconds", r.step_time.value()},
@@ -55,6 +63,28 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
                                 {"data", r.fraction(t.data)}}},
             {"data_parallel_sync_seconds", r.data_parallel_sync.value()},
             {"bottleneck", std::string(to_string(r.bottleneck))}};
+}
+
+// A whole run: keys prefixed train_ so they sit beside a step report's.
+inline nlohmann::json to_json(const training_run& run) {
+    return {{"train_tokens", run.tokens},
+            {"train_time_seconds", run.time.value()},
+            {"train_gpu_hours", run.gpu_hours},
+            {"train_energy_kwh", run.energy.value() / joules_per_kwh},
+            {"train_cost", run.cost}};
+}
+
+// How far over the memory a setup is, and each change that makes it fit.
+inline nlohmann::json to_json(const fit_advice& a) {
+    nlohmann::json options = nlohmann::json::array();
+    for (const fit_option& o : a.options)
+        options.push_back({{"change", std::string(to_string(o.change))},
+                           {"layout", to_json(o.setup.layout)},
+                           {"memory_per_gpu_bytes", o.report.memory.total().value()},
+                           {"step_time_seconds", o.report.step_time.value()},
+                           {"tokens_per_second", o.report.tokens_per_second},
+                           {"global_batch", o.report.global_batch}});
+    return {{"memory_excess_bytes", a.excess().value()}, {"ways_to_fit", options}};
 }
 
 }  // namespace trainperf

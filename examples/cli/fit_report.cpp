@@ -1,0 +1,41 @@
+#include "fit_report.hpp"
+
+#include "cli.hpp"
+#include "training_flags.hpp"
+
+#include <trainperf/layout_text.hpp>
+
+#include <iomanip>
+#include <ostream>
+
+namespace trainperf::cli {
+
+namespace {
+std::string gb_and_gib(bytes b) {
+    return fixed(to_gb(b).value(), 2) + " GB (" + fixed(to_gib(b).value(), 2) + " GiB)";
+}
+}  // namespace
+
+void print_does_not_fit(std::ostream& out, const fit_advice& advice,
+                        const std::function<std::string(const training_setup&)>& run_flags) {
+    out << "Does NOT fit: it needs " << gb_and_gib(advice.needed) << " per GPU, " << gb_and_gib(advice.capacity)
+        << " can be used: " << gb_and_gib(advice.excess()) << " too much.\n"
+        << "A layout that does not fit cannot run, so it has no step time, throughput or MFU.\n";
+    if (advice.options.empty()) {
+        out << "None of these changes makes it fit on its own: " << enum_name_list<fit_change>(", ")
+            << " (ZeRO-3 on up to " << fit_advice_max_gpus << " GPUs).\n";
+        return;
+    }
+    out << "Each of these changes makes it fit on its own (most tokens/s per GPU first):\n";
+    int rank = 1;
+    for (const fit_option& o : advice.options) {
+        const step_report& r = o.report;
+        out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": " << describe(o.setup.layout) << "\n"
+            << "     " << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU on " << r.gpus << " GPUs, "
+            << fixed(r.step_time.value() * 1e3, 0) << " ms per step of " << r.global_batch << " samples, "
+            << fixed(r.tokens_per_second / r.gpus, 0) << " tokens/s per GPU\n"
+            << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
+    }
+}
+
+}  // namespace trainperf::cli

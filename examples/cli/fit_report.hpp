@@ -1,0 +1,19 @@
+// How the CLI says that a setup does not fit in GPU memory: by how much, and each
+// single change that makes it fit (fit_advice.hpp), with the predict command that
+// shows it. No step time, throughput or MFU is printed for the setup itself.
+#pragma once
+
+#include <trainperf/fit_advice.hpp>
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+namespace trainperf::cli {
+
+// `run_flags(setup)` gives the flags that rebuild a setup apart from its layout
+// (training_flags::run_text or setup_flags).
+void print_does_not_fit(std::ostream& out, const fit_advice& advice,
+                        const std::function<std::string(const training_setup&)>& run_flags);
+
+}  // namespace trainperf::cli

@@ -1,0 +1,153 @@
+// A parallel layout as text. to_string gives the equivalent command-line flags,
+//   --gpus 64 --tp 8 --pp 2 --interleave 2 --sp --zero 1 --offload none --batch 2
+//   --grad-accum 16 --recompute selective --dp-overlap framework
+// (every field; --gpus = dp·tp·pp, --sp only when on), which parse_layout reads back
+// and `trainperf predict` accepts. describe gives the one human-readable form the
+// CLI prints, e.g. "dp 4 x tp 8 x pp 2 (interleave 2), sp, ZeRO 1, recompute
+// selective, micro-batch 2, grad-accum 16".
+#pragma once
+
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "enum_names.hpp"
+#include "error.hpp"
+#include "parallel.hpp"
+
+namespace trainperf {
+
+// The flags of the text form, in the order to_string writes them.
+enum class layout_flag { gpus, tp, pp, interleave, sp, zero, offload, batch, grad_accum, recompute, dp_overlap };
+
+template <>
+struct enum_names<layout_flag> {
+    static constexpr std::array<enum_name<layout_flag>, 11> table{{{layout_flag::gpus, "--gpus"},
+                                                                   {layout_flag::tp, "--tp"},
+                                                                   {layout_flag::pp, "--pp"},
+                                                                   {layout_flag::interleave, "--interleave"},
+                                                                   {layout_flag::sp, "--sp"},
+                                                                   {layout_flag::zero, "--zero"},
+                                                                   {layout_flag::offload, "--offload"},
+                                                                   {layout_flag::batch, "--batch"},
+                                                                   {layout_flag::grad_accum, "--grad-accum"},
+                                                                   {layout_flag::recompute, "--recompute"},
+                                                                   {layout_flag::dp_overlap, "--dp-overlap"}}};
+};
+
+// Data-parallel replicas of `gpus` GPUs split tp × pp ways.
+constexpr int data_parallel_size(int gpus, int tp, int pp) {
+    require(tp >= 1, "tp", tp, "must be at least 1");
+    require(pp >= 1, "pp", pp, "must be at least 1");
+    require(gpus >= 1, "gpus", gpus, "must be at least 1");
+    if (gpus % (tp * pp) != 0)
+        detail::fail("gpus", gpus, "must be a multiple of tp x pp = " + std::to_string(tp * pp));
+    return gpus / (tp * pp);
+}
+
+inline std::string to_string(const parallel_layout& l) {
+    std::string s;
+    for (layout_flag f : enum_values<layout_flag>()) {
+        std::string value;
+        switch (f) {
+            case layout_flag::gpus: value = std::to_string(l.gpus()); break;
+            case layout_flag::tp: value = std::to_string(l.tp); break;
+            case layout_flag::pp: value = std::to_string(l.pp); break;
+            case layout_flag::interleave: value = std::to_string(l.interleave); break;
+            case layout_flag::sp:
+                if (!l.sp) continue;
+                break;
+            case layout_flag::zero: value = std::to_string(l.zero); break;
+            case layout_flag::offload: value = to_string(l.offload); break;
+            case layout_flag::batch: value = std::to_string(l.micro_batch); break;
+            case layout_flag::grad_accum: value = std::to_string(l.grad_accum); break;
+            case layout_flag::recompute: value = to_string(l.recompute); break;
+            case layout_flag::dp_overlap: value = to_string(l.dp_overlap); break;
+        }
+        if (!s.empty()) s += ' ';
+        s += to_string(f);
+        if (!value.empty()) s += ' ' + value;
+    }
+    return s;
+}
+
+namespace layout_text_detail {
+constexpr bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The next whitespace-separated token of `text` (empty at the end); consumes it.
+constexpr std::string_view next_token(std::string_view& text) {
+    std::size_t i = 0;
+    while (i < text.size() && is_space(text[i])) ++i;
+    std::size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    const std::string_view token = text.substr(i, j - i);
+    text.remove_prefix(j);
+    return token;
+}
+
+inline int whole_number(std::string_view flag, std::string_view text) {
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
+        detail::fail(flag, '"' + std::string(text) + '"', "must be a whole number");
+    require(v >= 0 && v <= (1LL << 30), flag, v, "is out of range");
+    return int(v);
+}
+}  // namespace layout_text_detail
+
+// Reads to_string's text back: the flags in any order, each at most once; a flag left
+// out keeps parallel_layout's default (--gpus: tp·pp). An unknown token, a missing or
+// bad value, or an invalid layout throws trainperf::invalid_argument naming it.
+inline parallel_layout parse_layout(std::string_view text) {
+    namespace td = layout_text_detail;
+    parallel_layout l;
+    int gpus = 0;
+    std::array<bool, enum_names<layout_flag>::table.size()> seen{};
+    for (std::string_view token = td::next_token(text); !token.empty(); token = td::next_token(text)) {
+        const layout_flag f = parse_enum<layout_flag>("layout", token);
+        const std::string_view flag = to_string(f);
+        require(!seen[std::size_t(f)], "layout", flag, "is given twice");
+        seen[std::size_t(f)] = true;
+        if (f == layout_flag::sp) {
+            l.sp = true;
+            continue;
+        }
+        const std::string_view value = td::next_token(text);
+        require(!value.empty(), flag, "(missing)", "needs a value");
+        switch (f) {
+            case layout_flag::gpus: gpus = td::whole_number(flag, value); break;
+            case layout_flag::tp: l.tp = td::whole_number(flag, value); break;
+            case layout_flag::pp: l.pp = td::whole_number(flag, value); break;
+            case layout_flag::interleave: l.interleave = td::whole_number(flag, value); break;
+            case layout_flag::zero: l.zero = td::whole_number(flag, value); break;
+            case layout_flag::offload: l.offload = parse_enum<offload_mode>(flag, value); break;
+            case layout_flag::batch: l.micro_batch = td::whole_number(flag, value); break;
+            case layout_flag::grad_accum: l.grad_accum = td::whole_number(flag, value); break;
+            case layout_flag::recompute: l.recompute = parse_enum<recompute_mode>(flag, value); break;
+            case layout_flag::dp_overlap: l.dp_overlap = parse_enum<dp_overlap_mode>(flag, value); break;
+            case layout_flag::sp: break;
+        }
+    }
+    l.dp = data_parallel_size(seen[std::size_t(layout_flag::gpus)] ? gpus : l.tp * l.pp, l.tp, l.pp);
+    validate(l);
+    return l;
+}
+
+// The human-readable form: dp × tp × pp always, then what differs from the plain
+// layout (interleave, sp, offload, dp-overlap), then ZeRO, recompute, micro-batch and
+// grad-accum.
+inline std::string describe(const parallel_layout& l) {
+    std::string s = "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp);
+    if (l.interleave > 1) s += " (interleave " + std::to_string(l.interleave) + ")";
+    if (l.sp) s += ", sp";
+    s += ", ZeRO " + std::to_string(l.zero);
+    if (l.offload != offload_mode::none) s += ", " + std::string(to_string(l.offload)) + " offload";
+    s += ", recompute " + std::string(to_string(l.recompute));
+    s += ", micro-batch " + std::to_string(l.micro_batch) + ", grad-accum " + std::to_string(l.grad_accum);
+    if (l.dp_overlap != dp_overlap_mode::framework) s += ", dp-overlap " + std::string(to_string(l.dp_overlap));
+    return s;
+}
+
+}  // namespace trainperf

@@ -1,0 +1,157 @@
+// The operations a training step is made of, as data: GEMMs, memory-bound kernels,
+// collectives over groups of ranks, and transfers and work on the host. The workload
+// (workload.hpp) produces them; the cost models (kernel_model.hpp, comm.hpp) price
+// them; the schedule (step.hpp) orders them. Nothing here knows how long an op takes.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "dtype.hpp"
+#include "error.hpp"
+#include "units.hpp"
+
+namespace trainperf {
+
+// ---- GEMMs -------------------------------------------------------------------------
+
+// One (strided-batched) GEMM: batch × [m×k]·[k×n] → [m×n].
+struct gemm_shape {
+    double m = 0, n = 0, k = 0;
+    double batch = 1;
+    dtype math = dtype::bf16;     // tensor-core mode; storage is fp32 for tf32/fp32
+};
+
+constexpr flops gemm_flops(const gemm_shape& g) { return flops_of(2.0 * g.m * g.n * g.k * g.batch); }
+
+// Each operand read once and the output written once.
+constexpr bytes gemm_bytes(const gemm_shape& g) {
+    return bytes_of((g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * size_of(g.math));
+}
+
+constexpr void validate(const gemm_shape& g) {
+    require(g.m >= 1, "gemm.m", g.m, "must be at least 1");
+    require(g.n >= 1, "gemm.n", g.n, "must be at least 1");
+    require(g.k >= 1, "gemm.k", g.k, "must be at least 1");
+    require(g.batch >= 1, "gemm.batch", g.batch, "must be at least 1");
+}
+
+// dgrad and wgrad of C[m×n] = A[m×k]·B[k×n]: dA = dC·Bᵀ is m×k over n; dB = Aᵀ·dC is k×n over m.
+constexpr gemm_shape dgrad_of(const gemm_shape& g) { return {g.m, g.k, g.n, g.batch, g.math}; }
+constexpr gemm_shape wgrad_of(const gemm_shape& g) { return {g.k, g.n, g.m, g.batch, g.math}; }
+
+// ---- Where an op sits --------------------------------------------------------------
+
+enum class op_phase { forward, backward_data, backward_weight, backward };
+
+constexpr std::string_view to_string(op_phase p) {
+    switch (p) {
+        case op_phase::forward: return "forward";
+        case op_phase::backward_data: return "dgrad";
+        case op_phase::backward_weight: return "wgrad";
+        case op_phase::backward: return "backward";
+    }
+    return "?";
+}
+
+// Where an op sits in the layer; selective recompute repeats the attention core.
+enum class op_region { attention_core, other };
+
+struct gemm_op {
+    std::string_view name;
+    gemm_shape shape;
+    op_phase phase = op_phase::forward;
+    op_region region = op_region::other;
+};
+
+// A memory-bound kernel (elementwise, normalisation, softmax, optimizer update):
+// `moved` bytes read plus written over `launches` kernel launches.
+struct memory_op {
+    std::string_view name;
+    bytes moved = bytes_of(0.0);
+    flops work = flops_of(0.0);
+    op_phase phase = op_phase::forward;
+    op_region region = op_region::other;
+    double launches = 1;
+};
+
+// ---- Collectives -------------------------------------------------------------------
+
+enum class collective { all_reduce, reduce_scatter, all_gather, p2p };
+
+constexpr std::string_view to_string(collective c) {
+    switch (c) {
+        case collective::all_reduce: return "all-reduce";
+        case collective::reduce_scatter: return "reduce-scatter";
+        case collective::all_gather: return "all-gather";
+        case collective::p2p: return "p2p";
+    }
+    return "?";
+}
+
+// How the ranks of a communication group sit on the nodes: `size` ranks, of which
+// `per_node` share each node the group spans. per_node == size: the group stays in
+// one node (intra-node link); per_node == 1: every member is in its own node, so all
+// traffic crosses the inter-node network.
+struct rank_group {
+    int size = 1;
+    int per_node = 1;
+
+    constexpr int nodes() const { return (size + per_node - 1) / per_node; }
+    constexpr bool inside_one_node() const { return per_node >= size; }
+};
+
+constexpr void validate(const rank_group& g) {
+    require(g.size >= 1, "group.size", g.size, "must be at least 1");
+    require(g.per_node >= 1 && g.per_node <= g.size, "group.per_node", g.per_node,
+            "must be between 1 and the group size");
+}
+
+// One collective over a group; `size` is the full buffer (an all-gather's gathered
+// buffer, a reduce-scatter's input), as nccl-tests counts it.
+struct collective_op {
+    std::string_view name;
+    collective kind = collective::all_reduce;
+    bytes size = bytes_of(0.0);
+    rank_group group{};
+};
+
+// A copy between a GPU and its host over the GPU's host link (PCIe, C2C).
+struct host_transfer_op {
+    std::string_view name;
+    bytes size = bytes_of(0.0);
+};
+
+// Memory-bound work on the host CPU (an offloaded optimizer update).
+struct host_compute_op {
+    std::string_view name;
+    bytes moved = bytes_of(0.0);
+};
+
+// ---- Op lists ----------------------------------------------------------------------
+
+// A fixed-capacity list: workloads are built without heap allocation, so the
+// planner can build and price millions of them. Exceeding the capacity is a bug in
+// the workload, reported as an error rather than undefined behaviour.
+template <class Op, std::size_t Capacity>
+class op_list {
+public:
+    constexpr void push_back(const Op& op) {
+        require(size_ < Capacity, "op_list.size", size_, "exceeds the list's capacity");
+        items_[size_++] = op;
+    }
+    constexpr std::size_t size() const { return size_; }
+    constexpr bool empty() const { return size_ == 0; }
+    constexpr const Op& operator[](std::size_t i) const { return items_[i]; }
+    constexpr const Op* begin() const { return items_.data(); }
+    constexpr const Op* end() const { return items_.data() + size_; }
+    constexpr Op* begin() { return items_.data(); }
+    constexpr Op* end() { return items_.data() + size_; }
+
+private:
+    std::array<Op, Capacity> items_{};
+    std::size_t size_ = 0;
+};
+
+}  // namespace trainperf

@@ -1,0 +1,53 @@
+// Data-parallel scaling as the engine predicts it: the same replica on 1…N replicas,
+// and the communication fraction r that the textbook formula N / (1 + (N−1)·r) needs
+// to match the engine (scaling.hpp has the formula).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "error.hpp"
+#include "scaling.hpp"
+#include "setup.hpp"
+#include "step.hpp"
+
+namespace trainperf {
+
+// Data-parallel scaling as the engine predicts it: the same replica (micro-batch,
+// tp, pp, grad-accum) on 1…max_replicas replicas. speedup(N) = throughput(N) /
+// throughput(1); r is the communication fraction that the textbook formula
+// N / (1 + (N−1)·r) needs to match the engine at max_replicas.
+struct engine_scaling_point {
+    int replicas = 1;
+    int gpus = 1;
+    double engine_speedup = 1;
+    double formula_speedup = 1;   // N / (1 + (N−1)·r) with the derived r
+};
+
+struct engine_scaling {
+    double r = 0;                 // derived at max_replicas
+    std::vector<engine_scaling_point> points;
+};
+
+// One prediction per replica count: bounded so that a sweep ends in seconds.
+inline constexpr int max_sweep_replicas = 1 << 16;
+
+inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) {
+    require(max_replicas >= 2, "gpus", max_replicas, "at least 2 data-parallel replicas are needed to derive r");
+    require(max_replicas <= max_sweep_replicas, "gpus", max_replicas, "at most 65536 replicas can be swept");
+    std::vector<double> throughput;
+    for (int n = 1; n <= max_replicas; ++n) {
+        s.layout.dp = n;
+        throughput.push_back(predict(s).samples_per_second);
+    }
+    engine_scaling result;
+    const double top = throughput.back() / throughput.front();
+    // Overlapped sync can make the engine scale perfectly; r is then 0.
+    result.r = implied_r(max_replicas, std::clamp(top, 1.0, double(max_replicas)));
+    for (int n = 1; n <= max_replicas; ++n)
+        result.points.push_back({n, n * s.layout.tp * s.layout.pp, throughput[n - 1] / throughput.front(),
+                                 speedup(n, result.r)});
+    return result;
+}
+
+}  // namespace trainperf

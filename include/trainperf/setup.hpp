@@ -1,0 +1,105 @@
+// A training setup: everything one prediction depends on — one system, one model,
+// one precision recipe and optimizer, one parallel layout, one software profile —
+// and its validation. Specs only: no cost is computed here.
+#pragma once
+
+#include <cmath>
+#include <optional>
+
+#include "error.hpp"
+#include "framework.hpp"
+#include "hardware.hpp"
+#include "kernel_params.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "parallel.hpp"
+#include "precision.hpp"
+#include "units.hpp"
+
+namespace trainperf {
+
+struct training_setup {
+    cluster_spec cluster{};
+    transformer_config model{};
+    precision_recipe precision = recipe(precision_kind::bf16);
+    optimizer_kind optimizer = optimizer_kind::adamw;
+    parallel_layout layout{};
+    int seq = 0;                                  // 0: the model's max_seq
+    framework_profile framework = megatron_profile;
+    std::optional<kernel_params> kernels;         // empty: the GPU architecture's defaults
+    // The input pipeline per step (input_pipeline.hpp's first two stages): reading the
+    // global batch's share of one GPU from storage and copying it to the device. With
+    // prefetching they overlap the step and only what exceeds it is exposed.
+    seconds data_loading = seconds_of(0.0);
+    seconds host_to_device = seconds_of(0.0);
+    bool prefetch = true;
+    // Host side of optimizer offload: effective bandwidth of the CPU Adam update.
+    // ASSUMPTION: DeepSpeed's CPU-Adam is memory-bound on the host; 50 GB/s is a
+    // fraction of a two-socket server's DRAM bandwidth. Replace with a measurement.
+    byte_rate host_optimizer_bandwidth = gb_per_second(50.0);
+};
+
+// The kernel-model parameters in force: calibrated ones when given, else the
+// defaults of the GPU's architecture.
+inline kernel_params kernel_params_of(const training_setup& s) {
+    return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu.architecture);
+}
+
+constexpr int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : s.model.max_seq; }
+
+// The recipe as the framework stores it: fp32 main gradients where it keeps them.
+constexpr precision_recipe stored_precision(const training_setup& s) {
+    return s.framework.fp32_gradient_accumulation ? with_fp32_gradients(s.precision) : s.precision;
+}
+
+// Whether data-parallel gradient sync overlaps backward: the layout's choice, or the
+// framework's habit.
+constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
+    switch (s.layout.dp_overlap) {
+        case dp_overlap_mode::on: return true;
+        case dp_overlap_mode::off: return false;
+        case dp_overlap_mode::framework: break;
+    }
+    return s.framework.overlap_data_parallel_sync;
+}
+
+// What the setup's model and optimizer hold whatever the layout.
+constexpr model_state model_state_of(const training_setup& s) {
+    validate(s.model);
+    return model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
+}
+
+// ASSUMPTION: bounds that keep every count and product of the model in range; no
+// real run comes near them (the largest published runs use ~10^5 GPUs).
+inline constexpr int max_gpus = 1 << 22;
+inline constexpr long long max_global_batch = 1LL << 40;
+
+inline void validate(const training_setup& s) {
+    validate(s.model);
+    validate(s.layout, s.model);
+    validate(s.framework);
+    validate(kernel_params_of(s));
+    check_supported(s.cluster.gpu, s.precision);
+    const auto& l = s.layout;
+    require(1LL * l.dp * l.tp * l.pp <= max_gpus, "gpus", 1LL * l.dp * l.tp * l.pp,
+            "dp x tp x pp is beyond any real system (at most 2^22 GPUs)");
+    require(l.global_batch() <= max_global_batch, "global_batch", l.global_batch(),
+            "batch x dp x grad_accum is beyond any real run (at most 2^40 samples)");
+    require(l.interleave <= s.model.layers, "interleave", l.interleave, "must not exceed the number of layers");
+    require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
+    require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
+    require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
+    require(l.tp <= s.cluster.gpus_per_node, "tp", l.tp,
+            "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
+    require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
+            "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
+    const auto finite_non_negative = [](seconds t) { return t.value() >= 0 && std::isfinite(t.value()); };
+    require(finite_non_negative(s.data_loading), "data_loading_s", s.data_loading.value(),
+            "must be finite and not negative");
+    require(finite_non_negative(s.host_to_device), "host_to_device_s", s.host_to_device.value(),
+            "must be finite and not negative");
+    require(s.host_optimizer_bandwidth.value() > 0 && std::isfinite(s.host_optimizer_bandwidth.value()),
+            "host_optimizer_bandwidth", s.host_optimizer_bandwidth.value(), "must be positive and finite");
+}
+
+}  // namespace trainperf
