@@ -1,10 +1,15 @@
-// Engine speed: how many predictions per second a layout search can make.
+// Engine speed, as docs/engine.md reports it: a cold prediction, its parts, and the
+// planner's exhaustive search (amortised predictions per second per core, and the
+// wall time of a whole search on every core of the machine).
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/models/catalog.hpp>
+#include <trainperf/planner.hpp>
 #include <trainperf/step.hpp>
 #include <trainperf/validation.hpp>
 
 #include <benchmark/benchmark.h>
+
+#include <thread>
 
 namespace {
 
@@ -15,59 +20,90 @@ training_setup gpt3_on_selene() {
     s.cluster = selene_dgx_a100();
     s.model = gpt3_175b::config;
     s.precision = recipe(precision_kind::fp16);
-    s.layout = {.dp = 1, .tp = 8, .pp = 8, .interleave = 3, .sp = true, .micro_batch = 1,
+    s.layout = {.dp = 8, .tp = 8, .pp = 8, .interleave = 3, .sp = true, .zero = 1, .micro_batch = 1,
                 .grad_accum = 64, .recompute = recompute_mode::selective};
     s.seq = 2048;
     s.framework = megatron_profile;
     return s;
 }
 
-void BM_predict_gpt3_175b(benchmark::State& state) {
-    const training_setup s = gpt3_on_selene();
-    for (auto _ : state) benchmark::DoNotOptimize(predict(s).step_time);
-    state.SetItemsProcessed(state.iterations());
+// The planner's search for GPT-3 175B on 512 A100 80GB (64 DGX A100 nodes), global
+// batch 1536, optimizer offload allowed.
+plan_request gpt3_on_512_a100() {
+    plan_request r;
+    r.base = gpt3_on_selene();
+    r.gpus = 512;
+    r.global_batch = 1536;
+    r.allow_offload = true;
+    return r;
 }
-BENCHMARK(BM_predict_gpt3_175b);
 
-void BM_micro_batch_step(benchmark::State& state) {
-    const training_setup s = gpt3_on_selene();
-    for (auto _ : state) benchmark::DoNotOptimize(micro_batch_step(s).forward);
-    state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_micro_batch_step);
-
-void BM_memory_per_gpu(benchmark::State& state) {
-    const training_setup s = gpt3_on_selene();
-    for (auto _ : state)
-        benchmark::DoNotOptimize(memory_per_gpu(s.model, s.precision, s.optimizer, s.layout, 2048).total());
-    state.SetItemsProcessed(state.iterations());
-}
-BENCHMARK(BM_memory_per_gpu);
-
-// A small layout sweep: every tp x pp x micro-batch x recompute for llama2-7b on 64 H100s.
-void BM_layout_sweep_llama2_7b(benchmark::State& state) {
-    training_setup s;
-    s.cluster = standard_cluster(h100_sxm::spec);
-    s.model = llama2_7b::config;
-    s.seq = 4096;
-    s.framework = megatron_profile;
+// A single prediction from scratch: workload, pricing, schedule, memory.
+void BM_predict_cold(benchmark::State& state) {
+    training_setup s = gpt3_on_selene();
+    int b = 0;
     for (auto _ : state) {
-        double best = 0;
-        int evaluated = 0;
-        for (int tp : {1, 2, 4, 8})
-            for (int pp : {1, 2, 4, 8})
-                for (int b : {1, 2, 4, 8})
-                    for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
-                        s.layout = {.dp = 64 / (tp * pp), .tp = tp, .pp = pp, .sp = tp > 1, .micro_batch = b,
-                                    .grad_accum = 8, .recompute = r};
-                        const auto rep = predict(s);
-                        if (rep.fits) best = std::max(best, rep.tokens_per_second);
-                        ++evaluated;
-                    }
-        benchmark::DoNotOptimize(best);
-        state.SetItemsProcessed(state.items_processed() + evaluated);
+        s.layout.micro_batch = 1 + (b++ & 1);  // no two calls alike
+        benchmark::DoNotOptimize(predict(s).step_time);
     }
+    state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_layout_sweep_llama2_7b);
+BENCHMARK(BM_predict_cold);
+
+void BM_price_micro_batch(benchmark::State& state) {
+    const training_setup s = gpt3_on_selene();
+    for (auto _ : state) benchmark::DoNotOptimize(price_micro_batch(s).forward);
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_price_micro_batch);
+
+void BM_micro_batch_workload(benchmark::State& state) {
+    const training_setup s = gpt3_on_selene();
+    for (auto _ : state) benchmark::DoNotOptimize(micro_batch_workload(s).gemms.size());
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_micro_batch_workload);
+
+void BM_memory_of(benchmark::State& state) {
+    const training_setup s = gpt3_on_selene();
+    const model_state model = model_state_of(s);
+    for (auto _ : state) benchmark::DoNotOptimize(memory_of(s, model).breakdown.total());
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_memory_of);
+
+// Every candidate predicted (no pruning) on one thread: full-step predictions per
+// second per core, amortised over the sweep.
+void BM_plan_exhaustive_one_core(benchmark::State& state) {
+    const plan_request r = gpt3_on_512_a100();
+    plan_options o;
+    o.threads = 1;
+    o.prune = false;
+    long long predicted = 0;
+    for (auto _ : state) predicted += plan(r, o).evaluated;
+    state.SetItemsProcessed(predicted);
+}
+BENCHMARK(BM_plan_exhaustive_one_core)->Unit(benchmark::kMillisecond);
+
+// The same space on every core, still without pruning.
+void BM_plan_exhaustive_all_cores(benchmark::State& state) {
+    const plan_request r = gpt3_on_512_a100();
+    plan_options o;
+    o.prune = false;
+    long long predicted = 0;
+    for (auto _ : state) predicted += plan(r, o).evaluated;
+    state.SetItemsProcessed(predicted);
+    state.counters["threads"] = double(std::thread::hardware_concurrency());
+}
+BENCHMARK(BM_plan_exhaustive_all_cores)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// What `trainperf plan` does: the whole space, with the proven bounds, on every core.
+void BM_plan_gpt3_175b_512_a100(benchmark::State& state) {
+    const plan_request r = gpt3_on_512_a100();
+    long long candidates = 0;
+    for (auto _ : state) candidates += plan(r).candidates;
+    state.SetItemsProcessed(candidates);
+}
+BENCHMARK(BM_plan_gpt3_175b_512_a100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

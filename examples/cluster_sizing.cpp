@@ -22,7 +22,7 @@ int main() {
 
     std::printf("llama2-70b, %.0e tokens, global batch %lld x 4096, deadline %.0f days, h100-sxm\n\n", tokens,
                 global_batch, deadline_days);
-    std::printf("%6s  %-40s  %10s  %8s  %6s  %10s\n", "GPUs", "best layout", "tokens/s", "days", "MFU", "GPU-hours");
+    std::printf("%6s  %10s  %8s  %6s  %10s  %s\n", "GPUs", "tokens/s", "days", "MFU", "GPU-hours", "best layout");
     for (int gpus = 64; gpus <= 2048; gpus *= 2) {
         request.gpus = gpus;
         const plan_result result = plan(request, 1);
@@ -32,13 +32,10 @@ int main() {
         }
         const auto& best = result.best.front();
         const training_run run = estimate_training_run(best.report, h100_sxm::spec, tokens);
-        const auto& l = best.layout;
-        char layout[64];
-        std::snprintf(layout, sizeof layout, "dp %d tp %d pp %dx%d zero %d b %d %s", l.dp, l.tp, l.pp, l.interleave,
-                      l.zero, l.micro_batch, std::string(to_string(l.recompute)).c_str());
         const double days = run.time.value() / 86400.0;
-        std::printf("%6d  %-40s  %10.0f  %8.1f  %5.1f%%  %10.0f%s\n", gpus, layout, best.report.tokens_per_second,
-                    days, 100 * best.report.mfu, run.gpu_hours, days <= deadline_days ? "  <- meets the deadline" : "");
+        std::printf("%6d  %10.0f  %8.1f  %5.1f%%  %10.0f  %s%s\n", gpus, best.report.tokens_per_second, days,
+                    100 * best.report.mfu, run.gpu_hours, describe(best.layout).c_str(),
+                    days <= deadline_days ? "  <- meets the deadline" : "");
         if (days <= deadline_days) break;
     }
 }

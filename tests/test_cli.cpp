@@ -137,7 +137,7 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
     }
 }
 
-TEST_CASE("--version works on the program and on every subcommand", "[cli]") {
+TEST_CASE("the program and every subcommand take --version", "[cli]") {
     for (const char* sub : {"", "gpus", "models", "flops", "memory", "predict", "fit", "plan", "scale", "comm",
                             "pipeline", "calibrate"}) {
         const auto r = run_cli(std::string(sub) + " --version");
@@ -176,7 +176,8 @@ TEST_CASE("comm and predict resolve --link pcie to the same link for the same GP
     for (const char* gpu : {"h100-sxm", "a100-sxm-80gb", "v100-sxm2-32gb"}) {
         INFO(gpu);
         const auto comm = run_json(std::string("comm --bytes 1GB --gpus 8 --link pcie --json --gpu ") + gpu);
-        const auto predict = run_json(std::string("predict --model gpt2 --gpus 8 --link pcie --json --gpu ") + gpu);
+        const auto predict =
+            run_json(std::string("predict --model gpt2 --gpus 8 --link pcie --precision fp16 --json --gpu ") + gpu);
         for (const char* key : {"kind", "per_direction_bytes_per_second", "latency_seconds", "efficiency"})
             CHECK(comm["link"][key] == predict["intra_node_link"][key]);
     }
@@ -199,7 +200,9 @@ TEST_CASE("a layout that does not fit shows no step, says by how much, and what 
     REQUIRE(text.exit_code == 0);
     CHECK(text.out.find("Does NOT fit") != std::string::npos);
     CHECK(text.out.find("too much") != std::string::npos);
-    for (const char* hidden : {"step time", "MFU", "samples/s"}) CHECK(text.out.find(hidden) == std::string::npos);
+    // None of the step table's rows (its step time, throughput, MFU) nor its breakdown.
+    for (const char* hidden : {"step time ", "samples/s", "MFU / HFU", "time breakdown", "bottleneck"})
+        CHECK(text.out.find(hidden) == std::string::npos);
     const auto j = run_json(args + " --json");
     CHECK(j["fits"] == false);
     CHECK(j["memory_excess_bytes"].get<double>() > 0);
@@ -214,4 +217,57 @@ TEST_CASE("a layout that does not fit shows no step, says by how much, and what 
     // The default scenario does the same for its layouts that do not fit.
     const auto scenario = run_cli("");
     CHECK(scenario.out.find("Does NOT fit") != std::string::npos);
+}
+
+TEST_CASE("memory, fit, predict and plan give the same bytes for the same flags", "[cli][memory]") {
+    // A grid of setups: one GPU that does not fit, ZeRO-3 over a node, tensor/pipeline
+    // parallel with interleaving, optimizer offload.
+    const std::array<std::pair<std::string, std::string>, 4> setups{{
+        {"--gpu rtx-3090 --model gpt2-medium --precision fp32 --batch 3", "fp32"},
+        {"--gpu h100-sxm --model llama2-7b --gpus 8 --zero 3 --framework deepspeed --recompute full", "bf16"},
+        {"--gpu a100-sxm-80gb --model llama2-13b --gpus 16 --tp 4 --pp 2 --interleave 2 --sp --zero 1 "
+         "--framework megatron --batch 2 --grad-accum 4 --recompute selective",
+         "bf16"},
+        {"--gpu h100-sxm --model llama2-70b --gpus 16 --tp 8 --zero 1 --offload optimizer --recompute full "
+         "--framework deepspeed --precision fp16",
+         "fp16"},
+    }};
+    for (const auto& [flags, precision] : setups) {
+        INFO(flags);
+        const auto memory = run_json("memory " + flags + " --json");
+        const auto predict = run_json("predict " + flags + " --json");
+        CHECK(memory["total_bytes"].get<double>() == predict["memory_per_gpu_bytes"].get<double>());
+        CHECK(memory["fits"] == predict["fits"]);
+        // fit searches the micro-batch of the same setup: the same largest batch.
+        std::string without_batch = flags;
+        const auto at = without_batch.find(" --batch ");
+        if (at != std::string::npos) without_batch.erase(at, std::string(" --batch 2").size());
+        const auto fit = run_json("fit " + without_batch + " --json");
+        bool found = false;
+        for (const auto& row : fit["fits"])
+            if (row["precision"] == precision && row["optimizer"] == "adamw") {
+                CHECK(row["max_micro_batch"] == memory["max_micro_batch"]);
+                found = true;
+            }
+        CHECK(found);
+    }
+}
+
+TEST_CASE("the layouts plan reports have the bytes memory and predict give them", "[cli][memory]") {
+    const auto plan = run_json("plan --gpu a100-sxm-80gb --model llama2-13b --gpus 16 --global-batch 32 "
+                               "--framework megatron --offload --top 6 --json");
+    REQUIRE(plan["best"].size() == 6);
+    for (const auto& row : plan["best"]) {
+        std::string command = row["predict_command"].get<std::string>();
+        const std::string prefix = "trainperf predict ";
+        REQUIRE(command.rfind(prefix, 0) == 0);
+        const std::string flags = command.substr(prefix.size());
+        INFO(flags);
+        const auto memory = run_json("memory " + flags + " --json");
+        const auto predict = run_json("predict " + flags + " --json");
+        CHECK(memory["total_bytes"].get<double>() == row["memory_per_gpu_bytes"].get<double>());
+        CHECK(predict["memory_per_gpu_bytes"].get<double>() == row["memory_per_gpu_bytes"].get<double>());
+        CHECK(memory["fits"] == true);
+        CHECK(memory["max_micro_batch"].get<int>() >= row["micro_batch"].get<int>());
+    }
 }

@@ -61,10 +61,3 @@ TEST_CASE("an unknown name names the field, the value and every name", "[enum_na
     CHECK_THROWS_AS(parse_recompute("nothing"), trainperf::invalid_argument);
     CHECK(enum_name_list<dp_overlap_mode>(", ") == "framework, on, off");
 }
-
-TEST_CASE("a table from an enum's own to_string", "[enum_names]") {
-    constexpr auto table = name_table_of(std::array{colour::red, colour::green});
-    static_assert(parse_in(table, "colour", "GREEN") == colour::green);
-    CHECK(name_list_of(table) == "red|green");
-    CHECK_THROWS_WITH(parse_in(table, "colour", "blue"), "colour = \"blue\": unknown; expected one of red, green");
-}

@@ -50,7 +50,7 @@ TEST_CASE("resolve_link: the GPU's own link, its own PCIe generation, else the d
     CHECK(resolve_link(h100_sxm::spec, link_kind::none).kind == link_kind::none);
 }
 
-TEST_CASE("with_line_rate keeps efficiency and latency; with_bandwidth makes it achieved", "[system]") {
+TEST_CASE("with_line_rate keeps efficiency and latency, with_bandwidth makes it achieved", "[system]") {
     const link_spec ib = default_link(link_kind::infiniband);
     const link_spec line = with_line_rate(ib, gb_per_second(50.0));
     CHECK(line.per_direction == gb_per_second(50.0));

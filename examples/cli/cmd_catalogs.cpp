@@ -83,34 +83,27 @@ void print_models(std::ostream& out) {
            "M = 1e6, B = 1e9.\n";
 }
 
-const command_registration gpus_registration{10, [](CLI::App& app, std::ostream& out) {
+// `trainperf NAME`: the catalog as a table, or with --json as {"NAME": [entries]}.
+template <class Catalog>
+void add_catalog_command(CLI::App& app, std::ostream& out, const std::string& name, const std::string& help,
+                         const Catalog& catalog, void (*print)(std::ostream&)) {
     auto json = std::make_shared<bool>(false);
-    auto* sub = app.add_subcommand("gpus", "List the GPU catalog (datasheet figures)");
-    sub->add_flag("--json", *json, "Print one JSON object: {\"gpus\": [...]}, base units");
-    sub->callback([json, &out] {
-        if (*json) {
-            nlohmann::json list = nlohmann::json::array();
-            for (const gpu_spec& g : gpu_catalog) list.push_back(to_json(g));
-            print_json(out, {{"gpus", list}});
-        } else {
-            print_gpus(out);
-        }
+    auto* sub = app.add_subcommand(name, help);
+    sub->add_flag("--json", *json, "Print one JSON object: {\"" + name + "\": [...]}, base units");
+    sub->callback([json, &out, name, &catalog, print] {
+        if (!*json) return print(out);
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& entry : catalog) list.push_back(to_json(entry));
+        print_json(out, {{name, list}});
     });
+}
+
+const command_registration gpus_registration{10, [](CLI::App& app, std::ostream& out) {
+    add_catalog_command(app, out, "gpus", "List the GPU catalog (datasheet figures)", gpu_catalog, print_gpus);
 }};
 
 const command_registration models_registration{11, [](CLI::App& app, std::ostream& out) {
-    auto json = std::make_shared<bool>(false);
-    auto* sub = app.add_subcommand("models", "List the model catalog (published configs)");
-    sub->add_flag("--json", *json, "Print one JSON object: {\"models\": [...]}");
-    sub->callback([json, &out] {
-        if (*json) {
-            nlohmann::json list = nlohmann::json::array();
-            for (const transformer_config& m : model_catalog) list.push_back(to_json(m));
-            print_json(out, {{"models", list}});
-        } else {
-            print_models(out);
-        }
-    });
+    add_catalog_command(app, out, "models", "List the model catalog (published configs)", model_catalog, print_models);
 }};
 
 }  // namespace

@@ -17,10 +17,6 @@
 namespace trainperf::cli {
 namespace {
 
-constexpr auto collectives = name_table_of(std::array{collective::all_reduce, collective::reduce_scatter,
-                                                      collective::all_gather, collective::p2p});
-constexpr auto algorithms = name_table_of(std::array{collective_algorithm::ring, collective_algorithm::tree});
-
 struct comm_options {
     std::string collective = "all-reduce";
     std::string algorithm = "ring";
@@ -71,8 +67,8 @@ std::string time_text(seconds t) {
 }
 
 void run(const comm_options& o, std::ostream& out) {
-    const collective c = parse_in(collectives, "collective", o.collective);
-    const collective_algorithm algorithm = parse_in(algorithms, "algorithm", o.algorithm);
+    const collective c = parse_enum<collective>("collective", o.collective);
+    const collective_algorithm algorithm = parse_enum<collective_algorithm>("algorithm", o.algorithm);
     const bytes size = parse_bytes("--bytes", o.bytes);
     if (o.gpus < 1) throw usage_error("--gpus = " + std::to_string(o.gpus) + ": must be at least 1");
     if (c == collective::p2p && o.gpus != 2)
@@ -166,8 +162,8 @@ void run(const comm_options& o, std::ostream& out) {
 const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<comm_options>();
     auto* sub = app.add_subcommand("comm", "Time of one collective over a GPU link (alpha-beta model)");
-    sub->add_option("--collective", opt->collective, name_list_of(collectives))->capture_default_str();
-    sub->add_option("--algorithm", opt->algorithm, "all-reduce algorithm: " + name_list_of(algorithms))
+    sub->add_option("--collective", opt->collective, enum_name_list<collective>())->capture_default_str();
+    sub->add_option("--algorithm", opt->algorithm, "all-reduce algorithm: " + enum_name_list<collective_algorithm>())
         ->capture_default_str();
     sub->add_option("--bytes", opt->bytes, "buffer size with a unit, e.g. 1.4GB, 512MiB")->required();
     sub->add_option("--gpus", opt->gpus, "number of GPUs taking part")->required();

@@ -7,6 +7,8 @@
 #include <trainperf/layout_text.hpp>
 #include <trainperf/planner.hpp>
 
+#include <cstdio>
+#include <iostream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -17,20 +19,32 @@ namespace {
 struct plan_flags {
     training_flags flags;
     long long global_batch = 0;
-    int max_micro_batch = 64;
+    int max_micro_batch = 0;
+    unsigned threads = 0;
     std::size_t top = 10;
     bool offload = false, json = false;
 };
 
 void run(const plan_flags& opt, std::ostream& out) {
-    require(opt.top >= 1, "top", opt.top, "must be at least 1");
+    require(opt.top >= 1 && opt.top <= 1000, "top", opt.top, "must be between 1 and 1000");
+    require(opt.threads <= 1024, "threads", opt.threads, "must be at most 1024 (0: one per hardware thread)");
     plan_request request;
     request.base = opt.flags.build();
     request.gpus = request.base.layout.gpus();
     request.global_batch = opt.global_batch;
     request.max_micro_batch = opt.max_micro_batch;
     request.allow_offload = opt.offload;
-    const plan_result result = plan(request, opt.top);
+    plan_options options;
+    options.top = opt.top;
+    options.threads = opt.threads;
+    // A search that runs longer than a second shows how far it is, on stderr.
+    bool progress_shown = false;
+    options.progress = [&progress_shown](double fraction) {
+        std::fprintf(stderr, "\rtrainperf plan: %3.0f %% of the layouts searched", 100.0 * fraction);
+        progress_shown = true;
+    };
+    const plan_result result = plan(request, options);
+    if (progress_shown) std::fprintf(stderr, "\r%60s\r", "");
     const auto& s = request.base;
     // Each layout found as the predict command that reproduces its step.
     const std::string run = opt.flags.run_text(s);
@@ -44,9 +58,15 @@ void run(const plan_flags& opt, std::ostream& out) {
     out << "trainperf plan: " << s.model.name << " on " << request.gpus << " x " << s.cluster.gpu.name << " ("
         << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer) << "), global batch "
         << request.global_batch << " x seq " << sequence_length(s) << "\n"
-        << result.evaluated << " layouts predicted, " << result.fitting << " fit in memory\n\n";
+        << result.candidates << " candidate layouts: " << result.evaluated << " predicted, " << result.pruned
+        << " skipped by a bound (cannot fit or cannot enter the top " << opt.top << "), " << result.fitting
+        << " of the predicted fit in memory; " << fixed(result.wall.value(), 3) << " s\n\n";
     if (result.best.empty()) {
-        out << "No layout fits. Try more GPUs, --offload, or a smaller global batch.\n";
+        if (result.candidates == 0)
+            out << "No layout of " << request.gpus << " GPUs reaches a global batch of " << request.global_batch
+                << " exactly: it must be a multiple of the data-parallel size dp = gpus / (tp x pp).\n";
+        else
+            out << "No layout fits. Try more GPUs, --offload, or a smaller global batch.\n";
         return;
     }
     table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
@@ -66,7 +86,9 @@ const command_registration registration{32, [](CLI::App& app, std::ostream& out)
     auto* sub = app.add_subcommand("plan", "Best layouts for a model on N GPUs (exhaustive search)");
     opt->flags.add_to(sub, true, flag_set::system_only);
     sub->add_option("--global-batch", opt->global_batch, "Samples per optimizer step")->required();
-    sub->add_option("--max-micro-batch", opt->max_micro_batch, "Largest micro-batch tried (default 64)");
+    sub->add_option("--max-micro-batch", opt->max_micro_batch,
+                    "Largest micro-batch tried (default 0: every divisor of the per-replica batch)");
+    sub->add_option("--threads", opt->threads, "Search threads (default 0: one per hardware thread)");
     sub->add_option("--top", opt->top, "How many layouts to show (default 10)");
     sub->add_flag("--offload", opt->offload, "Also try optimizer offload to the host");
     sub->add_flag("--json", opt->json, "Print one JSON object");

@@ -72,6 +72,7 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_option("--precision", precision, enum_name_list<precision_kind>() + " (default bf16)");
     sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
     sub->add_option("--framework", framework, catalog_names(framework_profiles) + " (default pytorch-eager)");
+    sub->add_flag("--fp32-grads", fp32_grads, "Keep fp32 main gradients (as Megatron and DeepSpeed do) in any framework");
     sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() + " (default: the GPU's)");
     sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");
     sub->add_option("--inter-node-bandwidth", inter_node_bandwidth,
@@ -82,36 +83,20 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_flag("--no-prefetch", no_prefetch, "Load and copy before each step instead of overlapping it");
 }
 
-training_setup training_flags::build() const {
+training_setup training_flags::build_without_model() const {
     training_setup s;
     const gpu_spec& g = lookup_gpu(gpu);
-    const bool custom = model == "custom";
-    const bool custom_sizes = std::any_of(custom_model_options.begin(), custom_model_options.end(),
-                                          [](const CLI::Option* o) { return o->count() > 0; });
-    if (custom) {
-        for (auto* o : custom_model_options)
-            if (o->count() == 0 && o->get_name() != "--kv-heads")
-                throw usage_error(o->get_name() + ": required with --model custom");
-        require(seq > 0, "seq", seq, "is required with --model custom");
-        s.model = {.name = "custom", .layers = layers, .hidden = hidden, .heads = heads,
-                   .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = seq};
-    } else {
-        if (custom_sizes) throw usage_error("--layers/--hidden/...: only with --model custom");
-        s.model = lookup_model(model);
-    }
-    validate(s.model);
     const int total = gpus == 0 ? tp * pp : gpus;
     s.layout = {.dp = data_parallel_size(total, tp, pp), .tp = tp, .pp = pp, .interleave = interleave, .sp = sp,
                 .zero = zero, .offload = parse_offload(offload), .micro_batch = batch,
                 .grad_accum = grad_accum, .recompute = parse_recompute(recompute),
                 .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap)};
-    validate(s.layout, s.model);
-    s.seq = seq;
-    if (s.seq == 0) require(s.model.max_seq > 0, "seq", seq, "is required: the model has no max_seq");
+    validate(s.layout);
     s.precision = parse_precision(precision);
     check_supported(g, s.precision);
     s.optimizer = parse_optimizer(optimizer);
     s.framework = lookup_framework(framework);
+    if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
     s.cluster = build_cluster(
         {.gpu = g,
          .gpus = total,
@@ -137,6 +122,31 @@ training_setup training_flags::build() const {
     return s;
 }
 
+training_setup training_flags::build() const {
+    const bool custom = model == "custom";
+    const bool custom_sizes = std::any_of(custom_model_options.begin(), custom_model_options.end(),
+                                          [](const CLI::Option* o) { return o->count() > 0; });
+    transformer_config m;
+    if (custom) {
+        for (auto* o : custom_model_options)
+            if (o->count() == 0 && o->get_name() != "--kv-heads")
+                throw usage_error(o->get_name() + ": required with --model custom");
+        require(seq > 0, "seq", seq, "is required with --model custom");
+        m = {.name = "custom", .layers = layers, .hidden = hidden, .heads = heads,
+             .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = seq};
+    } else {
+        if (custom_sizes) throw usage_error("--layers/--hidden/...: only with --model custom");
+        m = lookup_model(model);
+    }
+    validate(m);
+    training_setup s = build_without_model();
+    s.model = m;
+    validate(s.layout, s.model);
+    s.seq = seq;
+    if (s.seq == 0) require(s.model.max_seq > 0, "seq", seq, "is required: the model has no max_seq");
+    return s;
+}
+
 std::string setup_flags(const training_setup& s) {
     const auto& m = s.model;
     std::string t = "--gpu " + std::string(s.cluster.gpu.name) + " --model " + shell_word(m.name);
@@ -146,6 +156,9 @@ std::string setup_flags(const training_setup& s) {
              std::to_string(m.ffn_hidden) + " --vocab " + std::to_string(m.vocab);
     return t + " --seq " + std::to_string(sequence_length(s)) + " --precision " + std::string(s.precision.name) +
            " --optimizer " + std::string(to_string(s.optimizer)) + " --framework " + std::string(s.framework.name) +
+           (s.framework.fp32_gradient_accumulation && !lookup_framework(s.framework.name).fp32_gradient_accumulation
+                ? " --fp32-grads"
+                : "") +
            " --gpus-per-node " + std::to_string(s.cluster.gpus_per_node);
 }
 

@@ -28,13 +28,16 @@ struct training_flags {
     std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth;
     std::string calibration;
     double data_ms = 0, pcie_ms = 0;
-    bool no_prefetch = false;
+    bool no_prefetch = false, fp32_grads = false;
     std::vector<CLI::Option*> custom_model_options;
 
     // Adds the flags to a subcommand; `require_model` makes --gpu and --model required.
     void add_to(CLI::App* sub, bool require_model = true, flag_set set = flag_set::all);
     // Builds the setup; throws usage_error / trainperf::invalid_argument on bad input.
     training_setup build() const;
+    // Everything but the model (for a bare parameter count): system, recipe,
+    // framework and layout, validated without the model's shape.
+    training_setup build_without_model() const;
     // The flags that describe `s` (built from these flags, its layout and node size
     // possibly changed since) apart from its layout: setup_flags(s) and the link,
     // bandwidth, calibration and input-pipeline flags that were given. With

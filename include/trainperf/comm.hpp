@@ -8,6 +8,7 @@
 #include <limits>
 #include <string_view>
 
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "hardware.hpp"
 #include "ops.hpp"
@@ -17,13 +18,11 @@ namespace trainperf {
 
 enum class collective_algorithm { ring, tree };
 
-constexpr std::string_view to_string(collective_algorithm a) {
-    switch (a) {
-        case collective_algorithm::ring: return "ring";
-        case collective_algorithm::tree: return "tree";
-    }
-    return "?";
-}
+template <>
+struct enum_names<collective_algorithm> {
+    static constexpr std::array<enum_name<collective_algorithm>, 2> table{
+        {{collective_algorithm::ring, "ring"}, {collective_algorithm::tree, "tree"}}};
+};
 
 namespace comm_detail {
 constexpr bool finite_non_negative(double v) {
@@ -65,10 +64,6 @@ constexpr void validate(const link_spec& l) {
 // per-direction rate, which is what nccl-tests all-reduce bus bandwidth reaches on
 // NVSwitch systems. Replace them with measured figures through with_bandwidth or a
 // custom link_spec.
-
-// PCIe 4.0 x16: 16 GT/s per lane, 128b/130b encoding, 16 lanes → 31.5 GB/s each way
-// (PCI-SIG PCI Express Base Specification 4.0).
-inline constexpr byte_rate pcie4_x16_per_direction = gb_per_second(links::pcie4_x16_gb_per_s);
 
 // A transfer between GPUs without peer-to-peer access is staged through host memory:
 // device→host then host→device, each a full PCIe transfer. ASSUMPTION: the two

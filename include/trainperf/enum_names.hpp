@@ -96,27 +96,4 @@ std::string enum_name_list(std::string_view separator = "|") {
     return catalog_names(enum_names<E>::table, separator);
 }
 
-// A table for an enum whose header spells its names in a to_string of its own
-// (switch-based): the values given, each named by that to_string. parse_in and
-// name_list_of below work on it as parse_enum and enum_name_list do on enum_names.
-template <class E, std::size_t N>
-constexpr std::array<enum_name<E>, N> name_table_of(const std::array<E, N>& values) {
-    std::array<enum_name<E>, N> table{};
-    for (std::size_t i = 0; i < N; ++i) table[i] = {values[i], to_string(values[i])};
-    return table;
-}
-
-// parse_enum over such a table.
-template <class E, std::size_t N>
-constexpr E parse_in(const std::array<enum_name<E>, N>& table, std::string_view field, std::string_view text) {
-    if (auto v = enum_detail::find(table, text)) return *v;
-    enum_detail::unknown(field, text, table);
-}
-
-// enum_name_list over such a table.
-template <class E, std::size_t N>
-std::string name_list_of(const std::array<enum_name<E>, N>& table, std::string_view separator = "|") {
-    return catalog_names(table, separator);
-}
-
 }  // namespace trainperf

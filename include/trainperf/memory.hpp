@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "framework.hpp"
 #include "hardware.hpp"
@@ -25,9 +26,11 @@ namespace trainperf {
 
 enum class memory_phase { forward_backward, optimizer_step };
 
-constexpr std::string_view to_string(memory_phase p) {
-    return p == memory_phase::forward_backward ? "forward-backward" : "optimizer-step";
-}
+template <>
+struct enum_names<memory_phase> {
+    static constexpr std::array<enum_name<memory_phase>, 2> table{
+        {{memory_phase::forward_backward, "forward-backward"}, {memory_phase::optimizer_step, "optimizer-step"}}};
+};
 
 struct memory_breakdown {
     bytes weights = bytes_of(0);
@@ -183,9 +186,27 @@ constexpr void add_static_state(memory_breakdown& mb, double local, bytes state,
 
 // One pipeline stage's memory; stage 0 holds the embedding and the most
 // micro-batches in flight, the last stage the head and the logits.
+// Activations per layer the same on every stage: what each layer keeps, and (full
+// recompute) what the layer being rebuilt holds during its backward.
+struct layer_activations {
+    bytes kept = bytes_of(0);
+    bytes rebuilt = bytes_of(0);
+};
+
+constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
+                                                 const parallel_layout& p, int seq, const framework_profile& fw) {
+    layer_activations a;
+    a.kept = activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw);
+    if (p.recompute == recompute_mode::full)
+        a.rebuilt = activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp, p.sp,
+                                               recompute_mode::none, fw);
+    return a;
+}
+
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
                                         const model_state& state, const parallel_layout& p, int seq,
-                                        const framework_profile& fw, bool first, bool last) {
+                                        const framework_profile& fw, const layer_activations& layer, bool first,
+                                        bool last) {
     const memory_overheads& o = fw.memory;
     memory_breakdown mb;
     mb.stage = first ? 0 : p.pp - 1;
@@ -213,15 +234,11 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     const double interleave =
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;
-    const bytes per_layer = activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp,
-                                                       p.sp, p.recompute, fw);
-    bytes act = double(stage_layers) * in_flight * interleave * per_layer;
+    bytes act = double(stage_layers) * in_flight * interleave * layer.kept;
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
     if (last) act += bytes_of(4 * e * s * b * h / seq_split);  // final norm and head inputs
-    if (p.recompute == recompute_mode::full)  // one layer rebuilt during its backward
-        act += activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp, p.sp,
-                                          recompute_mode::none, fw);
+    act += layer.rebuilt;  // full recompute: one layer rebuilt during its backward
     mb.activations = act;
 
     if (last) {
@@ -252,9 +269,10 @@ namespace memory_detail {
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw) {
-    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, true, true);
-    const memory_breakdown first = stage_memory(m, r, state, p, seq, fw, true, false);
-    const memory_breakdown last = stage_memory(m, r, state, p, seq, fw, false, true);
+    const layer_activations layer = layer_activations_of(m, r, p, seq, fw);
+    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, true, true);
+    const memory_breakdown first = stage_memory(m, r, state, p, seq, fw, layer, true, false);
+    const memory_breakdown last = stage_memory(m, r, state, p, seq, fw, layer, false, true);
     return last.total() > first.total() ? last : first;
 }
 }  // namespace memory_detail

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "units.hpp"
 
@@ -45,18 +46,22 @@ constexpr gemm_shape wgrad_of(const gemm_shape& g) { return {g.k, g.n, g.m, g.ba
 
 enum class op_phase { forward, backward_data, backward_weight, backward };
 
-constexpr std::string_view to_string(op_phase p) {
-    switch (p) {
-        case op_phase::forward: return "forward";
-        case op_phase::backward_data: return "dgrad";
-        case op_phase::backward_weight: return "wgrad";
-        case op_phase::backward: return "backward";
-    }
-    return "?";
-}
+template <>
+struct enum_names<op_phase> {
+    static constexpr std::array<enum_name<op_phase>, 4> table{{{op_phase::forward, "forward"},
+                                                               {op_phase::backward_data, "dgrad"},
+                                                               {op_phase::backward_weight, "wgrad"},
+                                                               {op_phase::backward, "backward"}}};
+};
 
 // Where an op sits in the layer; selective recompute repeats the attention core.
 enum class op_region { attention_core, other };
+
+template <>
+struct enum_names<op_region> {
+    static constexpr std::array<enum_name<op_region>, 2> table{
+        {{op_region::attention_core, "attention-core"}, {op_region::other, "other"}}};
+};
 
 struct gemm_op {
     std::string_view name;
@@ -80,15 +85,13 @@ struct memory_op {
 
 enum class collective { all_reduce, reduce_scatter, all_gather, p2p };
 
-constexpr std::string_view to_string(collective c) {
-    switch (c) {
-        case collective::all_reduce: return "all-reduce";
-        case collective::reduce_scatter: return "reduce-scatter";
-        case collective::all_gather: return "all-gather";
-        case collective::p2p: return "p2p";
-    }
-    return "?";
-}
+template <>
+struct enum_names<collective> {
+    static constexpr std::array<enum_name<collective>, 4> table{{{collective::all_reduce, "all-reduce"},
+                                                                 {collective::reduce_scatter, "reduce-scatter"},
+                                                                 {collective::all_gather, "all-gather"},
+                                                                 {collective::p2p, "p2p"}}};
+};
 
 // How the ranks of a communication group sit on the nodes: `size` ranks, of which
 // `per_node` share each node the group spans. per_node == size: the group stays in

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -144,7 +145,18 @@ inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
     return out;
 }
 
-// Keeps the k fastest candidates (a max-heap on step time).
+// Faster first; equal step times are ordered by the layout, so that the result does
+// not depend on which thread found what first.
+inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
+    if (a.report.step_time != b.report.step_time) return a.report.step_time < b.report.step_time;
+    const auto key = [](const parallel_layout& l) {
+        return std::array<int, 11>{l.tp, l.pp, l.interleave, l.dp, l.micro_batch, l.grad_accum, int(l.sp), l.zero,
+                                   int(l.offload), int(l.recompute), int(l.dp_overlap)};
+    };
+    return key(a.layout) < key(b.layout);
+}
+
+// Keeps the k best candidates (a max-heap in ranks_before order).
 class top_k {
 public:
     explicit top_k(std::size_t k) : k_(k) {}
@@ -152,21 +164,19 @@ public:
     seconds worst() const { return heap_.front().report.step_time; }
     void offer(const parallel_layout& layout, const step_report& report) {
         if (k_ == 0) return;
+        plan_candidate c{layout, report};
         if (!full()) {
-            heap_.push_back({layout, report});
-            std::push_heap(heap_.begin(), heap_.end(), slower);
-        } else if (report.step_time < worst()) {
-            std::pop_heap(heap_.begin(), heap_.end(), slower);
-            heap_.back() = {layout, report};
-            std::push_heap(heap_.begin(), heap_.end(), slower);
+            heap_.push_back(c);
+            std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+        } else if (ranks_before(c, heap_.front())) {
+            std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+            heap_.back() = c;
+            std::push_heap(heap_.begin(), heap_.end(), ranks_before);
         }
     }
     std::vector<plan_candidate>& items() { return heap_; }
 
 private:
-    static bool slower(const plan_candidate& a, const plan_candidate& b) {
-        return a.report.step_time < b.report.step_time;
-    }
     std::size_t k_;
     std::vector<plan_candidate> heap_;
 };
@@ -309,10 +319,14 @@ inline plan_result plan(const plan_request& request, const plan_options& options
     for (unsigned id = first_thread; id < threads; ++id) pool.emplace_back(work, id);
     if (options.progress) {
         using namespace std::chrono_literals;
+        auto reported = start;
         while (done < sp.units.size() && next < sp.units.size()) {
-            std::this_thread::sleep_for(100ms);
-            if (std::chrono::steady_clock::now() - start > 1s)
+            std::this_thread::sleep_for(2ms);
+            const auto now = std::chrono::steady_clock::now();
+            if (now - start > 1s && now - reported >= 100ms) {
                 options.progress(double(done) / double(sp.units.size()));
+                reported = now;
+            }
         }
     } else {
         work(0);
@@ -329,11 +343,8 @@ inline plan_result plan(const plan_request& request, const plan_options& options
         result.fitting += w.fitting;
         all.insert(all.end(), w.best.items().begin(), w.best.items().end());
     }
-    const auto faster = [](const plan_candidate& a, const plan_candidate& b) {
-        return a.report.step_time < b.report.step_time;
-    };
     const std::size_t keep = std::min(options.top, all.size());
-    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(keep), all.end(), faster);
+    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(keep), all.end(), ranks_before);
     all.resize(keep);
     result.best = std::move(all);
     result.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

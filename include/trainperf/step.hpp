@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "comm.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "flops.hpp"
 #include "framework.hpp"
@@ -27,17 +28,13 @@ namespace trainperf {
 
 enum class bottleneck_kind { compute, communication, optimizer, bubble, data, memory };
 
-constexpr std::string_view to_string(bottleneck_kind b) {
-    switch (b) {
-        case bottleneck_kind::compute: return "compute";
-        case bottleneck_kind::communication: return "communication";
-        case bottleneck_kind::optimizer: return "optimizer";
-        case bottleneck_kind::bubble: return "bubble";
-        case bottleneck_kind::data: return "data";
-        case bottleneck_kind::memory: return "memory";
-    }
-    return "?";
-}
+template <>
+struct enum_names<bottleneck_kind> {
+    static constexpr std::array<enum_name<bottleneck_kind>, 6> table{
+        {{bottleneck_kind::compute, "compute"}, {bottleneck_kind::communication, "communication"},
+         {bottleneck_kind::optimizer, "optimizer"}, {bottleneck_kind::bubble, "bubble"},
+         {bottleneck_kind::data, "data"}, {bottleneck_kind::memory, "memory"}}};
+};
 
 // Where one step's time goes (all on the critical path, so they add up).
 struct step_time_breakdown {
@@ -72,7 +69,7 @@ struct step_report {
     int seq = 0;
     double samples_per_second = 0;
     double tokens_per_second = 0;
-    flop_rate model_flops_per_gpu = flop_rate::from_value(0.0);  // seed formula (DESIGN §2)
+    flop_rate model_flops_per_gpu = flop_rate::from_value(0.0);  // seed formula (flops.hpp)
     double mfu = 0;   // model FLOPs (3·forward, no recompute) / peak
     double hfu = 0;   // FLOPs the hardware ran, recompute included / peak
     memory_breakdown memory{};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "framework.hpp"
 #include "model.hpp"
@@ -187,6 +188,13 @@ inline layer_memory_list backward_of(const layer_memory_list& forward, const fra
 // Which part of a micro-batch's time an op adds to.
 enum class step_part { forward, backward, tensor_parallel, pipeline };
 
+template <>
+struct enum_names<step_part> {
+    static constexpr std::array<enum_name<step_part>, 4> table{
+        {{step_part::forward, "forward"}, {step_part::backward, "backward"},
+         {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"}}};
+};
+
 // An op of the stage: `count` times per micro-batch, and `recomputed` more times when
 // backward rebuilds what was not kept (recompute repeats forward ops).
 template <class Op>
@@ -328,6 +336,13 @@ enum class sync_point {
     end_of_backward,     // once, may overlap the last micro-batch's backward
     after_optimizer,     // once, after the update: exposed
     end_of_step,         // once, outside any overlap: exposed
+};
+
+template <>
+struct enum_names<sync_point> {
+    static constexpr std::array<enum_name<sync_point>, 4> table{
+        {{sync_point::every_micro_batch, "every-micro-batch"}, {sync_point::end_of_backward, "end-of-backward"},
+         {sync_point::after_optimizer, "after-optimizer"}, {sync_point::end_of_step, "end-of-step"}}};
 };
 
 struct sync_op {
