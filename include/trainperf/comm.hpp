@@ -11,6 +11,7 @@
 #include "enum_names.hpp"
 #include "error.hpp"
 #include "hardware.hpp"
+#include "links.hpp"
 #include "ops.hpp"
 #include "units.hpp"
 
@@ -25,9 +26,7 @@ struct enum_names<collective_algorithm> {
 };
 
 namespace comm_detail {
-constexpr bool finite_non_negative(double v) {
-    return v >= 0 && v < std::numeric_limits<double>::infinity();  // false for NaN too
-}
+using links_detail::finite_non_negative;
 
 constexpr void validate_size(bytes size, int n) {
     require(finite_non_negative(size.value()), "bytes", size.value(),
@@ -42,81 +41,6 @@ constexpr int ceil_log2(int n) {
     return steps;
 }
 }  // namespace comm_detail
-
-// A link must be usable before anything is sent over it.
-constexpr void validate(const link_spec& l) {
-    require(l.kind != link_kind::none, "link", to_string(l.kind),
-            "no GPU-to-GPU link: this GPU cannot take part in a collective");
-    require(l.per_direction.value() > 0 &&
-                comm_detail::finite_non_negative(l.per_direction.value()),
-            "link.per_direction_bytes_per_second", l.per_direction.value(),
-            "must be positive and finite");
-    require(comm_detail::finite_non_negative(l.latency.value()), "link.latency_seconds",
-            l.latency.value(), "must be finite and not negative");
-    require(l.efficiency > 0 && l.efficiency <= 1, "link.efficiency", l.efficiency,
-            "must be in (0, 1]");
-}
-
-// ---- Link defaults -------------------------------------------------------------------
-// Used when the user names a link kind without a GPU. Bandwidths are datasheet/spec
-// figures per direction. Latencies and efficiencies are ASSUMPTIONS, the same ones the
-// GPU catalog uses (hardware/catalog.hpp): a few µs per NCCL step, and ~0.8 of the
-// per-direction rate, which is what nccl-tests all-reduce bus bandwidth reaches on
-// NVSwitch systems. Replace them with measured figures through with_bandwidth or a
-// custom link_spec.
-
-// A transfer between GPUs without peer-to-peer access is staged through host memory:
-// device→host then host→device, each a full PCIe transfer. ASSUMPTION: the two
-// copies are not overlapped, so each byte costs two PCIe transfers: per-direction
-// bandwidth halves and the per-step latency doubles (a measured figure should replace
-// this through with_bandwidth).
-constexpr link_spec staged_through_host(const link_spec& pcie) {
-    return {.kind = link_kind::pcie_no_p2p,
-            .per_direction = pcie.per_direction / 2.0,
-            .latency = 2.0 * pcie.latency,
-            .efficiency = pcie.efficiency};
-}
-
-constexpr link_spec default_link(link_kind kind) {
-    switch (kind) {
-        case link_kind::nvlink:
-            // NVLink 4 through NVSwitch (H100 SXM5): 900 GB/s total, 450 GB/s each way
-            // (NVIDIA H100 Tensor Core GPU datasheet).
-            return links::nvlink(900.0);
-        case link_kind::nvlink_bridge:
-            // GeForce RTX 3090 / 3090 Ti NVLink bridge: 4 links, 112.5 GB/s total,
-            // 56.25 GB/s each way (NVIDIA Ampere GA102 GPU architecture whitepaper).
-            return links::nvlink_bridge(112.5);
-        case link_kind::pcie:
-            // PCIe 4.0 x16 peer-to-peer through the host bridge or a PCIe switch.
-            return links::pcie(links::pcie4_x16_gb_per_s);
-        case link_kind::pcie_no_p2p:
-            return staged_through_host(default_link(link_kind::pcie));
-        case link_kind::infiniband:
-            // InfiniBand HDR, one 200 Gb/s adapter per GPU: 25 GB/s each way
-            // (NVIDIA ConnectX-6 VPI datasheet). ASSUMPTION: 10 µs per step (the
-            // transfer also crosses PCIe on both ends) and 0.9 of line rate (RDMA
-            // payload efficiency is higher than NVLink collectives reach).
-            return {.kind = kind, .per_direction = gb_per_second(25.0),
-                    .latency = microseconds_of(10.0), .efficiency = 0.90};
-        case link_kind::none: break;
-    }
-    require(false, "link", to_string(kind), "has no default: name a GPU-to-GPU link");
-    return {};
-}
-
-// The user's override with a measured per-direction figure (e.g. the unidirectional
-// P2P bandwidth from CUDA's p2pBandwidthLatencyTest). A measured figure is already
-// what the link achieves, so efficiency becomes 1; kind and latency are kept.
-constexpr link_spec with_bandwidth(link_spec link, byte_rate per_direction) {
-    require(per_direction.value() > 0 &&
-                comm_detail::finite_non_negative(per_direction.value()),
-            "link_bandwidth_bytes_per_second", per_direction.value(),
-            "must be positive and finite");
-    link.per_direction = per_direction;
-    link.efficiency = 1.0;
-    return link;
-}
 
 // ---- Collectives on N GPUs over one link (bytes = the full buffer size) ------------
 
@@ -196,29 +120,6 @@ constexpr double bus_bandwidth_factor(collective c, int n) {
 }
 
 // ---- Several nodes -------------------------------------------------------------------
-
-// The link between GPUs of one node: cluster.intra_node, or the GPU's own link when
-// the cluster leaves it unset.
-constexpr link_spec intra_node_link(const cluster_spec& c) {
-    return c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node;
-}
-
-// The usual system: nodes of gpus_per_node GPUs on the GPU's own link, one
-// InfiniBand HDR adapter per GPU between nodes.
-constexpr cluster_spec standard_cluster(const gpu_spec& gpu, int gpus_per_node = 8) {
-    return {.gpu = gpu, .gpus_per_node = gpus_per_node, .intra_node = gpu.gpu_link,
-            .inter_node = default_link(link_kind::infiniband)};
-}
-
-// Nodes spanned by total_gpus GPUs; whole nodes only once more than one is used.
-constexpr int node_count(const cluster_spec& c, int total_gpus) {
-    require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");
-    require(total_gpus >= 1, "gpus", total_gpus, "must be at least 1");
-    if (total_gpus <= c.gpus_per_node) return 1;
-    require(total_gpus % c.gpus_per_node == 0, "gpus", total_gpus,
-            "must be a multiple of gpus_per_node when it spans several nodes");
-    return total_gpus / c.gpus_per_node;
-}
 
 // A single flat ring over all GPUs of several nodes, for comparison: every ring step
 // waits for the slowest link it crosses (the inter-node adapter), so the whole

@@ -146,7 +146,7 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype ac
     const double split = e * s * b * (4 * h + 4 * kv + ffn_terms * f);
     double core = 0;
     if (r != recompute_mode::selective) {
-        if (fw.flash_attention) core = 4 * a * s * b;
+        if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
         else core = dropout ? a * s * s * b * (4 * e + 1) : a * s * s * b * 2 * e;
     }
     return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t);

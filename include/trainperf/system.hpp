@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-#include "comm.hpp"
+#include "links.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
 #include "hardware.hpp"

@@ -278,7 +278,9 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
     sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
     const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
-    const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * 4.0);
+    // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
+    constexpr double loss_passes = 4.0;
+    const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
     sink(stage_op<memory_op>{{"loss", loss_traffic, flops_of(0.0), op_phase::forward}, 1, 0, step_part::forward});
     sink(stage_op<memory_op>{{"loss", loss_traffic, flops_of(0.0), op_phase::backward}, 1, 0, step_part::backward});
     if (l.pp == 1) {
