@@ -44,6 +44,17 @@ TEST_CASE("datasheet values (docs/catalogs.md)", "[hardware][catalog]") {
     CHECK(h100_pcie::spec.gpu_link.kind == link_kind::nvlink_bridge);
 
     CHECK(h200_sxm::spec.memory_capacity.value() == 141e9);
+    // What the drivers report (nvidia-smi memory.total), used for fit verdicts.
+    CHECK(h.memory_reported.value() == 81559.0 * 1048576);
+    CHECK(h200_sxm::spec.memory_reported.value() == 143771.0 * 1048576);
+    CHECK(a100_sxm_80gb::spec.memory_reported.value() == 81920.0 * 1048576);
+    CHECK(b200::spec.memory_reported.value() == 183359.0 * 1048576);
+    for (const gpu_spec& g : gpu_catalog) {
+        INFO(g.name);
+        // Chips come in powers of two: the device holds more than the datasheet's decimal GB.
+        CHECK(g.memory_reported > g.memory_capacity);
+        CHECK(g.device_memory() == g.memory_reported);
+    }
     CHECK(h200_sxm::spec.memory_bandwidth.value() == Approx(4.8e12));
 
     CHECK(a100_sxm_80gb::spec.memory_bandwidth.value() == Approx(2039e9));

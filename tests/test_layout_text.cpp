@@ -37,7 +37,7 @@ TEST_CASE("parse_layout reads to_string back, for every value of every field", "
                                 for (dp_overlap_mode overlap : enum_values<dp_overlap_mode>()) {
                                     const parallel_layout l{.dp = dp, .tp = tp, .pp = pp, .interleave = pp > 1 ? 2 : 1,
                                                             .sp = sp, .zero = zero, .offload = offload,
-                                                            .micro_batch = 1 + dp % 5, .grad_accum = 7,
+                                                            .micro_batch = 1 + dp % 5, .grad_accum = 8 * pp,
                                                             .recompute = recompute, .dp_overlap = overlap};
                                     const std::string text = to_string(l);
                                     INFO(text);

@@ -178,10 +178,17 @@ TEST_CASE("fits and max_micro_batch", "[memory]") {
     CHECK_THROWS_WITH(fits(v100_sxm2_32gb::spec, gpt2_medium::config, bf16, optimizer_kind::adamw, {},
                            1024),
                       "precision = bf16: not supported by v100-sxm2-32gb (no bf16 tensor cores)");
-    // Shared memory (Jetson): the OS reserve is not usable.
+    // Usable: the device's memory as its driver reports it, less the CUDA context
+    // (500 MiB); shared memory (Jetson) also less the OS reserve (2 GB).
     const gpu_spec& jetson = jetson_orin_nx_16gb::spec;
-    CHECK(usable_memory(jetson).value() == 14e9);
-    CHECK(usable_memory(g) == g.memory_capacity);
+    CHECK(usable_memory(jetson).value() == 16 * 1073741824.0 - 500 * 1048576.0 - 2e9);
+    CHECK(usable_memory(g).value() == (81559 - 500) * 1048576.0);  // H100 SXM: 81,559 MiB reported
+    // More than the datasheet's decimal "80 GB": 85.0 GB can be allocated.
+    CHECK(usable_memory(g) > g.memory_capacity);
+    // A GPU described without a reported figure falls back to the datasheet's.
+    gpu_spec custom = g;
+    custom.memory_reported = bytes_of(0);
+    CHECK(usable_memory(custom).value() == 80e9 - 500 * 1048576.0);
 }
 
 TEST_CASE("memory inputs are validated naming the field", "[memory]") {

@@ -1,6 +1,10 @@
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/models/catalog.hpp>
+#include <trainperf/layout_text.hpp>
 #include <trainperf/planner.hpp>
+
+#include <stdexcept>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -26,7 +30,7 @@ TEST_CASE("the planner returns the fastest fitting layouts, fastest first", "[pl
     const auto result = plan(request, 5);
     REQUIRE(result.best.size() == 5);
     CHECK(result.evaluated > 100);
-    CHECK(result.fitting <= result.evaluated);
+    CHECK(result.evaluated + result.pruned == result.candidates);
     for (std::size_t i = 0; i < result.best.size(); ++i) {
         const auto& c = result.best[i];
         CHECK(c.report.fits);
@@ -107,18 +111,38 @@ TEST_CASE("pruning skips only what cannot fit or cannot enter the top", "[planne
 TEST_CASE("the search is the same on one thread and on several", "[planner]") {
     auto request = llama_on_h100s(64, 512);
     request.max_micro_batch = 0;
-    plan_options one, four;
-    one.threads = 1;
-    four.threads = 4;
-    one.prune = four.prune = false;
-    const auto a = plan(request, one);
-    const auto b = plan(request, four);
-    CHECK(a.candidates == b.candidates);
-    CHECK(a.fitting == b.fitting);
-    REQUIRE(a.best.size() == b.best.size());
-    for (std::size_t i = 0; i < a.best.size(); ++i)
-        CHECK(a.best[i].report.step_time.value() == b.best[i].report.step_time.value());
+    for (bool prune : {false, true}) {
+        plan_options one, four;
+        one.threads = 1;
+        four.threads = 4;
+        one.prune = four.prune = prune;
+        one.top = four.top = 25;
+        const auto a = plan(request, one);
+        const auto b = plan(request, four);
+        INFO("prune " << prune);
+        CHECK(a.candidates == b.candidates);
+        if (!prune) CHECK(a.fitting == b.fitting);
+        REQUIRE(a.best.size() == b.best.size());
+        // The same layouts in the same order: ties are ranked by the layout.
+        for (std::size_t i = 0; i < a.best.size(); ++i) {
+            CHECK(a.best[i].report.step_time.value() == b.best[i].report.step_time.value());
+            CHECK(to_string(a.best[i].layout) == to_string(b.best[i].layout));
+        }
+    }
 }
+
+TEST_CASE("the planner checks the request as predict checks a setup", "[planner]") {
+    auto request = llama_on_h100s(8, 64);
+    request.base.model = gpt2::config;
+    request.base.seq = 4096;  // beyond gpt2's learned position table
+    CHECK_THROWS_WITH(plan(request), Catch::Contains("max_seq"));
+    request = llama_on_h100s(1, 1LL << 33);  // a per-replica batch beyond an int of micro-batches
+    request.max_micro_batch = 0;
+    const auto huge = plan(request, 3);
+    for (const auto& c : huge.best) CHECK(c.layout.grad_accum >= 1);
+    CHECK_THROWS_WITH(plan(llama_on_h100s(1 << 23, 8)), Catch::Contains("gpus"));
+}
+
 
 TEST_CASE("the space covers every dimension the planner names", "[planner]") {
     // 8 GPUs, global batch 8: tp 1/2/4/8 x pp 1/2/4/8 (llama2-7b: 32 heads, 32 layers).
@@ -154,13 +178,16 @@ TEST_CASE("the space covers every dimension the planner names", "[planner]") {
         for (int pp : {1, 2, 4, 8}) {
             if (tp * pp > 8) continue;
             const int dp = 8 / (tp * pp);
-            int batches = 0;
-            for (int b = 1; b <= 8 / dp; ++b) batches += (8 / dp) % b == 0;
-            int interleaves = 1;
-            for (int v = 2; pp > 1 && pp * v <= 32; ++v) interleaves += 32 % (pp * v) == 0;
             const int dp_choices = dp > 1 ? 4 * 2 : 1;
             const int sp_choices = tp > 1 ? 2 : 1;
-            expected += 1LL * batches * interleaves * dp_choices * sp_choices * 2 * 3;
+            for (int b = 1; b <= 8 / dp; ++b) {
+                if ((8 / dp) % b != 0) continue;
+                const int accum = 8 / dp / b;
+                // Interleaving needs pp | grad-accum (Megatron-LM's interleaved schedule).
+                int interleaves = 1;
+                for (int v = 2; pp > 1 && accum % pp == 0 && pp * v <= 32; ++v) interleaves += 32 % (pp * v) == 0;
+                expected += 1LL * interleaves * dp_choices * sp_choices * 2 * 3;
+            }
         }
     CHECK(result.candidates == expected);
 }

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <string>
@@ -250,4 +252,70 @@ TEST_CASE("a training run is tokens over throughput, GPU-hours and energy at TDP
     CHECK(run.cost == Approx(2.0 * 8 * hours));
     CHECK_THROWS_WITH(estimate_training_run(step, h100_sxm::spec, 0.0), Catch::Contains("train_tokens"));
     CHECK_THROWS_WITH(estimate_training_run(step, h100_sxm::spec, 1e9, -1.0), Catch::Contains("price_per_gpu_hour"));
+}
+
+TEST_CASE("MFU is PaLM's model FLOPs for any architecture, and HFU is never below it", "[step][mfu]") {
+    // PaLM appendix B: 6·N + 12·L·h·s per token. For a GPT layer (f = 4h) it is the
+    // seed formula's 3 × forward up to the biases and norms in N.
+    const transformer_config& gpt = gpt3_175b::config;
+    CHECK(palm_training_flops_per_sample(gpt, 2048).value() ==
+          Approx(training_flops_per_sample(gpt, 2048).value()).epsilon(1e-3));
+    // A LLaMA-like FFN of 11008 (SwiGLU, three matrices): N counts it as it is.
+    transformer_config custom = llama2_7b::config;
+    custom.name = "custom";
+    const double n = matmul_parameters(custom);
+    CHECK(n == Approx(parameter_count(custom) - double(custom.vocab) * custom.hidden).epsilon(1e-3));
+    // Random models and layouts: HFU >= MFU, equal without recompute.
+    std::uint32_t state = 12345;
+    const auto next = [&state](int lo, int hi) {
+        state = state * 1664525u + 1013904223u;
+        return lo + int((state >> 8) % std::uint32_t(hi - lo + 1));
+    };
+    for (int i = 0; i < 200; ++i) {
+        transformer_config m;
+        m.name = "random";
+        m.heads = 1 << next(2, 6);
+        m.hidden = m.heads * 64 * next(1, 3);
+        m.kv_heads = next(0, 1) ? m.heads : m.heads / 4;
+        m.layers = next(2, 48);
+        m.ffn_hidden = next(2, 5) * m.hidden + 64 * next(0, 8);
+        m.vocab = 1000 * next(8, 64);
+        m.max_seq = 4096;
+        m.ffn = next(0, 1) ? ffn_kind::swiglu : ffn_kind::gelu;
+        m.positions = position_kind::rotary;
+        m.tied_embeddings = next(0, 1) == 1;
+        training_setup s = single_gpu(h100_sxm::spec, m, precision_kind::bf16, next(1, 8), 256 * next(1, 8));
+        s.layout.recompute = std::array{recompute_mode::none, recompute_mode::selective, recompute_mode::full}[next(0, 2)];
+        s.layout.tp = 1 << next(0, 2);
+        s.layout.dp = next(1, 4);
+        s.cluster.gpus_per_node = 8;
+        s.framework = megatron_profile;
+        const auto r = predict(s);
+        INFO("model " << i << ", recompute " << to_string(s.layout.recompute));
+        CHECK(r.hfu >= r.mfu);
+        if (s.layout.recompute == recompute_mode::none) CHECK(r.hfu == Approx(r.mfu));
+        CHECK(r.mfu > 0);
+        CHECK(r.mfu == Approx(r.model_flops_per_gpu / s.cluster.gpu.peak_for(dtype::bf16)));
+    }
+}
+
+TEST_CASE("the op lists price to what the streamed ops price to", "[step][workload]") {
+    for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+        training_setup s = single_gpu(a100_sxm_80gb::spec, gpt3_175b::config, precision_kind::fp16, 1, 2048);
+        s.cluster = selene_dgx_a100();
+        s.layout = {.dp = 2, .tp = 8, .pp = 8, .interleave = 3, .sp = rc != recompute_mode::full, .micro_batch = 1,
+                    .grad_accum = 8, .recompute = rc};
+        const stage_workload w = micro_batch_workload(s);
+        const micro_batch_times listed = price_micro_batch(w, s);
+        const micro_batch_times streamed = price_micro_batch(s);
+        INFO(to_string(rc));
+        CHECK(listed.forward.value() == Approx(streamed.forward.value()).epsilon(1e-12));
+        CHECK(listed.backward.value() == Approx(streamed.backward.value()).epsilon(1e-12));
+        CHECK(listed.recompute.value() == Approx(streamed.recompute.value()).epsilon(1e-12));
+        CHECK(listed.tensor_parallel_comm.value() == Approx(streamed.tensor_parallel_comm.value()).epsilon(1e-12));
+        CHECK(listed.pipeline_comm.value() == Approx(streamed.pipeline_comm.value()).epsilon(1e-12));
+        // 12 layer GEMMs per layer forward and backward... per stage: 6 forward, 12 backward, 3 logits.
+        CHECK(w.gemms.size() == 21);
+        CHECK(w.collectives.size() == (rc == recompute_mode::full ? 2u : 3u));
+    }
 }

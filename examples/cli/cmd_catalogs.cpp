@@ -23,14 +23,14 @@ std::string tflops_cell(const gpu_spec& g, dtype t) {
 
 void print_gpus(std::ostream& out) {
     out << "GPU catalog (datasheet figures; sources in docs/catalogs.md)\n\n";
-    table spec({"gpu", "full name", "arch", "SMs", "boost MHz", "L2 MiB", "memory GB",
-                "memory GiB", "bandwidth GB/s", "TDP W"});
+    table spec({"gpu", "full name", "arch", "SMs", "boost MHz", "L2 MiB", "memory GB (datasheet)",
+                "memory GiB (device)", "bandwidth GB/s", "TDP W"});
     for (const gpu_spec& g : gpu_catalog)
         spec.add_row({str(g.name), str(g.full_name), str(to_string(g.architecture)),
                       std::to_string(g.sm_count), fixed(g.boost_clock.value() / 1e6, 0),
                       fixed(g.l2_cache.value() / 1048576.0, 0),
                       fixed(to_gb(g.memory_capacity).value(), 0),
-                      fixed(to_gib(g.memory_capacity).value(), 1),
+                      fixed(to_gib(g.device_memory()).value(), 1),
                       fixed(g.memory_bandwidth.value() / 1e9, 1), fixed(g.tdp_watts, 0)});
     spec.print(out);
 

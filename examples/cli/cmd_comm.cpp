@@ -124,7 +124,7 @@ void run(const comm_options& o, std::ostream& out) {
                    : (c == collective::all_reduce ? std::string(to_string(algorithm)) : "ring");
 
     if (o.json) {
-        nlohmann::json j{{"collective", o.collective},
+        nlohmann::json j{{"collective", std::string(to_string(c))},
                          {"algorithm", c == collective::p2p ? "p2p" : algorithm_name},
                          {"bytes", size.value()},
                          {"gpus", o.gpus},
@@ -134,19 +134,19 @@ void run(const comm_options& o, std::ostream& out) {
                          {"bus_bandwidth_bytes_per_second", busbw}};
         if (multi_node) {
             j["gpus_per_node"] = o.gpus_per_node;
-            j["nodes"] = o.gpus / o.gpus_per_node;
+            j["nodes"] = node_count(cluster, o.gpus);
             j["inter_node_link"] = link_json(cluster.inter_node, inter_source);
             j["flat_ring_time_seconds"] = flat->value();
         }
         print_json(out, j);
         return;
     }
-    out << o.collective << (c == collective::p2p ? "" : " (" + algorithm_name + ")") << " of "
+    out << to_string(c) << (c == collective::p2p ? "" : " (" + algorithm_name + ")") << " of "
         << size_text(size) << " on " << o.gpus << " GPUs\n"
         << "  link:                " << intra_source << '\n'
         << "                       " << describe(intra) << '\n';
     if (multi_node)
-        out << "  nodes:               " << o.gpus / o.gpus_per_node << " x " << o.gpus_per_node
+        out << "  nodes:               " << node_count(cluster, o.gpus) << " x " << o.gpus_per_node
             << " GPUs\n"
             << "  inter-node link:     " << inter_source << '\n'
             << "                       " << describe(cluster.inter_node) << '\n';

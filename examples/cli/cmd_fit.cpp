@@ -48,7 +48,7 @@ void run(const fit_options& opt, std::ostream& out) {
         return;
     }
     out << "Largest micro-batch that fits: " << base.model.name << ", seq " << seq << ", on " << gpu.name << " ("
-        << fixed(to_gb(gpu.memory_capacity).value(), 0) << " GB), " << base.framework.name << ", "
+        << fixed(to_gib(usable_memory(gpu, base.framework)).value(), 1) << " GiB usable), " << base.framework.name << ", "
         << describe(base.layout) << " (micro-batch varied)\n"
         << "0 = not even a micro-batch of 1 fits.\n\n";
     std::vector<std::string> header{"optimizer"};

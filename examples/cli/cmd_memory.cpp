@@ -55,9 +55,7 @@ void run(const memory_options& opt, std::ostream& out) {
         params = parameter_count(s.model);
         subject = std::string(s.model.name);
     } else {
-        report.breakdown = static_state_memory(opt.params, r, k, p);
-        report.capacity = usable_memory(g, s.framework);
-        report.fits = report.breakdown.total() <= report.capacity;
+        report = static_state_report(opt.params, s);
         subject = fixed(opt.params / 1e9, 3) + " B parameters";
     }
     const memory_breakdown& mb = report.breakdown;
@@ -78,8 +76,8 @@ void run(const memory_options& opt, std::ostream& out) {
     }
 
     out << "Memory per GPU: " << subject << " on " << g.name << " ("
-        << fixed(to_gb(g.memory_capacity).value(), 0) << " GB = "
-        << fixed(to_gib(g.memory_capacity).value(), 1) << " GiB)\n"
+        << fixed(to_gb(g.memory_capacity).value(), 0) << " GB datasheet; the device holds "
+        << fixed(to_gib(g.device_memory()).value(), 1) << " GiB)\n"
         << "precision " << r.name << " (gradients " << to_string(r.gradients) << "), optimizer "
         << to_string(k) << ", framework " << s.framework.name << "\nlayout " << describe(p);
     if (opt.model_given) out << "; seq " << seq;
@@ -97,7 +95,7 @@ void run(const memory_options& opt, std::ostream& out) {
     if (mb.offloaded_to_host.value() > 0)
         t.add_row({"offloaded to host memory", gb(mb.offloaded_to_host), gib(mb.offloaded_to_host)});
     t.print(out);
-    out << "\n" << (fit ? "fits" : "does NOT fit") << ": " << fixed(100 * mb.total().value() / usable.value(), 1)
+    out << "\n" << (fit ? "fits" : "does NOT fit") << ": " << fixed(100 * report.fraction(), 1)
         << " % of usable memory" << (opt.params_given ? " (static state only: no activations)" : "")
         << "\n";
     if (opt.model_given) {

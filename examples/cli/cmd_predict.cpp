@@ -37,7 +37,8 @@ void print_memory(std::ostream& out, const step_report& r) {
             mem.add_row({std::string(name), fixed(to_gb(value).value(), 2), fixed(to_gib(value).value(), 2)});
     mem.add_row({"total (" + std::string(to_string(r.memory.peak_phase())) + " peak)",
                  fixed(to_gb(r.memory.total()).value(), 2), fixed(to_gib(r.memory.total()).value(), 2)});
-    mem.add_row({"capacity", fixed(to_gb(r.memory_capacity).value(), 2), fixed(to_gib(r.memory_capacity).value(), 2)});
+    mem.add_row({"usable on the device", fixed(to_gb(r.memory_capacity).value(), 2),
+                 fixed(to_gib(r.memory_capacity).value(), 2)});
     mem.print(out);
 }
 
@@ -57,7 +58,8 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     t.add_row({"step time", fixed(r.step_time.value() * 1e3, 2) + " ms"});
     t.add_row({"throughput", fixed(r.samples_per_second, 2) + " samples/s"});
     t.add_row({"tokens", fixed(r.tokens_per_second, 0) + " tokens/s"});
-    t.add_row({"model FLOP rate per GPU", fixed(r.model_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
+    t.add_row({"model FLOP rate per GPU (PaLM, no recompute)", fixed(r.model_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
+    t.add_row({"hardware FLOP rate per GPU (with recompute)", fixed(r.hardware_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
     t.add_row({"MFU / HFU", fixed(100 * r.mfu, 1) + " % / " + fixed(100 * r.hfu, 1) + " %"});
     t.add_row({"bottleneck", std::string(to_string(r.bottleneck))});
     t.print(out);

@@ -22,10 +22,13 @@ void print_budget(std::ostream& out) {
     const gpu_spec& a100 = a100_sxm_80gb::spec;
     out << "== Part A: memory budget of a 7B model (7e9 parameters) ==\n\n"
         << "Static state only (weights + gradients + fp32 master + optimizer state), before any\n"
-        << "activation; 'fits' compares it with all of the GPU's memory, so 'yes' is necessary,\n"
-        << "not sufficient.\n\n";
+        << "activation; 'fits' compares it with what a process can allocate on the GPU (the\n"
+        << "device's memory as its driver reports it, less the CUDA context), so 'yes' is\n"
+        << "necessary, not sufficient.\n\n";
+    const bytes h100_usable = usable_memory(h100), a100_usable = usable_memory(a100);
     table t({"optimizer", "precision", "B/param", "GB", "GiB",
-             std::string(h100.name) + " 80 GB", std::string(a100.name) + " 80 GB"});
+             std::string(h100.name) + " (" + gib(h100_usable) + " GiB usable)",
+             std::string(a100.name) + " (" + gib(a100_usable) + " GiB usable)"});
     for (optimizer_kind k : {optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
                              optimizer_kind::adafactor, optimizer_kind::lion, optimizer_kind::adam8bit}) {
         for (precision_kind pk : {precision_kind::fp32, precision_kind::bf16}) {
@@ -33,8 +36,8 @@ void print_budget(std::ostream& out) {
             const bytes b = static_state_bytes(params, r, k);
             t.add_row({std::string(to_string(k)), pk == precision_kind::fp32 ? "fp32" : "bf16 mixed",
                        fixed(b.value() / params, 2), gb(b), gib(b),
-                       b <= h100.memory_capacity ? "fits" : "does not fit",
-                       b <= a100.memory_capacity ? "fits" : "does not fit"});
+                       b <= h100_usable ? "fits" : "does not fit",
+                       b <= a100_usable ? "fits" : "does not fit"});
         }
     }
     t.print(out);

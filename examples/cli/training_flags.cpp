@@ -86,7 +86,7 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
 training_setup training_flags::build_without_model() const {
     training_setup s;
     const gpu_spec& g = lookup_gpu(gpu);
-    const int total = gpus == 0 ? tp * pp : gpus;
+    const int total = gpus == 0 ? model_parallel_size(tp, pp) : gpus;
     s.layout = {.dp = data_parallel_size(total, tp, pp), .tp = tp, .pp = pp, .interleave = interleave, .sp = sp,
                 .zero = zero, .offload = parse_offload(offload), .micro_batch = batch,
                 .grad_accum = grad_accum, .recompute = parse_recompute(recompute),

@@ -5,7 +5,6 @@
 // Derivations and sources: docs/communication.md.
 #pragma once
 
-#include <limits>
 #include <string_view>
 
 #include "enum_names.hpp"

@@ -136,4 +136,28 @@ constexpr flops model_flops_per_sample(const transformer_config& m, int seq,
     return exact_training_flops_per_sample(m, seq, recompute_mode::none, o);
 }
 
+// ---- MFU by its standard definition ---------------------------------------------
+// PaLM (Chowdhery et al. 2022, "PaLM: Scaling Language Modeling with Pathways",
+// appendix B): a token costs 6·N + 12·L·H·Q·T model FLOPs in training, N the
+// parameters, L layers, H heads of size Q (H·Q = hidden), T the sequence length; no
+// recomputation counted. N here is the parameters that take part in a matmul: every
+// layer's and the output projection over the vocabulary (tied or not); lookups
+// (token, position, segment embeddings) do no matmul. It holds for any FFN width,
+// GQA, SwiGLU or untied head, since N is counted from the model's shapes.
+constexpr double matmul_parameters(const transformer_config& m) {
+    return double(m.layers) * layer_parameters(m) + double(m.vocab) * m.hidden;
+}
+
+constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
+    flops_detail::check_seq(m, seq);
+    const double t = seq;
+    return flops_of(t * (6.0 * matmul_parameters(m) + 12.0 * m.layers * double(m.hidden) * t));
+}
+
+// What recomputation adds on top (the forward of what it repeats, exact per-op
+// count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
+constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
+    return exact_training_flops_per_sample(m, seq, r) - exact_training_flops_per_sample(m, seq, recompute_mode::none);
+}
+
 }  // namespace trainperf

@@ -43,9 +43,18 @@ struct memory_overheads {
     // of the training process and the desktop keep. An estimate, not a datasheet
     // number (Ubuntu + Python + PyTorch CPU side typically hold 1.5-3 GB).
     bytes host_reserve = gigabytes_of(2);
+    // What the process cannot allocate on any device: the CUDA context (driver state,
+    // kernel images of the libraries loaded) lives outside the framework's allocator.
+    // ASSUMPTION: 500 MiB, the order PyTorch shows with CUDA 12 and lazy module loading
+    // (it depends on the GPU, the driver and the libraries; measure it on yours).
+    bytes cuda_context = mebibytes_of(500);
 };
 
 constexpr void validate(const memory_overheads& o) {
+    // Every field finite: an infinite buffer would be a silent "does not fit".
+    for (double v : {o.loss_buffers, o.workspace.value(), o.temporaries.value(), o.gradient_buckets.value(),
+                     o.gradient_bucket_copy, o.optimizer_temporaries, o.host_reserve.value(), o.cuda_context.value()})
+        require(v < 1e18, "memory_overheads", v, "must be finite (and below 1e18)");
     require(o.loss_buffers >= 0, "loss_buffers", o.loss_buffers, "must not be negative");
     require(o.workspace.value() >= 0, "workspace", o.workspace.value(), "must not be negative");
     require(o.temporaries.value() >= 0, "temporaries", o.temporaries.value(),
@@ -60,6 +69,7 @@ constexpr void validate(const memory_overheads& o) {
             "must be in [0, 1)");
     require(o.host_reserve.value() >= 0, "host_reserve", o.host_reserve.value(),
             "must not be negative");
+    require(o.cuda_context.value() >= 0, "cuda_context", o.cuda_context.value(), "must not be negative");
 }
 
 // The numeric constants below (traffic ratios, kernel counts, overlap share, per-step

@@ -112,7 +112,10 @@ struct gpu_spec {
     int sm_count = 0;
     hertz boost_clock = hertz::from_value(0.0);
     bytes l2_cache = bytes::from_value(0.0);
-    bytes memory_capacity = bytes::from_value(0.0);
+    bytes memory_capacity = bytes::from_value(0.0);  // the datasheet's figure ("80 GB": decimal)
+    // What the device holds as the driver reports it (nvidia-smi memory.total); 0 when
+    // unknown, and the datasheet's figure stands in.
+    bytes memory_reported = bytes::from_value(0.0);
     byte_rate memory_bandwidth = byte_rate::from_value(0.0);
     peak_rates peak{};
     link_spec gpu_link{};           // GPU↔GPU inside a node (NVLink, bridge, PCIe)
@@ -128,6 +131,10 @@ struct gpu_spec {
         return *p;
     }
     constexpr bool supports(dtype t) const { return peak.of(t).has_value(); }
+    // The device's memory: as reported where known, else the datasheet's figure.
+    constexpr bytes device_memory() const {
+        return memory_reported.value() > 0 ? memory_reported : memory_capacity;
+    }
 };
 
 // A compile-time hardware description: a tag type carrying a constexpr gpu_spec.

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "dtype.hpp"
+#include "enum_names.hpp"
 #include "error.hpp"
 #include "hardware.hpp"
 #include "kernel_params.hpp"
@@ -44,8 +46,10 @@ constexpr double ceil_count(double x) {
 // step prices a few dozen GEMMs, the planner millions, and divisions dominate.
 class kernel_cost_model {
 public:
+    // The model keeps a reference to the GPU: it must outlive the model.
+    kernel_cost_model(gpu_spec&&, const kernel_params&) = delete;
     kernel_cost_model(const gpu_spec& gpu, const kernel_params& p)
-        : gpu_(gpu), p_(p), sms_(std::max(1, gpu.sm_count)),
+        : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)),
           seconds_per_byte_(1.0 / (gpu.memory_bandwidth.value() * p.memory_efficiency)),
           full_m_{p.tile_m, exact_inverse(p.tile_m)}, full_n_{p.tile_n, exact_inverse(p.tile_n)} {
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
@@ -93,8 +97,6 @@ public:
         return launches * p_.launch_overhead + seconds_of(moved.value() * seconds_per_byte_);
     }
 
-    const kernel_params& params() const { return p_; }
-
 private:
     struct tile {
         double size = 1;
@@ -139,7 +141,7 @@ private:
     double sms_;
     double seconds_per_byte_;
     tile full_m_, full_n_;
-    std::array<double, 6> seconds_per_flop_{};
+    std::array<double, enum_names<dtype>::table.size()> seconds_per_flop_{};
 };
 
 // The same model, one call at a time.

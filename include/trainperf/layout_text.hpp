@@ -39,12 +39,11 @@ struct enum_names<layout_flag> {
 
 // Data-parallel replicas of `gpus` GPUs split tp × pp ways.
 constexpr int data_parallel_size(int gpus, int tp, int pp) {
-    require(tp >= 1, "tp", tp, "must be at least 1");
-    require(pp >= 1, "pp", pp, "must be at least 1");
-    require(gpus >= 1, "gpus", gpus, "must be at least 1");
-    if (gpus % (tp * pp) != 0)
-        detail::fail("gpus", gpus, "must be a multiple of tp x pp = " + std::to_string(tp * pp));
-    return gpus / (tp * pp);
+    const int replica = model_parallel_size(tp, pp);
+    require(gpus >= 1 && gpus <= max_gpus, "gpus", gpus, "must be between 1 and 2^22");
+    if (gpus % replica != 0)
+        detail::fail("gpus", gpus, "must be a multiple of tp x pp = " + std::to_string(replica));
+    return gpus / replica;
 }
 
 inline std::string to_string(const parallel_layout& l) {
@@ -130,7 +129,8 @@ inline parallel_layout parse_layout(std::string_view text) {
             case layout_flag::sp: break;
         }
     }
-    l.dp = data_parallel_size(seen[std::size_t(layout_flag::gpus)] ? gpus : l.tp * l.pp, l.tp, l.pp);
+    l.dp = data_parallel_size(seen[std::size_t(layout_flag::gpus)] ? gpus : model_parallel_size(l.tp, l.pp), l.tp,
+                              l.pp);
     validate(l);
     return l;
 }

@@ -153,7 +153,6 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype ac
 }
 
 namespace memory_detail {
-constexpr double ceil_div(int a, int b) { return double((a + b - 1) / b); }
 
 constexpr void check_inputs(const transformer_config& m, const parallel_layout& p, int seq,
                             const framework_profile& fw) {
@@ -213,7 +212,7 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     const double t = p.tp;
     const double s = seq, b = p.micro_batch, h = m.hidden;
     const double e = size_of(r.activations) / 2.0;
-    const int stage_layers = int(ceil_div(m.layers, p.pp));
+    const int stage_layers = layers_per_stage(m, p.pp);
 
     // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
     double params = stage_layers * state.layer_parameters;
@@ -291,10 +290,12 @@ constexpr memory_breakdown memory_per_gpu(const transformer_config& m, const pre
     return memory_per_gpu(model_state_of(k, m, r.optimizer_state), m, r, p, seq, fw);
 }
 
-// Memory the training process may use: all of it on a discrete GPU; on devices that
-// share DRAM with the CPU (Jetson) minus what the OS and the CPU side keep.
+// Memory the training process may allocate: the device's memory as its driver
+// reports it, less the CUDA context; on devices that share DRAM with the CPU (Jetson)
+// also less what the OS and the CPU side keep.
 constexpr bytes usable_memory(const gpu_spec& g, const framework_profile& fw = pytorch_eager_profile) {
-    return g.memory_shared_with_host ? g.memory_capacity - fw.memory.host_reserve : g.memory_capacity;
+    const bytes device = g.device_memory() - fw.memory.cuda_context;
+    return g.memory_shared_with_host ? device - fw.memory.host_reserve : device;
 }
 
 // Also checks that the GPU can run the recipe (bf16 on V100 throws).
@@ -393,7 +394,7 @@ constexpr int max_micro_batch(training_setup s) {
 }
 
 // Static state of a bare parameter count (no model shape: no activations), split by
-// tp·pp and sharded by ZeRO.
+// tp·pp and sharded by ZeRO; static_state_report sets it against the device.
 constexpr memory_breakdown static_state_memory(double params, const precision_recipe& r, optimizer_kind k,
                                                const parallel_layout& p) {
     require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
@@ -402,6 +403,17 @@ constexpr memory_breakdown static_state_memory(double params, const precision_re
     const double split = double(p.tp) * p.pp;
     memory_detail::add_static_state(mb, params / split, optimizer_state_bytes(k, params, r.optimizer_state) / split, r, p);
     return mb;
+}
+
+// The static state of `params` parameters under the setup's recipe (as its framework
+// stores it), optimizer and layout, against what the setup's GPU can use. The setup's
+// model is ignored.
+constexpr memory_report static_state_report(double params, const training_setup& s) {
+    memory_report r;
+    r.breakdown = static_state_memory(params, stored_precision(s), s.optimizer, s.layout);
+    r.capacity = usable_memory(s.cluster.gpu, s.framework);
+    r.fits = r.breakdown.total() <= r.capacity;
+    return r;
 }
 
 }  // namespace trainperf

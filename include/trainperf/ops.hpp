@@ -75,7 +75,6 @@ struct gemm_op {
 struct memory_op {
     std::string_view name;
     bytes moved = bytes_of(0.0);
-    flops work = flops_of(0.0);
     op_phase phase = op_phase::forward;
     op_region region = op_region::other;
     double launches = 1;

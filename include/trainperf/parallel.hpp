@@ -57,25 +57,56 @@ struct parallel_layout {
     constexpr long long global_batch() const { return 1LL * micro_batch * dp * grad_accum; }
 };
 
+// ASSUMPTION: bounds that keep every count and product in range; no real run comes
+// near them (the largest published runs use ~10^5 GPUs).
+inline constexpr int max_gpus = 1 << 22;
+inline constexpr long long max_global_batch = 1LL << 40;
+
+// tp × pp, checked: the GPUs of one model replica.
+constexpr int model_parallel_size(int tp, int pp) {
+    require(tp >= 1 && tp <= max_gpus, "tp", tp, "must be between 1 and 2^22");
+    require(pp >= 1 && pp <= max_gpus, "pp", pp, "must be between 1 and 2^22");
+    require(1LL * tp * pp <= max_gpus, "gpus", 1LL * tp * pp, "tp x pp is beyond any real system (at most 2^22 GPUs)");
+    return tp * pp;
+}
+
 constexpr void validate(const parallel_layout& p) {
     require(p.dp >= 1, "dp", p.dp, "must be at least 1");
-    require(p.tp >= 1, "tp", p.tp, "must be at least 1");
-    require(p.pp >= 1, "pp", p.pp, "must be at least 1");
-    require(p.interleave >= 1, "interleave", p.interleave, "must be at least 1");
+    require(1LL * p.dp * model_parallel_size(p.tp, p.pp) <= max_gpus, "gpus", 1LL * p.dp * p.tp * p.pp,
+            "dp x tp x pp is beyond any real system (at most 2^22 GPUs)");
+    require(p.interleave >= 1 && p.interleave <= max_gpus, "interleave", p.interleave, "must be between 1 and 2^22");
     require(p.zero >= 0 && p.zero <= 3, "zero", p.zero, "must be 0, 1, 2 or 3");
     require(p.micro_batch >= 1, "batch", p.micro_batch, "must be at least 1");
     require(p.grad_accum >= 1, "grad_accum", p.grad_accum, "must be at least 1");
+    require(p.global_batch() <= max_global_batch, "global_batch", p.global_batch(),
+            "batch x dp x grad_accum is beyond any real run (at most 2^40 samples)");
+    // Megatron-LM's interleaved 1F1B schedule needs whole rounds of pp micro-batches.
+    require(p.interleave == 1 || p.grad_accum % p.pp == 0, "grad_accum", p.grad_accum,
+            "must be a multiple of pp with an interleaved schedule");
 }
+
+// Tensor parallelism splits the attention heads, and the kv heads (or replicates a
+// kv head on several ranks when there are fewer than tp).
+constexpr bool tp_splits_heads(const transformer_config& m, int tp) {
+    return m.heads % tp == 0 && (m.effective_kv_heads() % tp == 0 || tp % m.effective_kv_heads() == 0);
+}
+
+// The virtual stages split the layers evenly: pp·interleave divides them.
+constexpr bool interleave_splits_layers(const transformer_config& m, int pp, int interleave) {
+    return interleave == 1 || m.layers % (1LL * pp * interleave) == 0;
+}
+
+// Layers on the busiest pipeline stage.
+constexpr int layers_per_stage(const transformer_config& m, int pp) { return (m.layers + pp - 1) / pp; }
 
 // The layout must fit the model: heads split over tp, layers over pp·interleave.
 constexpr void validate(const parallel_layout& p, const transformer_config& m) {
     validate(p);
     require(m.heads % p.tp == 0, "tp", p.tp, "must divide the number of attention heads");
-    require(m.effective_kv_heads() % p.tp == 0 || p.tp % m.effective_kv_heads() == 0, "tp", p.tp,
-            "must divide the number of kv heads (or be a multiple of it)");
+    require(tp_splits_heads(m, p.tp), "tp", p.tp, "must divide the number of kv heads (or be a multiple of it)");
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
-    require(p.interleave == 1 || m.layers % (p.pp * p.interleave) == 0, "interleave",
-            p.interleave, "pp x interleave must divide the number of layers");
+    require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
+            "pp x interleave must divide the number of layers");
 }
 
 }  // namespace trainperf

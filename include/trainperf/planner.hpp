@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -63,17 +64,16 @@ struct plan_result {
     seconds wall = seconds_of(0.0);    // time the search took
 };
 
+// Everything but the layout is checked once, as predict() checks it; the search
+// builds only valid layouts, so it does not check each again.
 inline void validate(const plan_request& r) {
     require(r.gpus >= 1 && r.gpus <= max_gpus, "gpus", r.gpus, "must be between 1 and 2^22");
     require(r.global_batch >= 1 && r.global_batch <= max_global_batch, "global_batch", r.global_batch,
             "must be between 1 and 2^40");
     require(r.max_micro_batch >= 0, "max_micro_batch", r.max_micro_batch, "must not be negative (0: no cap)");
-    validate(r.base.model);
-    validate(r.base.framework);
-    require(r.base.cluster.gpus_per_node >= 1, "gpus_per_node", r.base.cluster.gpus_per_node, "must be at least 1");
-    check_supported(r.base.cluster.gpu, r.base.precision);
-    const int seq = sequence_length(r.base);
-    require(seq >= 1, "seq", r.base.seq, "must be at least 1 (the model has no max_seq)");
+    training_setup one_gpu = r.base;
+    one_gpu.layout = {};
+    validate(one_gpu);
 }
 
 namespace planner_detail {
@@ -105,10 +105,6 @@ struct space {
 
 constexpr int dp_of(const plan_request& r, int tp, int pp) { return r.gpus / (tp * pp); }
 
-inline bool tp_fits_model(const transformer_config& m, int tp) {
-    return m.heads % tp == 0 && (m.effective_kv_heads() % tp == 0 || tp % m.effective_kv_heads() == 0);
-}
-
 // The candidate dimensions once the (tp, pp, micro-batch) are fixed.
 struct inner_choices {
     std::vector<int> interleaves;
@@ -119,13 +115,14 @@ struct inner_choices {
     std::size_t count() const { return interleaves.size() * zeros.size() * offloads.size() * overlaps.size(); }
 };
 
-inline inner_choices choices_for(const plan_request& r, int pp, int dp) {
-    const int layers = r.base.model.layers;
+// With `accum` micro-batches per step: an interleaved schedule needs a multiple of pp.
+inline inner_choices choices_for(const plan_request& r, int pp, int dp, int accum) {
+    const auto& m = r.base.model;
     inner_choices c;
     c.interleaves.push_back(1);
-    if (pp > 1)
-        for (int v = 2; 1LL * pp * v <= layers; ++v)
-            if (layers % (pp * v) == 0) c.interleaves.push_back(v);
+    if (pp > 1 && accum % pp == 0)
+        for (int v = 2; 1LL * pp * v <= m.layers; ++v)
+            if (interleave_splits_layers(m, pp, v)) c.interleaves.push_back(v);
     for (int z = 0; z <= (dp > 1 ? 3 : 0); ++z) c.zeros.push_back(z);
     c.offloads.push_back(offload_mode::none);
     if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host) c.offloads.push_back(offload_mode::optimizer);
@@ -137,9 +134,11 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp) {
 inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
     std::vector<int> out;
     if (r.global_batch % dp != 0) return out;
-    for (long long b : divisors(r.global_batch / dp)) {
+    const long long per_replica = r.global_batch / dp;
+    for (long long b : divisors(per_replica)) {
         if (r.max_micro_batch > 0 && b > r.max_micro_batch) break;
         if (b > (1 << 24)) break;  // beyond any memory (memory.hpp searches the same range)
+        if (per_replica / b > std::numeric_limits<int>::max()) continue;  // grad-accum must be an int
         out.push_back(int(b));
     }
     return out;
@@ -191,19 +190,21 @@ struct worker_result {
 inline void search_unit(const plan_request& r, const unit& u, const plan_options& options, training_setup& s,
                         worker_result& out) {
     const int dp = dp_of(r, u.tp, u.pp);
-    const inner_choices choices = choices_for(r, u.pp, dp);
     const auto batches = micro_batches_for(r, dp);
-    const long long per_batch = static_cast<long long>(choices.count());
-    const std::size_t memory_configs = choices.interleaves.size() * choices.zeros.size() * choices.offloads.size();
-    std::vector<char> did_not_fit(memory_configs, 0);
     const layout_groups groups = place({.dp = dp, .tp = u.tp, .pp = u.pp}, s.cluster.gpus_per_node);
     s.layout = {.dp = dp, .tp = u.tp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
     const flop_counts flop = flop_counts_of(s);
     const model_state state = model_state_of(s);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
+    const inner_choices all = choices_for(r, u.pp, dp, u.pp);
     std::vector<step_prices> step_costs;
-    for (int zero : choices.zeros)
-        for (offload_mode offload : choices.offloads) {
+    // Whether an (interleave, ZeRO, offload) configuration did not fit at a smaller
+    // micro-batch, for every interleave the unit can take (a batch whose grad-accum
+    // rules interleaving out leaves the entries as they are).
+    const std::size_t per_interleave = all.zeros.size() * all.offloads.size();
+    std::vector<char> did_not_fit(all.interleaves.size() * per_interleave, 0);
+    for (int zero : all.zeros)
+        for (offload_mode offload : all.offloads) {
             s.layout.zero = zero;
             s.layout.offload = offload;
             step_costs.push_back(price_step(step_workload(s, state), s));
@@ -211,6 +212,8 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
 
     for (int b : batches) {
         const int accum = int(r.global_batch / (1LL * b * dp));
+        const inner_choices choices = choices_for(r, u.pp, dp, accum);
+        const long long per_batch = static_cast<long long>(choices.count());
         s.layout.micro_batch = b;
         s.layout.grad_accum = accum;
         s.layout.interleave = 1;
@@ -224,9 +227,10 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
             out.pruned += per_batch;
             continue;
         }
-        std::size_t config = 0;
         for (int v : choices.interleaves) {
             std::size_t step_config = 0;
+            const auto at = std::find(all.interleaves.begin(), all.interleaves.end(), v) - all.interleaves.begin();
+            std::size_t config = std::size_t(at) * per_interleave;
             s.layout.interleave = v;
             micro_batch_times t = priced;
             t.pipeline_comm = u.pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
@@ -262,19 +266,21 @@ inline space build_space(const plan_request& r) {
     space sp;
     for (long long tp_ll : divisors(r.gpus)) {
         const int tp = int(tp_ll);
-        if (tp > r.base.cluster.gpus_per_node || !tp_fits_model(m, tp)) continue;
+        if (tp > r.base.cluster.gpus_per_node || !tp_splits_heads(m, tp)) continue;
         for (long long pp_ll : divisors(r.gpus / tp)) {
             const int pp = int(pp_ll);
             if (pp > m.layers) continue;
             const int dp = dp_of(r, tp, pp);
             const auto batches = micro_batches_for(r, dp);
             if (batches.empty()) continue;
-            const long long inner = static_cast<long long>(choices_for(r, pp, dp).count());
+            long long inner = 0;
+            for (int b : batches)
+                inner += static_cast<long long>(choices_for(r, pp, dp, int(r.global_batch / (1LL * b * dp))).count());
             for (bool sequence_parallel : {false, true}) {
                 if (sequence_parallel && tp == 1) continue;
                 for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
                     sp.units.push_back({tp, pp, sequence_parallel, rc});
-                    sp.candidates += inner * static_cast<long long>(batches.size());
+                    sp.candidates += inner;
                 }
             }
         }
@@ -315,23 +321,37 @@ inline plan_result plan(const plan_request& request, const plan_options& options
     // With a progress callback every worker is a thread and the calling thread
     // reports; without one the calling thread works too.
     const unsigned first_thread = options.progress ? 0 : 1;
+    const auto stopped = [&] {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        return failure != nullptr;
+    };
     std::vector<std::thread> pool;
-    for (unsigned id = first_thread; id < threads; ++id) pool.emplace_back(work, id);
-    if (options.progress) {
-        using namespace std::chrono_literals;
-        auto reported = start;
-        while (done < sp.units.size() && next < sp.units.size()) {
-            std::this_thread::sleep_for(2ms);
-            const auto now = std::chrono::steady_clock::now();
-            if (now - start > 1s && now - reported >= 100ms) {
-                options.progress(double(done) / double(sp.units.size()));
-                reported = now;
+    const auto stop_and_join = [&] {
+        next = sp.units.size();
+        for (auto& t : pool)
+            if (t.joinable()) t.join();
+    };
+    try {
+        for (unsigned id = first_thread; id < threads; ++id) pool.emplace_back(work, id);
+        if (options.progress) {
+            using namespace std::chrono_literals;
+            auto reported = start;
+            while (done < sp.units.size() && !stopped()) {
+                std::this_thread::sleep_for(2ms);
+                const auto now = std::chrono::steady_clock::now();
+                if (now - start > 1s && now - reported >= 100ms) {
+                    options.progress(double(done) / double(sp.units.size()));
+                    reported = now;
+                }
             }
+        } else {
+            work(0);
         }
-    } else {
-        work(0);
+    } catch (...) {
+        stop_and_join();  // no thread outlives the search, whatever failed
+        throw;
     }
-    for (auto& t : pool) t.join();
+    stop_and_join();
     if (failure) std::rethrow_exception(failure);
 
     plan_result result;

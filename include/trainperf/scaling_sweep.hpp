@@ -33,8 +33,8 @@ struct engine_scaling {
 inline constexpr int max_sweep_replicas = 1 << 16;
 
 inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) {
-    require(max_replicas >= 2, "gpus", max_replicas, "at least 2 data-parallel replicas are needed to derive r");
-    require(max_replicas <= max_sweep_replicas, "gpus", max_replicas, "at most 65536 replicas can be swept");
+    require(max_replicas >= 2, "replicas", max_replicas, "at least 2 data-parallel replicas are needed to derive r");
+    require(max_replicas <= max_sweep_replicas, "replicas", max_replicas, "at most 65536 replicas can be swept");
     std::vector<double> throughput;
     for (int n = 1; n <= max_replicas; ++n) {
         s.layout.dp = n;

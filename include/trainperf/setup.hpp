@@ -69,11 +69,6 @@ constexpr model_state model_state_of(const training_setup& s) {
     return model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
 }
 
-// ASSUMPTION: bounds that keep every count and product of the model in range; no
-// real run comes near them (the largest published runs use ~10^5 GPUs).
-inline constexpr int max_gpus = 1 << 22;
-inline constexpr long long max_global_batch = 1LL << 40;
-
 inline void validate(const training_setup& s) {
     validate(s.model);
     validate(s.layout, s.model);
@@ -81,13 +76,11 @@ inline void validate(const training_setup& s) {
     validate(kernel_params_of(s));
     check_supported(s.cluster.gpu, s.precision);
     const auto& l = s.layout;
-    require(1LL * l.dp * l.tp * l.pp <= max_gpus, "gpus", 1LL * l.dp * l.tp * l.pp,
-            "dp x tp x pp is beyond any real system (at most 2^22 GPUs)");
-    require(l.global_batch() <= max_global_batch, "global_batch", l.global_batch(),
-            "batch x dp x grad_accum is beyond any real run (at most 2^40 samples)");
     require(l.interleave <= s.model.layers, "interleave", l.interleave, "must not exceed the number of layers");
     require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
     require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
+    require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
+            "seq", sequence_length(s), "exceeds the model's learned position table (max_seq)");
     require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
     require(l.tp <= s.cluster.gpus_per_node, "tp", l.tp,
             "must not exceed gpus_per_node (tensor parallelism stays inside a node)");

@@ -69,9 +69,10 @@ struct step_report {
     int seq = 0;
     double samples_per_second = 0;
     double tokens_per_second = 0;
-    flop_rate model_flops_per_gpu = flop_rate::from_value(0.0);  // seed formula (flops.hpp)
-    double mfu = 0;   // model FLOPs (3·forward, no recompute) / peak
-    double hfu = 0;   // FLOPs the hardware ran, recompute included / peak
+    flop_rate model_flops_per_gpu = flop_rate::from_value(0.0);     // PaLM model FLOPs per second per GPU
+    flop_rate hardware_flops_per_gpu = flop_rate::from_value(0.0);  // the same with recompute
+    double mfu = 0;   // model FLOPs utilisation: model_flops_per_gpu / peak (PaLM, no recompute)
+    double hfu = 0;   // hardware FLOPs utilisation: hardware_flops_per_gpu / peak (≥ mfu)
     memory_breakdown memory{};
     bytes memory_capacity = bytes_of(0.0);
     bool fits = true;
@@ -129,28 +130,15 @@ private:
     std::array<double, 3> launches_{};
 };
 
-// The compute of one micro-batch on the stage (GEMMs and memory-bound ops; no
-// communication).
-inline micro_batch_times price_compute(const stage_workload& w, const gpu_spec& gpu, const kernel_params& k) {
-    stage_pricer pricer(gpu, k, nullptr);
-    for (const auto& g : w.gemms) pricer(g);
-    for (const auto& m : w.memory) pricer(m);
-    return pricer.result();
-}
-
-// The stage's collectives: tensor-parallel ones and pipeline sends, each placed on the
-// links its group uses.
-inline void price_communication(const stage_workload& w, const cluster_spec& c, micro_batch_times& t) {
-    t.tensor_parallel_comm = seconds_of(0.0);
-    t.pipeline_comm = seconds_of(0.0);
-    for (const auto& op : w.collectives)
-        (op.part == step_part::pipeline ? t.pipeline_comm : t.tensor_parallel_comm) += price_collective(op, c);
-}
-
+// The same for ops already collected in lists (micro_batch_workload), e.g. a workload
+// a program has inspected or changed.
 inline micro_batch_times price_micro_batch(const stage_workload& w, const training_setup& s) {
-    micro_batch_times t = price_compute(w, s.cluster.gpu, kernel_params_of(s));
-    price_communication(w, s.cluster, t);
-    return t;
+    const kernel_params k = kernel_params_of(s);
+    stage_pricer pricer(s.cluster.gpu, k, &s.cluster);
+    for (const auto& op : w.gemms) pricer(op);
+    for (const auto& op : w.memory) pricer(op);
+    for (const auto& op : w.collectives) pricer(op);
+    return pricer.result();
 }
 
 // Forward, backward and recompute of one micro-batch on the busiest pipeline stage,
@@ -161,11 +149,6 @@ inline micro_batch_times price_micro_batch(const training_setup& s) {
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster);
     for_each_stage_op(s, pricer);
     return pricer.result();
-}
-
-inline micro_batch_times micro_batch_step(const training_setup& s) {
-    validate(s);
-    return price_micro_batch(s);
 }
 
 // Data-parallel synchronisation of one GPU's shard, split by when it happens.
@@ -213,25 +196,18 @@ inline seconds optimizer_step_time(const training_setup& s) {
     return price_optimizer(optimizer_workload(s), s);
 }
 
-inline data_parallel_sync data_parallel_sync_time(const training_setup& s) {
-    validate(s);
-    return price_step(step_workload(s), s).sync;
-}
-
 // ---- The schedule ------------------------------------------------------------------------
 
-// Model FLOPs of one sample for the report, computed once per model and sequence.
+// FLOPs of one sample for the report, computed once per model, sequence and recompute.
 struct flop_counts {
-    flops seed = flops_of(0.0);       // seed formula with the layout's recompute
-    flops model = flops_of(0.0);      // 3 x forward, no recompute (MFU)
-    flops hardware = flops_of(0.0);   // exact per-op count with recompute (HFU)
+    flops model = flops_of(0.0);      // PaLM's model FLOPs, no recompute (MFU, flops.hpp)
+    flops hardware = flops_of(0.0);   // model FLOPs + what recompute repeats (HFU)
 };
 
 inline flop_counts flop_counts_of(const training_setup& s) {
     const int seq = sequence_length(s);
-    return {training_flops_per_sample(s.model, seq, s.layout.recompute),
-            training_flops_per_sample(s.model, seq, recompute_mode::none),
-            exact_training_flops_per_sample(s.model, seq, s.layout.recompute)};
+    const flops model = palm_training_flops_per_sample(s.model, seq);
+    return {model, model + recompute_flops_per_sample(s.model, seq, s.layout.recompute)};
 }
 
 // One step from its priced parts. 1F1B (interleaved) pipeline: m micro-batches in the
@@ -273,9 +249,10 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
     r.tokens_per_second = r.samples_per_second * r.seq;
     const double samples = double(r.global_batch);
     const flop_rate peak = s.cluster.gpu.peak_for(s.precision.math);
-    r.model_flops_per_gpu = samples * flop.seed / r.step_time / double(r.gpus);
-    r.mfu = (samples * flop.model / r.step_time / double(r.gpus)) / peak;
-    r.hfu = (samples * flop.hardware / r.step_time / double(r.gpus)) / peak;
+    r.model_flops_per_gpu = samples * flop.model / r.step_time / double(r.gpus);
+    r.hardware_flops_per_gpu = samples * flop.hardware / r.step_time / double(r.gpus);
+    r.mfu = r.model_flops_per_gpu / peak;
+    r.hfu = r.hardware_flops_per_gpu / peak;
 
     r.memory = memory.breakdown;
     r.memory_capacity = memory.capacity;

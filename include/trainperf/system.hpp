@@ -25,7 +25,7 @@ enum class link_source {
     gpu_link,          // the GPU's own GPU-to-GPU link (its kind was asked for)
     host_pcie,         // the GPU's PCIe host link, used peer-to-peer
     host_pcie_staged,  // the GPU's PCIe host link, staged through host memory (no P2P)
-    kind_default,      // comm.hpp's default_link for the kind
+    kind_default,      // links.hpp's default_link for the kind
 };
 
 template <>

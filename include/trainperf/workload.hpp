@@ -112,54 +112,53 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double hidden_tp = tokens * m.hidden / c.tp;               // inside the TP region
     const double ffn = tokens * m.ffn_hidden / c.tp;
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * double(c.seq) * c.seq;
-    const auto op = [](std::string_view name, double moved, double work,
-                       op_region region = op_region::other) {
-        return memory_op{name, bytes_of(moved), flops_of(work), op_phase::forward, region, 1};
+    const auto op = [](std::string_view name, double moved, op_region region = op_region::other) {
+        return memory_op{name, bytes_of(moved), op_phase::forward, region, 1};
     };
     const std::string_view norm = m.norm == norm_kind::layernorm ? "layernorm" : "rmsnorm";
-    sink(op(norm, 2 * hidden * a, 8 * hidden));
-    if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, 0));
+    sink(op(norm, 2 * hidden * a));
+    if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a));
     if (!fw.flash_attention) {
         const auto core = op_region::attention_core;
         if (fw.fused_softmax) {
-            sink(op("scale_mask_softmax", 2 * scores * a, 6 * scores, core));
+            sink(op("scale_mask_softmax", 2 * scores * a, core));
         } else {
-            sink(op("scale", 2 * scores * a, scores, core));
+            sink(op("scale", 2 * scores * a, core));
             // Causal mask (decoders) or padding mask (encoders): one more pass either way.
-            sink(op("attention_mask", 2 * scores * a + scores * mask, scores, core));
-            sink(op("softmax", 2 * scores * a, 5 * scores, core));
+            sink(op("attention_mask", 2 * scores * a + scores * mask, core));
+            sink(op("softmax", 2 * scores * a, core));
         }
-        if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, scores, core));
+        if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, core));
     } else {
         // One fused kernel reads q, k, v and writes the context; GEMM FLOPs stay in the GEMMs.
-        sink(op("flash_attention_io", 4 * hidden_tp * a, 0, op_region::attention_core));
+        sink(op("flash_attention_io", 4 * hidden_tp * a, op_region::attention_core));
     }
-    if (fw.head_layout_copies) sink(op("merge_heads_copy", 2 * hidden_tp * a, 0));
+    if (fw.head_layout_copies) sink(op("merge_heads_copy", 2 * hidden_tp * a));
     const auto residual_block = [&](std::string_view fused_name, std::string_view dropout_name,
                                     std::string_view add_name) {
         if (!m.dropout) {
-            sink(op(add_name, 3 * hidden * a, hidden));
+            sink(op(add_name, 3 * hidden * a));
         } else if (fw.fused_bias_dropout_add) {
-            sink(op(fused_name, 3 * hidden * a + hidden * mask, 3 * hidden));
+            sink(op(fused_name, 3 * hidden * a + hidden * mask));
         } else {
-            sink(op(dropout_name, 2 * hidden * a + hidden * mask, hidden));
-            sink(op(add_name, 3 * hidden * a, hidden));
+            sink(op(dropout_name, 2 * hidden * a + hidden * mask));
+            sink(op(add_name, 3 * hidden * a));
         }
     };
     residual_block("bias_dropout_add_attention", "dropout_attention", "residual_add_attention");
-    sink(op(norm, 2 * hidden * a, 8 * hidden));
+    sink(op(norm, 2 * hidden * a));
     if (m.ffn == ffn_kind::swiglu) {
         // silu(gate) · up: one fused kernel, or silu then multiply.
         if (fw.fused_bias_gelu) {
-            sink(op("swiglu", 3 * ffn * a, 6 * ffn));
+            sink(op("swiglu", 3 * ffn * a));
         } else {
-            sink(op("silu", 2 * ffn * a, 5 * ffn));
-            sink(op("gate_multiply", 3 * ffn * a, ffn));
+            sink(op("silu", 2 * ffn * a));
+            sink(op("gate_multiply", 3 * ffn * a));
         }
     } else if (fw.fused_bias_gelu) {
-        sink(op("bias_gelu", 2 * ffn * a, 10 * ffn));
+        sink(op("bias_gelu", 2 * ffn * a));
     } else {
-        for (int k = 0; k < fw.gelu_kernels; ++k) sink(op("gelu_part", 2 * ffn * a, 2 * ffn));
+        for (int k = 0; k < fw.gelu_kernels; ++k) sink(op("gelu_part", 2 * ffn * a));
     }
     residual_block("bias_dropout_add_ffn", "dropout_ffn", "residual_add_ffn");
 }
@@ -174,7 +173,7 @@ inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, c
 
 // The elementwise backward of a forward memory op, and of each op of a list.
 constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
-    return {f.name, fw.backward_traffic_ratio * f.moved, 2.0 * f.work, op_phase::backward, f.region, f.launches};
+    return {f.name, fw.backward_traffic_ratio * f.moved, op_phase::backward, f.region, f.launches};
 }
 
 inline layer_memory_list backward_of(const layer_memory_list& forward, const framework_profile& fw) {
@@ -206,16 +205,13 @@ struct stage_op {
 };
 
 struct stage_workload {
-    int layers = 0;        // transformer layers on the stage
-    bool first = true;     // holds the embedding
-    bool last = true;      // holds the head and the loss
     op_list<stage_op<gemm_op>, 32> gemms;
     op_list<stage_op<memory_op>, 72> memory;
     op_list<stage_op<collective_op>, 4> collectives;
 };
 
 // Transformer layers on the busiest stage.
-constexpr int stage_layers(const training_setup& s) { return (s.model.layers + s.layout.pp - 1) / s.layout.pp; }
+constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.model, s.layout.pp); }
 
 // The pipeline sends of one micro-batch: activations forward and gradients backward at
 // each stage boundary, once per virtual stage; Megatron's scatter-gather splits each
@@ -281,14 +277,15 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
     constexpr double loss_passes = 4.0;
     const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
-    sink(stage_op<memory_op>{{"loss", loss_traffic, flops_of(0.0), op_phase::forward}, 1, 0, step_part::forward});
-    sink(stage_op<memory_op>{{"loss", loss_traffic, flops_of(0.0), op_phase::backward}, 1, 0, step_part::backward});
+    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
+    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
     if (l.pp == 1) {
-        // Embedding lookup (and positions) forward, its scatter-add backward.
+        // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION:
+        // 3 passes over b·s·h (read the rows, read the positions, write the sum).
         const bytes embedding = bytes_of(3.0 * tokens * m.hidden * a);
-        sink(stage_op<memory_op>{{"embedding", embedding, flops_of(0.0), op_phase::forward}, 1, 0,
+        sink(stage_op<memory_op>{{"embedding", embedding, op_phase::forward}, 1, 0,
                                  step_part::forward});
-        sink(stage_op<memory_op>{{"embedding", embedding, flops_of(0.0), op_phase::backward}, 1, 0,
+        sink(stage_op<memory_op>{{"embedding", embedding, op_phase::backward}, 1, 0,
                                  step_part::backward});
     }
 
@@ -312,9 +309,6 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
 
 inline stage_workload micro_batch_workload(const training_setup& s) {
     stage_workload w;
-    w.layers = stage_layers(s);
-    w.first = s.layout.pp == 1;
-    w.last = true;
     struct collect {
         stage_workload& w;
         void operator()(const stage_op<gemm_op>& op) { w.gemms.push_back(op); }
@@ -402,11 +396,11 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     }
     if (fw.fused_optimizer || is_fused(s.optimizer)) {
         // Multi-tensor apply: a handful of launches, one pass over everything.
-        w.update = {"optimizer_update", bytes_of(moved), flops_of(0.0), op_phase::backward, op_region::other, 1};
+        w.update = {"optimizer_update", bytes_of(moved), op_phase::backward, op_region::other, 1};
         return w;
     }
     const double tensors = model.tensors / (double(l.tp) * l.pp);
-    w.update = {"optimizer_update", bytes_of(moved * fw.unfused_optimizer_passes), flops_of(0.0),
+    w.update = {"optimizer_update", bytes_of(moved * fw.unfused_optimizer_passes),
                 op_phase::backward, op_region::other, tensors * fw.unfused_kernels_per_tensor};
     return w;
 }

@@ -4,9 +4,12 @@
 // Conventions used throughout:
 // - Peak math rates are dense (the datasheets' "with sparsity" figures are 2x).
 //   fp16/bf16/fp8 rates are with fp32 accumulation, the mode training uses.
-// - Memory capacity is the datasheet's "NN GB" taken as decimal GB (1e9 B).
-//   The physical HBM/GDDR pool is usually NN GiB (nvidia-smi shows e.g. 81,920 MiB
-//   on A100 80GB), so this is conservative by up to 7 %.
+// - memory_capacity is the datasheet's "NN GB" as printed (decimal GB, 1e9 B). What
+//   the device really holds is what its driver reports (memory_reported, nvidia-smi
+//   memory.total): the HBM/GDDR pool is built from power-of-two chips, so it is about
+//   NN GiB, 7 % more than NN GB (H100 SXM: 81,559 MiB). Fit verdicts use the
+//   reported figure. Where no published driver figure is known, it is an ASSUMPTION:
+//   NN GiB, the chips' size (the driver keeps up to ~0.5 % of it back, as on H100).
 // - Cache sizes: NVIDIA's whitepapers quote L2 in binary KB/MB (A100: "40960 KB"),
 //   so they are stored as MiB.
 // - Link bandwidths are per direction; datasheets quote the two-way total
@@ -46,6 +49,9 @@ struct h100_sxm {
         .boost_clock = megahertz(1980),                   // whitepaper: max boost 1980 MHz
         .l2_cache = mebibytes_of(50),                     // whitepaper: 50 MB L2
         .memory_capacity = gigabytes_of(80),              // datasheet: 80 GB HBM3
+        // nvidia-smi memory.total 81,559 MiB: published nvidia-smi outputs, S. Bekman,
+        // "Machine Learning Engineering Open Book", nvidia/debug.md.
+        .memory_reported = mebibytes_of(81559),
         .memory_bandwidth = tb_per_second(3.35),          // datasheet: 3.35 TB/s
         .peak = {
             .fp32 = hardware_detail::tflops(67),           // datasheet: 67 TFLOPS
@@ -70,6 +76,7 @@ struct h100_pcie {
         .boost_clock = megahertz(1755),                   // whitepaper: max boost 1755 MHz
         .l2_cache = mebibytes_of(50),                     // whitepaper: 50 MB L2
         .memory_capacity = gigabytes_of(80),              // datasheet: 80 GB HBM2e
+        .memory_reported = gibibytes_of(80),              // ASSUMPTION: 80 GiB of chips (see the top)
         .memory_bandwidth = tb_per_second(2.0),           // datasheet: 2 TB/s
         .peak = {
             .fp32 = hardware_detail::tflops(51),           // datasheet: 51 TFLOPS
@@ -97,6 +104,9 @@ struct h200_sxm {
         .boost_clock = megahertz(1980),                   // as H100 SXM5
         .l2_cache = mebibytes_of(50),                     // as H100 SXM5: 50 MB
         .memory_capacity = gigabytes_of(141),             // datasheet: 141 GB HBM3e
+        // nvidia-smi memory.total 143,771 MiB: published nvidia-smi outputs, S. Bekman,
+        // "Machine Learning Engineering Open Book", compute/accelerator/README.md.
+        .memory_reported = mebibytes_of(143771),
         .memory_bandwidth = tb_per_second(4.8),           // datasheet: 4.8 TB/s
         .peak = h100_sxm::spec.peak,                      // datasheet: the same rates as H100 SXM5
         .gpu_link = links::nvlink(900),                   // datasheet: NVLink 900 GB/s (total)
@@ -119,6 +129,10 @@ struct a100_sxm_80gb {
         .boost_clock = megahertz(1410),                   // whitepaper: 1410 MHz
         .l2_cache = mebibytes_of(40),                     // whitepaper: 40960 KB
         .memory_capacity = gigabytes_of(80),              // datasheet: 80 GB HBM2e
+        // nvidia-smi memory.total 81,920 MiB for the A100 80GB (S. Bekman, "Machine
+        // Learning Engineering Open Book", nvidia/debug.md, PCIe card); ASSUMPTION: the
+        // SXM4 module carries the same five 16 GiB HBM2e stacks.
+        .memory_reported = mebibytes_of(81920),
         .memory_bandwidth = gb_per_second(2039),          // datasheet: 2,039 GB/s
         .peak = {
             .fp32 = hardware_detail::tflops(19.5),         // datasheet: 19.5 TFLOPS
@@ -143,6 +157,7 @@ struct a100_sxm_40gb {
         .boost_clock = megahertz(1410),                   // whitepaper: 1410 MHz
         .l2_cache = mebibytes_of(40),                     // whitepaper: 40960 KB
         .memory_capacity = gigabytes_of(40),              // datasheet: 40 GB HBM2
+        .memory_reported = gibibytes_of(40),              // ASSUMPTION: 40 GiB of chips (see the top)
         .memory_bandwidth = gb_per_second(1555),          // datasheet: 1,555 GB/s
         .peak = {
             .fp32 = hardware_detail::tflops(19.5),         // datasheet: 19.5 TFLOPS
@@ -171,6 +186,7 @@ struct v100_sxm2_32gb {
         .boost_clock = megahertz(1530),                   // whitepaper: 1530 MHz
         .l2_cache = mebibytes_of(6),                      // whitepaper: 6144 KB
         .memory_capacity = gigabytes_of(32),              // datasheet: 32 GB HBM2
+        .memory_reported = gibibytes_of(32),              // ASSUMPTION: 32 GiB of chips (see the top)
         .memory_bandwidth = gb_per_second(900),           // datasheet: 900 GB/s
         .peak = {
             .fp32 = hardware_detail::tflops(15.7),         // datasheet: 15.7 TFLOPS
@@ -204,6 +220,7 @@ struct rtx_3090_ti {
         .boost_clock = megahertz(1860),                   // product page: 1.86 GHz
         .l2_cache = mebibytes_of(6),                      // GA102: 6144 KB
         .memory_capacity = gigabytes_of(24),              // product page: 24 GB GDDR6X
+        .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
         .memory_bandwidth = gb_per_second(1008),          // 21 Gbps × 384 bit / 8
         .peak = {
             .fp32 = hardware_detail::tflops(40),           // 84 × 256 FLOP/clk × 1.86 GHz = 40.0
@@ -228,6 +245,7 @@ struct rtx_3090 {
         .boost_clock = megahertz(1695),                   // GA102 whitepaper: 1695 MHz
         .l2_cache = mebibytes_of(6),                      // GA102 whitepaper: 6144 KB
         .memory_capacity = gigabytes_of(24),              // GA102 whitepaper: 24 GB GDDR6X
+        .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
         .memory_bandwidth = gb_per_second(936),           // GA102 whitepaper: 936 GB/s
         .peak = {
             .fp32 = hardware_detail::tflops(35.6),         // GA102 whitepaper: 35.6
@@ -264,6 +282,7 @@ struct jetson_orin_nx_16gb {
         // the Jetson AGX Orin technical brief gives for the Orin GPU.
         .l2_cache = mebibytes_of(4),
         .memory_capacity = gigabytes_of(16),              // datasheet: 16 GB LPDDR5
+        .memory_reported = gibibytes_of(16),              // ASSUMPTION: 16 GiB of chips (see the top)
         .memory_bandwidth = gb_per_second(102.4),         // datasheet: 102.4 GB/s
         .peak = {
             .fp32 = hardware_detail::tflops(1024 * 2 * 0.918e-3),     // derived, see above
@@ -300,6 +319,9 @@ struct b200 {
         .boost_clock = megahertz(1965),                   // APPROXIMATE: public reports
         .l2_cache = mebibytes_of(126),                    // APPROXIMATE: public reports
         .memory_capacity = gigabytes_of(180),             // HGX B200: 1,440 GB / 8
+        // nvidia-smi memory.total 183,359 MiB: published nvidia-smi outputs, S. Bekman,
+        // "Machine Learning Engineering Open Book", compute/accelerator/README.md.
+        .memory_reported = mebibytes_of(183359),
         .memory_bandwidth = tb_per_second(8),             // HGX B200: 64 TB/s / 8
         .peak = {
             .fp32 = hardware_detail::tflops(148 * 256 * 1.965e-3),  // DERIVED, see above

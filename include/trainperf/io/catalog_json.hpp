@@ -32,6 +32,7 @@ inline nlohmann::json to_json(const gpu_spec& g) {
             {"boost_clock_hertz", g.boost_clock.value()},
             {"l2_cache_bytes", g.l2_cache.value()},
             {"memory_bytes", g.memory_capacity.value()},
+            {"memory_reported_bytes", g.device_memory().value()},
             {"memory_bandwidth_bytes_per_second", g.memory_bandwidth.value()},
             {"peak_flops_per_second", peaks},
             {"gpu_link", to_json(g.gpu_link)},

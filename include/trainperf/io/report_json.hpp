@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../fit_advice.hpp"
+#include "../links.hpp"
 #include "../memory.hpp"
 #include "../step.hpp"
 #include "../training_run.hpp"
@@ -49,6 +50,7 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"samples_per_second", r.samples_per_second},
             {"tokens_per_second", r.tokens_per_second},
             {"tflops_per_gpu", r.model_flops_per_gpu.value() / 1e12},
+            {"hardware_tflops_per_gpu", r.hardware_flops_per_gpu.value() / 1e12},
             {"mfu", r.mfu},
             {"hfu", r.hfu},
             {"memory_per_gpu_bytes", r.memory.total().value()},
