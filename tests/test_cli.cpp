@@ -219,7 +219,7 @@ TEST_CASE("a layout that does not fit shows no step, says by how much, and what 
     CHECK(scenario.out.find("Does NOT fit") != std::string::npos);
 }
 
-TEST_CASE("memory, fit, predict and plan give the same bytes for the same flags", "[cli][memory]") {
+TEST_CASE("memory, fit and predict give the same bytes for the same flags", "[cli][memory]") {
     // A grid of setups: one GPU that does not fit, ZeRO-3 over a node, tensor/pipeline
     // parallel with interleaving, optimizer offload.
     const std::array<std::pair<std::string, std::string>, 4> setups{{
@@ -270,4 +270,60 @@ TEST_CASE("the layouts plan reports have the bytes memory and predict give them"
         CHECK(memory["fits"] == true);
         CHECK(memory["max_micro_batch"].get<int>() >= row["micro_batch"].get<int>());
     }
+}
+
+TEST_CASE("counts take suffixes; a run that does not fit gets no days or cost", "[cli]") {
+    const auto a = run_json("memory --gpu h100-sxm --params 7B --json");
+    const auto b = run_json("memory --gpu h100-sxm --params 7e9 --json");
+    CHECK(a["total_bytes"] == b["total_bytes"]);
+    const auto bad = run_cli("memory --gpu h100-sxm --params 7X");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("--params") != std::string::npos);
+    const auto empty = run_cli("predict --gpu h100-sxm --model gpt2 --train-tokens ''");
+    CHECK(empty.exit_code == 2);
+    // llama3-8b at seq 8192 without recompute does not fit an H100: no training-run keys.
+    const auto no_fit = run_json("predict --gpu h100-sxm --model llama3-8b --gpus 8 --train-tokens 2T --json");
+    CHECK(no_fit["fits"] == false);
+    CHECK_FALSE(no_fit.contains("train_tokens"));
+    const auto fits = run_json("predict --gpu h100-sxm --model gpt2 --gpus 8 --train-tokens 2T --json");
+    CHECK(fits["fits"] == true);
+    CHECK(fits.contains("train_tokens"));
+}
+
+TEST_CASE("fit honours --precision and --optimizer when given", "[cli]") {
+    const auto all = run_json("fit --gpu rtx-3090 --model gpt2-medium --json");
+    CHECK(all["fits"].size() > 4);
+    const auto one = run_json("fit --gpu rtx-3090 --model gpt2-medium --precision fp32 --optimizer adamw --json");
+    REQUIRE(one["fits"].size() == 1);
+    CHECK(one["fits"][0]["precision"] == "fp32");
+    CHECK(one["fits"][0]["optimizer"] == "adamw");
+    const auto accum = run_json("fit --gpu rtx-3090 --model gpt2-medium --precision fp32 --optimizer adamw "
+                                "--gpus 2 --zero 1 --grad-accum 8 --json");
+    CHECK(accum["fits"][0]["max_micro_batch"].get<int>() >= one["fits"][0]["max_micro_batch"].get<int>());
+}
+
+TEST_CASE("a custom model takes every architecture option, in every command that takes a model", "[cli]") {
+    // LLaMA-3 8B written out: GQA, SwiGLU, rotary, RMSNorm, untied, no biases, no dropout.
+    const std::string custom = "--model custom --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn-hidden 14336 "
+                               "--vocab 128256 --ffn swiglu --positions rotary --norm rmsnorm --untied --no-biases "
+                               "--no-dropout --seq 8192";
+    const std::string named = "--model llama3-8b --seq 8192";
+    const std::string layout = " --gpu h100-sxm --gpus 8 --zero 3 --recompute full --json";
+    CHECK(run_json("memory " + custom + layout)["total_bytes"] == run_json("memory " + named + layout)["total_bytes"]);
+    CHECK(run_json("predict " + custom + layout)["step_time_seconds"] ==
+          run_json("predict " + named + layout)["step_time_seconds"]);
+    CHECK(run_json("flops " + custom + " --json")["parameters"] == run_json("flops " + named + " --json")["parameters"]);
+    CHECK(run_json("fit " + custom + layout)["fits"] == run_json("fit " + named + layout)["fits"]);
+    // plan's predict command for a custom model carries every option and runs as printed.
+    const auto plan = run_json("plan " + custom + " --gpu h100-sxm --gpus 8 --global-batch 8 --top 1 --json");
+    REQUIRE(plan["best"].size() == 1);
+    const std::string command = plan["best"][0]["predict_command"];
+    CHECK(command.find("--ffn swiglu") != std::string::npos);
+    CHECK(command.find("--untied") != std::string::npos);
+    const auto again = run_json(command.substr(std::string("trainperf ").size()) + " --json");
+    CHECK(again["step_time_seconds"].get<double>() ==
+          Approx(plan["best"][0]["step_time_seconds"].get<double>()).epsilon(1e-12));
+    // Options of a custom model are refused with a catalog model.
+    const auto refused = run_cli("memory --gpu h100-sxm --model gpt2 --ffn swiglu");
+    CHECK(refused.exit_code == 2);
 }

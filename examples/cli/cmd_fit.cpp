@@ -16,6 +16,7 @@ namespace {
 struct fit_options {
     training_flags flags;
     bool json = false;
+    bool precision_given = false, optimizer_given = false;  // restrict the table to them
 };
 
 void run(const fit_options& opt, std::ostream& out) {
@@ -24,10 +25,13 @@ void run(const fit_options& opt, std::ostream& out) {
     const int seq = sequence_length(base);
     std::vector<precision_kind> precisions;
     for (precision_kind p : all_precisions)
-        if (gpu.supports(recipe(p).math)) precisions.push_back(p);
+        if (gpu.supports(recipe(p).math) && (!opt.precision_given || p == base.precision.kind)) precisions.push_back(p);
+    std::vector<optimizer_kind> optimizers;
+    for (optimizer_kind k : all_optimizers)
+        if (!opt.optimizer_given || k == base.optimizer) optimizers.push_back(k);
     // largest[optimizer][precision]
     std::vector<std::vector<int>> largest;
-    for (optimizer_kind k : all_optimizers) {
+    for (optimizer_kind k : optimizers) {
         largest.emplace_back();
         for (precision_kind p : precisions) {
             training_setup s = base;
@@ -38,9 +42,9 @@ void run(const fit_options& opt, std::ostream& out) {
     }
     if (opt.json) {
         nlohmann::json rows = nlohmann::json::array();
-        for (std::size_t i = 0; i < all_optimizers.size(); ++i)
+        for (std::size_t i = 0; i < optimizers.size(); ++i)
             for (std::size_t j = 0; j < precisions.size(); ++j)
-                rows.push_back({{"optimizer", std::string(to_string(all_optimizers[i]))},
+                rows.push_back({{"optimizer", std::string(to_string(optimizers[i]))},
                                 {"precision", std::string(to_string(precisions[j]))},
                                 {"max_micro_batch", largest[i][j]}});
         print_json(out, {{"gpu", std::string(gpu.name)}, {"model", std::string(base.model.name)}, {"seq", seq},
@@ -54,8 +58,8 @@ void run(const fit_options& opt, std::ostream& out) {
     std::vector<std::string> header{"optimizer"};
     for (precision_kind p : precisions) header.emplace_back(to_string(p));
     table t(header);
-    for (std::size_t i = 0; i < all_optimizers.size(); ++i) {
-        std::vector<std::string> row{std::string(to_string(all_optimizers[i]))};
+    for (std::size_t i = 0; i < optimizers.size(); ++i) {
+        std::vector<std::string> row{std::string(to_string(optimizers[i]))};
         for (int b : largest[i]) row.push_back(std::to_string(b));
         t.add_row(row);
     }
@@ -67,7 +71,11 @@ const command_registration registration{31, [](CLI::App& app, std::ostream& out)
     auto* sub = app.add_subcommand("fit", "Largest micro-batch that fits, per precision and optimizer");
     opt->flags.add_to(sub, true, flag_set::all_but_batch);
     sub->add_flag("--json", opt->json, "Print one JSON object");
-    sub->callback([opt, &out] { run(*opt, out); });
+    sub->callback([opt, sub, &out] {
+        opt->precision_given = sub->get_option("--precision")->count() > 0;
+        opt->optimizer_given = sub->get_option("--optimizer")->count() > 0;
+        run(*opt, out);
+    });
 }};
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `trainperf flops`: FLOPs of training one sample, by the seed formula (what
 // reported TFLOP/s use), Narayanan et al.'s closed form and the exact GEMM count.
 #include "cli.hpp"
+#include "model_flags.hpp"
 
 #include <trainperf/flops.hpp>
 #include <trainperf/models/catalog.hpp>
@@ -14,7 +15,7 @@ namespace trainperf::cli {
 namespace {
 
 struct flops_options {
-    std::string model;
+    model_flags model;
     int seq = 0;
     bool seq_given = false;  // otherwise the model's max_seq
     std::string recompute = "none";
@@ -25,7 +26,7 @@ struct flops_options {
 std::string flop_cell(flops f) { return fixed(f.value() / 1e12, 3); }
 
 void run(const flops_options& opt, std::ostream& out) {
-    const transformer_config& m = lookup_model(opt.model);
+    const transformer_config m = opt.model.build(opt.seq);
     const recompute_mode r = parse_recompute(opt.recompute);
     int seq = opt.seq;
     if (!opt.seq_given) {
@@ -90,7 +91,7 @@ void run(const flops_options& opt, std::ostream& out) {
 const command_registration registration{20, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<flops_options>();
     auto* sub = app.add_subcommand("flops", "FLOPs of training one sample (seed formula and exact)");
-    sub->add_option("--model", opt->model, "Model name (trainperf models)")->required();
+    opt->model.add_to(sub, true);
     auto* seq = sub->add_option("--seq", opt->seq,
                                 "Sequence length in tokens (default: the model's max_seq)");
     sub->add_option("--recompute", opt->recompute,

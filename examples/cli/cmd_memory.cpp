@@ -1,6 +1,7 @@
 // `trainperf memory`: memory per GPU for a model (or a bare parameter count) under a
 // precision recipe, an optimizer and a parallel layout, and whether it fits.
 #include "cli.hpp"
+#include "parse_units.hpp"
 #include "training_flags.hpp"
 
 #include <trainperf/hardware/catalog.hpp>
@@ -20,7 +21,7 @@ namespace {
 
 struct memory_options {
     training_flags flags;
-    double params = 0;
+    std::string params;
     bool json = false;
     // Which flags were given (filled in the callback).
     bool model_given = false, params_given = false;
@@ -47,7 +48,7 @@ void run(const memory_options& opt, std::ostream& out) {
     memory_report report;
     std::string subject;
     int seq = 0, max_batch = -1;
-    double params = opt.params;
+    double params = opt.params_given ? parse_count("--params", opt.params) : 0.0;
     if (opt.model_given) {
         report = memory_of(s);
         max_batch = max_micro_batch(s);
@@ -55,8 +56,8 @@ void run(const memory_options& opt, std::ostream& out) {
         params = parameter_count(s.model);
         subject = std::string(s.model.name);
     } else {
-        report = static_state_report(opt.params, s);
-        subject = fixed(opt.params / 1e9, 3) + " B parameters";
+        report = static_state_report(params, s);
+        subject = fixed(params / 1e9, 3) + " B parameters";
     }
     const memory_breakdown& mb = report.breakdown;
     const bytes usable = report.capacity;
@@ -111,7 +112,7 @@ const command_registration registration{21, [](CLI::App& app, std::ostream& out)
     opt->flags.add_to(sub, false);
     sub->get_option("--gpu")->required();
     auto* params = sub->add_option("--params", opt->params,
-                                   "Bare parameter count, e.g. 7e9 (static state only)");
+                                   "Bare parameter count, e.g. 7e9 or 7B (static state only)");
     sub->add_flag("--json", opt->json, "Print one JSON object");
     sub->callback([=, &out] {
         opt->model_given = sub->get_option("--model")->count() > 0;

@@ -1,5 +1,6 @@
 // `trainperf predict`: one training step on one system, with its breakdown.
 #include "cli.hpp"
+#include "parse_units.hpp"
 #include "fit_report.hpp"
 #include "training_flags.hpp"
 
@@ -18,7 +19,8 @@ namespace {
 
 struct predict_options {
     training_flags flags;
-    double train_tokens = 0, price_per_gpu_hour = 0;
+    std::string train_tokens;
+    double price_per_gpu_hour = 0;
     bool json = false, csv = false;
 };
 
@@ -94,16 +96,20 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
     opt->flags.add_to(sub);
     auto* json = sub->add_flag("--json", opt->json, "Print one JSON object");
     sub->add_flag("--csv", opt->csv, "Print a CSV header and one row")->excludes(json);
-    sub->add_option("--train-tokens", opt->train_tokens, "Also estimate a whole run on this many tokens");
+    sub->add_option("--train-tokens", opt->train_tokens,
+                    "Also estimate a whole run on this many tokens, e.g. 2e12 or 2T");
     sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
-    sub->callback([opt, &out] {
+    sub->callback([opt, sub, &out] {
         const training_setup s = opt->flags.build();
         const step_report r = predict(s);
-        if (opt->price_per_gpu_hour != 0 && opt->train_tokens == 0)
+        const bool tokens_given = sub->get_option("--train-tokens")->count() > 0;
+        const double train_tokens = tokens_given ? parse_count("--train-tokens", opt->train_tokens) : 0.0;
+        if (opt->price_per_gpu_hour != 0 && train_tokens == 0)
             throw usage_error("--price-per-gpu-hour: needs --train-tokens");
+        // A layout that does not fit cannot run: no days, GPU-hours or cost for it.
         std::optional<training_run> run;
-        if (opt->train_tokens != 0)
-            run = estimate_training_run(r, s.cluster.gpu, opt->train_tokens, opt->price_per_gpu_hour);
+        if (train_tokens != 0 && r.fits)
+            run = estimate_training_run(r, s.cluster.gpu, train_tokens, opt->price_per_gpu_hour);
         if (opt->json) {
             nlohmann::json j = to_json(s, r);
             if (run) j.update(to_json(*run));

@@ -77,4 +77,22 @@ byte_rate parse_byte_rate(std::string_view flag, std::string_view text) {
     return byte_rate::from_value(value * unit_factor(flag, text, amount));
 }
 
+double parse_count(std::string_view flag, std::string_view text) {
+    const auto [value, suffix] = split_number(flag, text);
+    // Counts of parameters or tokens: 7e9, 7B, 70e9, 1.5T, 350M, 8k.
+    constexpr std::array<std::pair<char, double>, 5> suffixes{
+        {{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}}};
+    double factor = 1;
+    if (!suffix.empty()) {
+        const char c = char(std::toupper(static_cast<unsigned char>(suffix.front())));
+        bool known = suffix.size() == 1;
+        for (const auto& [letter, f] : suffixes)
+            if (known && letter == c) factor = f;
+        if (!known || factor == 1) fail(flag, text, "expected a count, e.g. 7e9, 7B, 1.5T or 350M");
+    }
+    const double count = value * factor;
+    if (!(count < 1e18)) fail(flag, text, "must be below 1e18");
+    return count;
+}
+
 }  // namespace trainperf::cli

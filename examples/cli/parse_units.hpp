@@ -16,4 +16,8 @@ bytes parse_bytes(std::string_view flag, std::string_view text);
 // A data rate: an amount of data per second, "52.8GB/s", "25 GB/s", "900MiB/s".
 byte_rate parse_byte_rate(std::string_view flag, std::string_view text);
 
+// A count (parameters, tokens): a number, or one with a K, M, B (= G) or T suffix
+// (1e3 … 1e12, either case): "7e9", "7B", "1.5T", "350M".
+double parse_count(std::string_view flag, std::string_view text);
+
 }  // namespace trainperf::cli

@@ -38,19 +38,11 @@ std::string exact(double v) {
 
 void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     auto* g = sub->add_option("--gpu", gpu, "GPU name (trainperf gpus)");
-    auto* m = sub->add_option("--model", model, "Model name (trainperf models), or 'custom' with the sizes below");
+    auto* m = model.add_to(sub, false);
     if (require_model) {
         g->required();
         m->required();
     }
-    custom_model_options = {
-        sub->add_option("--layers", layers, "custom model: transformer layers"),
-        sub->add_option("--hidden", hidden, "custom model: hidden size"),
-        sub->add_option("--heads", heads, "custom model: attention heads"),
-        sub->add_option("--kv-heads", kv_heads, "custom model: key/value heads (GQA; default = heads)"),
-        sub->add_option("--ffn-hidden", ffn_hidden, "custom model: FFN inner size"),
-        sub->add_option("--vocab", vocab, "custom model: vocabulary size"),
-    };
     if (set == flag_set::all) sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
     sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)");
     sub->add_option("--gpus", gpus, "Total GPUs (default tp x pp); dp = gpus / (tp x pp)");
@@ -123,22 +115,7 @@ training_setup training_flags::build_without_model() const {
 }
 
 training_setup training_flags::build() const {
-    const bool custom = model == "custom";
-    const bool custom_sizes = std::any_of(custom_model_options.begin(), custom_model_options.end(),
-                                          [](const CLI::Option* o) { return o->count() > 0; });
-    transformer_config m;
-    if (custom) {
-        for (auto* o : custom_model_options)
-            if (o->count() == 0 && o->get_name() != "--kv-heads")
-                throw usage_error(o->get_name() + ": required with --model custom");
-        require(seq > 0, "seq", seq, "is required with --model custom");
-        m = {.name = "custom", .layers = layers, .hidden = hidden, .heads = heads,
-             .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = seq};
-    } else {
-        if (custom_sizes) throw usage_error("--layers/--hidden/...: only with --model custom");
-        m = lookup_model(model);
-    }
-    validate(m);
+    const transformer_config m = model.build(seq);
     training_setup s = build_without_model();
     s.model = m;
     validate(s.layout, s.model);
@@ -148,12 +125,7 @@ training_setup training_flags::build() const {
 }
 
 std::string setup_flags(const training_setup& s) {
-    const auto& m = s.model;
-    std::string t = "--gpu " + std::string(s.cluster.gpu.name) + " --model " + shell_word(m.name);
-    if (m.name == "custom")
-        t += " --layers " + std::to_string(m.layers) + " --hidden " + std::to_string(m.hidden) + " --heads " +
-             std::to_string(m.heads) + " --kv-heads " + std::to_string(m.effective_kv_heads()) + " --ffn-hidden " +
-             std::to_string(m.ffn_hidden) + " --vocab " + std::to_string(m.vocab);
+    const std::string t = "--gpu " + std::string(s.cluster.gpu.name) + " " + model_text(s.model);
     return t + " --seq " + std::to_string(sequence_length(s)) + " --precision " + std::string(s.precision.name) +
            " --optimizer " + std::string(to_string(s.optimizer)) + " --framework " + std::string(s.framework.name) +
            (s.framework.fp32_gradient_accumulation && !lookup_framework(s.framework.name).fp32_gradient_accumulation

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cli.hpp"
+#include "model_flags.hpp"
 
 #include <trainperf/memory.hpp>
 #include <trainperf/step.hpp>
@@ -18,8 +19,8 @@ namespace trainperf::cli {
 enum class flag_set { all, all_but_batch, system_only };
 
 struct training_flags {
-    std::string gpu, model;
-    int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
+    std::string gpu;
+    model_flags model;
     int batch = 1, seq = 0, gpus = 0, gpus_per_node = 0, tp = 1, pp = 1, interleave = 1, zero = 0;
     int grad_accum = 1;
     bool sp = false;
@@ -29,7 +30,6 @@ struct training_flags {
     std::string calibration;
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false, fp32_grads = false;
-    std::vector<CLI::Option*> custom_model_options;
 
     // Adds the flags to a subcommand; `require_model` makes --gpu and --model required.
     void add_to(CLI::App* sub, bool require_model = true, flag_set set = flag_set::all);

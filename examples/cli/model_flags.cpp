@@ -1,0 +1,69 @@
+#include "model_flags.hpp"
+
+#include <trainperf/enum_names.hpp>
+#include <trainperf/models/catalog.hpp>
+
+#include <algorithm>
+
+namespace trainperf::cli {
+
+CLI::Option* model_flags::add_to(CLI::App* sub, bool required) {
+    auto* m = sub->add_option("--model", name, "Model name (trainperf models), or 'custom' with the sizes below");
+    if (required) m->required();
+    custom_options = {
+        sub->add_option("--layers", layers, "custom model: transformer layers"),
+        sub->add_option("--hidden", hidden, "custom model: hidden size"),
+        sub->add_option("--heads", heads, "custom model: attention heads"),
+        sub->add_option("--kv-heads", kv_heads, "custom model: key/value heads (GQA; default = heads)"),
+        sub->add_option("--ffn-hidden", ffn_hidden, "custom model: FFN inner size (per matrix for swiglu)"),
+        sub->add_option("--vocab", vocab, "custom model: vocabulary size"),
+        sub->add_option("--ffn", ffn, "custom model: " + enum_name_list<ffn_kind>() + " (default gelu)"),
+        sub->add_option("--positions", positions,
+                        "custom model: " + enum_name_list<position_kind>() + " (default learned)"),
+        sub->add_option("--norm", norm, "custom model: " + enum_name_list<norm_kind>() + " (default layernorm)"),
+        sub->add_flag("--untied", untied, "custom model: output projection not tied to the input embedding"),
+        sub->add_flag("--no-biases", no_biases, "custom model: no biases on the linear layers"),
+        sub->add_flag("--no-dropout", no_dropout, "custom model: trained without dropout"),
+    };
+    return m;
+}
+
+transformer_config model_flags::build(int seq) const {
+    const bool custom_given = std::any_of(custom_options.begin(), custom_options.end(),
+                                          [](const CLI::Option* o) { return o->count() > 0; });
+    if (name != "custom") {
+        if (custom_given) throw usage_error("--layers/--hidden/--ffn/...: only with --model custom");
+        return lookup_model(name);
+    }
+    for (const char* needed : {"--layers", "--hidden", "--heads", "--ffn-hidden", "--vocab"})
+        for (auto* o : custom_options)
+            if (o->get_name() == needed && o->count() == 0)
+                throw usage_error(std::string(needed) + ": required with --model custom");
+    require(seq > 0, "seq", seq, "is required with --model custom");
+    transformer_config m{.name = "custom", .layers = layers, .hidden = hidden, .heads = heads,
+                         .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = seq};
+    m.ffn = parse_enum<ffn_kind>("ffn", ffn);
+    m.positions = parse_enum<position_kind>("positions", positions);
+    m.norm = parse_enum<norm_kind>("norm", norm);
+    m.tied_embeddings = !untied;
+    m.linear_biases = !no_biases;
+    m.dropout = !no_dropout;
+    validate(m);
+    return m;
+}
+
+std::string model_text(const transformer_config& m) {
+    std::string t = "--model " + std::string(m.name);
+    if (m.name != "custom") return t;
+    t += " --layers " + std::to_string(m.layers) + " --hidden " + std::to_string(m.hidden) + " --heads " +
+         std::to_string(m.heads) + " --kv-heads " + std::to_string(m.effective_kv_heads()) + " --ffn-hidden " +
+         std::to_string(m.ffn_hidden) + " --vocab " + std::to_string(m.vocab) + " --ffn " +
+         std::string(to_string(m.ffn)) + " --positions " + std::string(to_string(m.positions)) + " --norm " +
+         std::string(to_string(m.norm));
+    if (!m.tied_embeddings) t += " --untied";
+    if (!m.linear_biases) t += " --no-biases";
+    if (!m.dropout) t += " --no-dropout";
+    return t;
+}
+
+}  // namespace trainperf::cli
