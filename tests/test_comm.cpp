@@ -1,4 +1,6 @@
 #include <trainperf/comm.hpp>
+#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/placement.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -160,4 +162,68 @@ TEST_CASE("bad input is rejected with the field named", "[comm][errors]") {
     no_inter.inter_node = {};
     CHECK_THROWS_AS(hierarchical_all_reduce_time(bytes_of(1), no_inter, 16),
                     trainperf::invalid_argument);
+}
+
+TEST_CASE("ranks are placed tensor-parallel first, then data-parallel, then pipeline", "[comm][placement]") {
+    // tp 8 fills an 8-GPU node: each data-parallel group has one GPU per node.
+    auto g = place({.dp = 4, .tp = 8, .pp = 1}, 8);
+    CHECK((g.tensor.size == 8 && g.tensor.per_node == 8));
+    CHECK((g.data.size == 4 && g.data.per_node == 1));
+    // tp 2 x dp 4 share a node; the two pipeline stages are in different nodes.
+    g = place({.dp = 4, .tp = 2, .pp = 2}, 8);
+    CHECK((g.tensor.size == 2 && g.tensor.per_node == 2));
+    CHECK((g.data.size == 4 && g.data.per_node == 4));
+    CHECK((g.pipeline.size == 2 && g.pipeline.per_node == 1));
+    CHECK(stage_pair(g).per_node == 1);
+    // dp 12 with tp 2 on 8-GPU nodes: 4 replicas per node, 3 nodes.
+    g = place({.dp = 12, .tp = 2, .pp = 1}, 8);
+    CHECK((g.data.per_node == 4 && g.data.nodes() == 3));
+    // Any dp: 9 replicas of tp 8 span 9 nodes, one GPU each.
+    g = place({.dp = 9, .tp = 8, .pp = 1}, 8);
+    CHECK((g.data.per_node == 1 && g.data.nodes() == 9));
+}
+
+TEST_CASE("a collective is priced on the links its group spans", "[comm][placement]") {
+    const cluster_spec c = standard_cluster(a100_sxm_80gb::spec, 8);
+    const bytes size = gigabytes_of(9);
+    const link_spec nvlink = c.intra_node, ib = c.inter_node;
+    const auto op = [&](int n, int per_node) {
+        return collective_op{"grads", collective::all_reduce, size, {n, per_node}};
+    };
+    // Inside a node: a ring on NVLink.
+    CHECK(collective_time(op(8, 8), c) == ring_all_reduce_time(size, 8, nvlink));
+    // One member per node: a ring on the adapters, 2·(n−1) steps of α and 2·(n−1)/n of the bytes.
+    const double alpha = ib.latency.value(), beta = 1.0 / ib.achievable().value();
+    CHECK(collective_time(op(4, 1), c).value() == Approx(6 * alpha + 1.5 * 9e9 * beta));
+    // 25 GB/s HDR at 0.9: 9 GB over 4 nodes takes 0.6 s, not the 0.045 s NVLink would.
+    CHECK(collective_time(op(4, 1), c).value() > 10 * ring_all_reduce_time(size, 4, nvlink).value());
+    // Several per node: reduce-scatter inside, all-reduce of a 1/g shard across, all-gather inside.
+    CHECK(collective_time(op(16, 8), c).value() ==
+          Approx((reduce_scatter_time(size, 8, nvlink) + ring_all_reduce_time(size / 8.0, 2, ib) +
+                  all_gather_time(size, 8, nvlink)).value()));
+    const collective_op rs{"grads", collective::reduce_scatter, size, {16, 8}};
+    CHECK(collective_time(rs, c).value() ==
+          Approx((reduce_scatter_time(size, 8, nvlink) + reduce_scatter_time(size / 8.0, 2, ib)).value()));
+    // A pipeline send between nodes goes over the adapter.
+    const collective_op send{"send", collective::p2p, size, {2, 1}};
+    CHECK(collective_time(send, c) == p2p_time(size, ib));
+}
+
+TEST_CASE("an NVLink bridge pairs two cards; GeForce has no PCIe peer-to-peer", "[comm][links]") {
+    const cluster_spec geforce = standard_cluster(rtx_3090::spec, 4);
+    const bytes size = gigabytes_of(1);
+    const collective_op pair{"grads", collective::all_reduce, size, {2, 2}};
+    const collective_op four{"grads", collective::all_reduce, size, {4, 4}};
+    // Two cards: the bridge.
+    CHECK(collective_time(pair, geforce) == ring_all_reduce_time(size, 2, rtx_3090::spec.gpu_link));
+    // Four: the ring also crosses PCIe between the pairs, staged through host memory.
+    const link_spec staged = staged_through_host(rtx_3090::spec.host_link);
+    CHECK(node_ring_link(geforce, 4).kind == link_kind::pcie_no_p2p);
+    CHECK(collective_time(four, geforce).value() ==
+          Approx(ring_all_reduce_time(size, 4, slowest_of(rtx_3090::spec.gpu_link, staged)).value()));
+    // A data-centre PCIe card has peer-to-peer: 8 bridged H100 PCIe ring at PCIe Gen5 speed.
+    const cluster_spec h100 = standard_cluster(h100_pcie::spec, 8);
+    CHECK(node_ring_link(h100, 8).kind == link_kind::pcie);
+    CHECK(node_ring_link(h100, 8).per_direction.value() == Approx(63e9));
+    CHECK(node_ring_link(h100, 2).kind == link_kind::nvlink_bridge);
 }

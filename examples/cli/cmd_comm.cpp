@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <algorithm>
 #include <string>
 
 namespace trainperf::cli {
@@ -114,7 +115,8 @@ void run(const comm_options& o, std::ostream& out) {
         time = hierarchical_all_reduce_time(size, cluster, o.gpus);
         flat = flat_ring_all_reduce_time(size, cluster, o.gpus);
     } else {
-        time = collective_time(c, size, o.gpus, intra, algorithm);
+        // A bridge pairs two cards: a larger ring also crosses PCIe (node_ring_link).
+        time = collective_time(c, size, o.gpus, node_ring_link(cluster, o.gpus), algorithm);
     }
 
     const double algbw = time.value() > 0 ? size.value() / time.value() : 0.0;
@@ -145,6 +147,10 @@ void run(const comm_options& o, std::ostream& out) {
         << size_text(size) << " on " << o.gpus << " GPUs\n"
         << "  link:                " << intra_source << '\n'
         << "                       " << describe(intra) << '\n';
+    const int in_node = std::min(o.gpus, cluster.gpus_per_node);
+    if (node_ring_link(cluster, in_node).kind != intra.kind)
+        out << "  ring waits on:       " << describe(node_ring_link(cluster, in_node))
+            << " (an NVLink bridge joins two cards; the ring crosses PCIe between pairs)\n";
     if (multi_node)
         out << "  nodes:               " << node_count(cluster, o.gpus) << " x " << o.gpus_per_node
             << " GPUs\n"

@@ -126,14 +126,11 @@ constexpr double bus_bandwidth_factor(collective c, int n) {
 constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, int total_gpus) {
     comm_detail::validate_size(size, total_gpus);
     const int nodes = node_count(c, total_gpus);
-    const link_spec intra = intra_node_link(c);
-    if (nodes == 1) return ring_all_reduce_time(size, total_gpus, intra);
+    if (nodes == 1) return ring_all_reduce_time(size, total_gpus, node_ring_link(c, total_gpus));
+    const link_spec intra = node_ring_link(c, c.gpus_per_node);
     validate(intra);
     validate(c.inter_node);
-    link_spec slowest = c.inter_node;
-    if (intra.achievable() < slowest.achievable()) slowest = intra;
-    if (intra.latency > c.inter_node.latency) slowest.latency = intra.latency;
-    return ring_all_reduce_time(size, total_gpus, slowest);
+    return ring_all_reduce_time(size, total_gpus, slowest_of(intra, c.inter_node));
 }
 
 // ---- A collective over a placed group (workload ops) --------------------------------
@@ -150,8 +147,8 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     validate(g);
     comm_detail::validate_size(op.size, g.size);
     if (g.size == 1) return seconds_of(0.0);
-    const link_spec intra = intra_node_link(c);
-    if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, intra);
+    if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, node_ring_link(c, g.size));
+    const link_spec intra = node_ring_link(c, g.per_node);
     if (g.per_node == 1 || op.kind == collective::p2p)
         return collective_time(op.kind, op.size, g.size, c.inter_node);
     const int local = g.per_node;

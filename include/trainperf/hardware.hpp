@@ -122,6 +122,9 @@ struct gpu_spec {
     link_spec host_link{};          // GPU↔host (PCIe)
     double tdp_watts = 0.0;         // board power (W)
     bool memory_shared_with_host = false;  // Jetson: CPU and OS use the same DRAM
+    // Whether two cards of this product reach each other over PCIe directly; without
+    // it their traffic is staged through host memory.
+    bool pcie_peer_to_peer = true;
 
     // The peak for a math dtype, or an error naming the GPU and the dtype.
     constexpr flop_rate peak_for(dtype t) const {

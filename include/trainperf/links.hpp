@@ -118,4 +118,30 @@ constexpr int node_count(const cluster_spec& c, int total_gpus) {
     return total_gpus / c.gpus_per_node;
 }
 
+// The slower of two links for a ring that crosses both: its rate is the lower, and
+// every step waits for the longer latency.
+constexpr link_spec slowest_of(const link_spec& a, const link_spec& b) {
+    link_spec slow = b.achievable() < a.achievable() ? b : a;
+    if (a.latency > slow.latency) slow.latency = a.latency;
+    if (b.latency > slow.latency) slow.latency = b.latency;
+    return slow;
+}
+
+// Two cards of one host over PCIe: the GPU's own host link, or staged through host
+// memory where the product has no PCIe peer-to-peer (GeForce).
+constexpr link_spec pcie_peer_link(const gpu_spec& g) {
+    const link_spec pcie{.kind = link_kind::pcie, .per_direction = g.host_link.per_direction,
+                         .latency = g.host_link.latency, .efficiency = g.host_link.efficiency};
+    return g.pcie_peer_to_peer ? pcie : staged_through_host(pcie);
+}
+
+// The link a ring over `members` GPUs of one node waits on. An NVLink bridge joins two
+// cards only: with more members the ring also crosses PCIe between the pairs, and its
+// every step waits for the slowest hop.
+constexpr link_spec node_ring_link(const cluster_spec& c, int members) {
+    const link_spec intra = intra_node_link(c);
+    if (intra.kind != link_kind::nvlink_bridge || members <= 2) return intra;
+    return slowest_of(intra, pcie_peer_link(c.gpu));
+}
+
 }  // namespace trainperf

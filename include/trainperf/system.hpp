@@ -55,7 +55,7 @@ constexpr link_spec resolve_link(const gpu_spec& gpu, link_kind kind) {
     if (kind == link_kind::none) return {};
     switch (link_source_of(gpu, kind)) {
         case link_source::gpu_link: return gpu.gpu_link;
-        case link_source::host_pcie: return gpu.host_link;
+        case link_source::host_pcie: return pcie_peer_link(gpu);
         case link_source::host_pcie_staged: return staged_through_host(gpu.host_link);
         case link_source::kind_default: break;
     }

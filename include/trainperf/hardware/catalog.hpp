@@ -211,6 +211,11 @@ struct v100_sxm2_32gb {
 // The 3090 Ti has no whitepaper column: its rates are the GA102 per-SM rates ×
 // 84 SMs × 1860 MHz (NVIDIA RTX 3090 Ti product page: 10752 CUDA cores, 1.86 GHz
 // boost, 24 GB GDDR6X at 21 Gbps on 384 bits = 1008 GB/s, 450 W).
+// Links: the NVLink bridge joins exactly two cards (NVIDIA NVLink bridge product page:
+// "2-slot / 3-slot bridge" connecting a pair). ASSUMPTION: GeForce drivers expose no
+// PCIe peer-to-peer between cards (NVIDIA's statements on its developer forums for
+// GeForce RTX 30/40 series), so traffic between cards that no bridge joins goes
+// through host memory.
 struct rtx_3090_ti {
     static constexpr gpu_spec spec{
         .name = "rtx-3090-ti",
@@ -233,6 +238,7 @@ struct rtx_3090_ti {
         .gpu_link = links::nvlink_bridge(112.5),          // GA102: 112.5 GB/s total, 56.25 each way
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 450,                                 // product page: 450 W
+        .pcie_peer_to_peer = false,                       // GeForce: see the GA102 note above
     };
 };
 
@@ -258,6 +264,7 @@ struct rtx_3090 {
         .gpu_link = links::nvlink_bridge(112.5),          // GA102 whitepaper: 112.5 GB/s total
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 350,                                 // GA102 whitepaper: 350 W
+        .pcie_peer_to_peer = false,                       // GeForce: see the GA102 note above
     };
 };
 
