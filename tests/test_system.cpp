@@ -63,11 +63,14 @@ TEST_CASE("with_line_rate keeps efficiency and latency, with_bandwidth makes it 
 
 TEST_CASE("build_cluster: nodes, the named link, measured and line rates", "[system]") {
     const gpu_spec& h100 = h100_sxm::spec;
-    SECTION("defaults: the GPU's own link, min(gpus, 8) per node, InfiniBand HDR between nodes") {
+    SECTION("defaults: the GPU's own link, min(gpus, 8) per node, the adapter its systems have") {
         const cluster_spec c = build_cluster({.gpu = h100, .gpus = 4});
         CHECK(c.gpus_per_node == 4);
         CHECK(same(c.intra_node, h100.gpu_link));
-        CHECK(same(c.inter_node, default_link(link_kind::infiniband)));
+        // DGX H100: one 400 Gb/s NDR adapter per GPU; DGX A100: one 200 Gb/s HDR.
+        CHECK(c.inter_node.per_direction.value() == Approx(50e9));
+        CHECK(same(build_cluster({.gpu = a100_sxm_80gb::spec, .gpus = 16}).inter_node,
+                   default_link(link_kind::infiniband)));
         CHECK(build_cluster({.gpu = h100, .gpus = 64}).gpus_per_node == 8);
         CHECK(build_cluster({.gpu = h100, .gpus = 64, .gpus_per_node = 4}).gpus_per_node == 4);
     }

@@ -110,7 +110,7 @@ void run(const comm_options& o, std::ostream& out) {
                               ": across nodes only all-reduce is modelled");
         if (algorithm != collective_algorithm::ring)
             throw usage_error("--algorithm = tree: across nodes the hierarchical all-reduce is used");
-        inter_source = "default for infiniband";
+        inter_source = gpu.name.empty() ? "default for infiniband (HDR)" : "the adapter of " + std::string(gpu.name) + " systems";
         if (!o.inter_node_bandwidth.empty()) inter_source += ", line rate from --inter-node-bandwidth";
         time = hierarchical_all_reduce_time(size, cluster, o.gpus);
         flat = flat_ring_all_reduce_time(size, cluster, o.gpus);
@@ -183,7 +183,7 @@ const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
         ->check(CLI::Range(1, 1 << 20));
     sub->add_option("--inter-node-bandwidth", opt->inter_node_bandwidth,
                     "inter-node line rate per GPU PER DIRECTION, e.g. 50GB/s (default: "
-                    "InfiniBand HDR, 25GB/s; its efficiency applies)");
+                    "one adapter per GPU as sold with the GPU: 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200; its efficiency applies)");
     sub->add_flag("--json", opt->json, "print one JSON object");
     sub->callback([opt, &out] { run(*opt, out); });
 }};

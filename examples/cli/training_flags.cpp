@@ -68,7 +68,7 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() + " (default: the GPU's)");
     sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");
     sub->add_option("--inter-node-bandwidth", inter_node_bandwidth,
-                    "Line rate per GPU, per direction, e.g. 50GB/s (default InfiniBand HDR, 25GB/s)");
+                    "Line rate per GPU, per direction, e.g. 50GB/s (default: the adapter sold with the GPU, 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200)");
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
     sub->add_option("--data-ms", data_ms, "Loading one step's batch from storage, ms per step (default 0)");
     sub->add_option("--pcie-ms", pcie_ms, "Copying it host to device, ms per step (default 0)");

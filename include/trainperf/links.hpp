@@ -52,6 +52,14 @@ constexpr link_spec staged_through_host(const link_spec& pcie) {
             .efficiency = pcie.efficiency};
 }
 
+// One InfiniBand adapter of `gbit_per_s` per GPU. ASSUMPTION: 10 µs per step (the
+// transfer also crosses PCIe on both ends) and 0.9 of line rate (RDMA payload
+// efficiency is higher than NVLink collectives reach).
+constexpr link_spec infiniband_adapter(double gbit_per_s) {
+    return {.kind = link_kind::infiniband, .per_direction = gb_per_second(gbit_per_s / 8.0),
+            .latency = microseconds_of(10.0), .efficiency = 0.90};
+}
+
 constexpr link_spec default_link(link_kind kind) {
     switch (kind) {
         case link_kind::nvlink:
@@ -69,11 +77,8 @@ constexpr link_spec default_link(link_kind kind) {
             return staged_through_host(default_link(link_kind::pcie));
         case link_kind::infiniband:
             // InfiniBand HDR, one 200 Gb/s adapter per GPU: 25 GB/s each way
-            // (NVIDIA ConnectX-6 VPI datasheet). ASSUMPTION: 10 µs per step (the
-            // transfer also crosses PCIe on both ends) and 0.9 of line rate (RDMA
-            // payload efficiency is higher than NVLink collectives reach).
-            return {.kind = kind, .per_direction = gb_per_second(25.0),
-                    .latency = microseconds_of(10.0), .efficiency = 0.90};
+            // (NVIDIA ConnectX-6 VPI datasheet).
+            return infiniband_adapter(200);
         case link_kind::none: break;
     }
     require(false, "link", to_string(kind), "has no default: name a GPU-to-GPU link");
@@ -101,11 +106,28 @@ constexpr link_spec intra_node_link(const cluster_spec& c) {
     return c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node;
 }
 
-// The usual system: nodes of gpus_per_node GPUs on the GPU's own link, one
-// InfiniBand HDR adapter per GPU between nodes.
+// Between nodes, as the GPU's generation of DGX/HGX systems is sold: one adapter per
+// GPU, rail-aligned. A100: 8× ConnectX-6 200 Gb/s HDR per node (NVIDIA DGX A100
+// datasheet); H100/H200: 8× ConnectX-7 400 Gb/s NDR (NVIDIA DGX H100 datasheet; S.
+// Bekman, "Machine Learning Engineering Open Book", compute/accelerator/README.md);
+// B200: 8× 400 Gb/s (NVIDIA DGX B200 datasheet, ConnectX-7; AWS P6-B200, 8× 400 Gb/s
+// EFA, the same book). ASSUMPTION: older and GeForce generations as the A100's.
+constexpr link_spec default_inter_node_link(const gpu_spec& gpu) {
+    switch (gpu.architecture) {
+        case gpu_architecture::hopper:
+        case gpu_architecture::blackwell: return infiniband_adapter(400);
+        case gpu_architecture::volta:
+        case gpu_architecture::ampere:
+        case gpu_architecture::ada: break;
+    }
+    return infiniband_adapter(200);
+}
+
+// The usual system: nodes of gpus_per_node GPUs on the GPU's own link, one adapter
+// per GPU between nodes (default_inter_node_link).
 constexpr cluster_spec standard_cluster(const gpu_spec& gpu, int gpus_per_node = 8) {
     return {.gpu = gpu, .gpus_per_node = gpus_per_node, .intra_node = gpu.gpu_link,
-            .inter_node = default_link(link_kind::infiniband)};
+            .inter_node = default_inter_node_link(gpu)};
 }
 
 // Nodes spanned by total_gpus GPUs; whole nodes only once more than one is used.

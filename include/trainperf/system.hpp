@@ -105,7 +105,7 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
     require(c.intra_node.kind != link_kind::none || r.gpus == 1, "link", to_string(c.intra_node.kind),
             "no GPU-to-GPU link: name one to use more than one GPU");
     if (r.link_bandwidth) c.intra_node = with_bandwidth(c.intra_node, *r.link_bandwidth);
-    c.inter_node = default_link(link_kind::infiniband);
+    c.inter_node = default_inter_node_link(r.gpu);
     if (r.inter_node_line_rate) c.inter_node = with_line_rate(c.inter_node, *r.inter_node_line_rate);
     return c;
 }
