@@ -227,3 +227,14 @@ TEST_CASE("an NVLink bridge pairs two cards; GeForce has no PCIe peer-to-peer", 
     CHECK(node_ring_link(h100, 8).per_direction.value() == Approx(63e9));
     CHECK(node_ring_link(h100, 2).kind == link_kind::nvlink_bridge);
 }
+
+TEST_CASE("fewer network adapters than GPUs are shared by the node's GPUs", "[comm][placement]") {
+    cluster_spec c = standard_cluster(h100_sxm::spec, 8);
+    const collective_op across{"grads", collective::all_reduce, gigabytes_of(1), {4, 1}};
+    const seconds own = collective_time(across, c);
+    c.adapters_per_node = 2;  // 2 adapters for 8 GPUs: a quarter each
+    CHECK(inter_node_link(c).per_direction.value() == Approx(50e9 / 4));
+    CHECK(collective_time(across, c).value() > 3.5 * own.value());
+    c.adapters_per_node = 8;
+    CHECK(collective_time(across, c) == own);
+}

@@ -129,8 +129,9 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
     if (nodes == 1) return ring_all_reduce_time(size, total_gpus, node_ring_link(c, total_gpus));
     const link_spec intra = node_ring_link(c, c.gpus_per_node);
     validate(intra);
-    validate(c.inter_node);
-    return ring_all_reduce_time(size, total_gpus, slowest_of(intra, c.inter_node));
+    const link_spec network = inter_node_link(c);
+    validate(network);
+    return ring_all_reduce_time(size, total_gpus, slowest_of(intra, network));
 }
 
 // ---- A collective over a placed group (workload ops) --------------------------------
@@ -149,19 +150,20 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     if (g.size == 1) return seconds_of(0.0);
     if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, node_ring_link(c, g.size));
     const link_spec intra = node_ring_link(c, g.per_node);
+    const link_spec network = inter_node_link(c);
     if (g.per_node == 1 || op.kind == collective::p2p)
-        return collective_time(op.kind, op.size, g.size, c.inter_node);
+        return collective_time(op.kind, op.size, g.size, inter_node_link(c));
     const int local = g.per_node;
     const int nodes = g.nodes();
     const bytes shard = op.size / double(local);
     switch (op.kind) {
         case collective::all_reduce:
-            return reduce_scatter_time(op.size, local, intra) + ring_all_reduce_time(shard, nodes, c.inter_node) +
+            return reduce_scatter_time(op.size, local, intra) + ring_all_reduce_time(shard, nodes, network) +
                    all_gather_time(op.size, local, intra);
         case collective::reduce_scatter:
-            return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, c.inter_node);
+            return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, network);
         case collective::all_gather:
-            return all_gather_time(shard, nodes, c.inter_node) + all_gather_time(op.size, local, intra);
+            return all_gather_time(shard, nodes, network) + all_gather_time(op.size, local, intra);
         case collective::p2p: break;
     }
     return seconds_of(0.0);

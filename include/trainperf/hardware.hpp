@@ -152,7 +152,10 @@ struct cluster_spec {
     gpu_spec gpu{};
     int gpus_per_node = 1;
     link_spec intra_node{};   // defaults to gpu.gpu_link
-    link_spec inter_node{};   // e.g. one InfiniBand adapter per GPU
+    link_spec inter_node{};   // one network adapter, e.g. InfiniBand NDR
+    // Network adapters per node; 0: one per GPU (rail-aligned DGX/HGX). With fewer,
+    // the GPUs of a node share them: all GPUs of a node run their collectives at once.
+    int adapters_per_node = 0;
 };
 
 }  // namespace trainperf

@@ -130,6 +130,16 @@ constexpr cluster_spec standard_cluster(const gpu_spec& gpu, int gpus_per_node =
             .inter_node = default_inter_node_link(gpu)};
 }
 
+// What one GPU gets of the network when every GPU of its node sends at once: its own
+// adapter, or its share of fewer adapters (never more than one adapter's rate).
+constexpr link_spec inter_node_link(const cluster_spec& c) {
+    require(c.adapters_per_node >= 0, "adapters_per_node", c.adapters_per_node, "must not be negative (0: one per GPU)");
+    link_spec l = c.inter_node;
+    if (c.adapters_per_node > 0 && c.adapters_per_node < c.gpus_per_node)
+        l.per_direction = l.per_direction * (double(c.adapters_per_node) / c.gpus_per_node);
+    return l;
+}
+
 // Nodes spanned by total_gpus GPUs; whole nodes only once more than one is used.
 constexpr int node_count(const cluster_spec& c, int total_gpus) {
     require(c.gpus_per_node >= 1, "gpus_per_node", c.gpus_per_node, "must be at least 1");

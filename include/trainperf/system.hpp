@@ -85,8 +85,9 @@ struct cluster_request {
     std::string_view link{};                         // a link_kind name; empty: the GPU's own link
     std::optional<byte_rate> link_bandwidth;         // measured, per direction (replaces the
                                                      // datasheet figure and its efficiency)
-    std::optional<byte_rate> inter_node_line_rate;   // per GPU, per direction (default:
-                                                     // InfiniBand HDR, efficiency kept)
+    std::optional<byte_rate> inter_node_line_rate;   // per adapter, per direction (default:
+                                                     // the GPU's systems', efficiency kept)
+    int adapters_per_node = 0;                       // 0: one per GPU
 };
 
 // Nodes of gpus_per_node GPUs joined by the named link (resolve_link), one adapter
@@ -107,6 +108,9 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
     if (r.link_bandwidth) c.intra_node = with_bandwidth(c.intra_node, *r.link_bandwidth);
     c.inter_node = default_inter_node_link(r.gpu);
     if (r.inter_node_line_rate) c.inter_node = with_line_rate(c.inter_node, *r.inter_node_line_rate);
+    require(r.adapters_per_node >= 0 && r.adapters_per_node <= 1024, "adapters_per_node", r.adapters_per_node,
+            "must be between 0 (one per GPU) and 1024");
+    c.adapters_per_node = r.adapters_per_node;
     return c;
 }
 
