@@ -108,7 +108,7 @@ void run(const comm_options& o, std::ostream& out) {
         if (c != collective::all_reduce)
             throw usage_error("--collective = " + o.collective +
                               ": across nodes only all-reduce is modelled");
-        if (algorithm != collective_algorithm::ring)
+        if (algorithm == collective_algorithm::tree)
             throw usage_error("--algorithm = tree: across nodes the hierarchical all-reduce is used");
         inter_source = gpu.name.empty() ? "default for infiniband (HDR)" : "the adapter of " + std::string(gpu.name) + " systems";
         if (!o.inter_node_bandwidth.empty()) inter_source += ", line rate from --inter-node-bandwidth";

@@ -16,12 +16,15 @@
 
 namespace trainperf {
 
-enum class collective_algorithm { ring, tree };
+// auto: the faster of ring and tree for the size and the group, as NCCL's tuner picks
+// the algorithm with the lowest predicted time (NCCL src/graph/tuning.cc).
+enum class collective_algorithm { ring, tree, automatic };
 
 template <>
 struct enum_names<collective_algorithm> {
-    static constexpr std::array<enum_name<collective_algorithm>, 2> table{
-        {{collective_algorithm::ring, "ring"}, {collective_algorithm::tree, "tree"}}};
+    static constexpr std::array<enum_name<collective_algorithm>, 3> table{
+        {{collective_algorithm::ring, "ring"}, {collective_algorithm::tree, "tree"},
+         {collective_algorithm::automatic, "auto"}}};
 };
 
 namespace comm_detail {
@@ -54,21 +57,30 @@ constexpr seconds ring_all_reduce_time(bytes size, int n, const link_spec& link)
 }
 
 // Tree: NCCL's double binary tree. Reduce up and broadcast down take 2·⌈log2 N⌉
-// latency steps; the two trees each carry half the buffer, so every GPU sends and
-// receives about as much as in a ring and the bandwidth term is taken to be the
-// ring's (Sanders et al. 2009; NCCL 2.4 release notes).
+// latency steps; the two trees each carry half the buffer and a GPU is an inner node
+// of one and a leaf of the other, so it sends the whole buffer once up and once down:
+// 2·size, a little more than the ring's 2·(N−1)/N·size (Sanders et al. 2009; NCCL 2.4
+// release notes). Few latency steps, slightly more volume: the tree wins for small
+// buffers on many GPUs, the ring for large ones.
 constexpr seconds tree_all_reduce_time(bytes size, int n, const link_spec& link) {
     comm_detail::validate_size(size, n);
     if (n == 1) return seconds_of(0.0);
     validate(link);
     const double steps = 2.0 * comm_detail::ceil_log2(n);
-    return steps * link.latency + (2.0 * (n - 1) / n) * size / link.achievable();
+    return steps * link.latency + 2.0 * size / link.achievable();
 }
 
 constexpr seconds all_reduce_time(bytes size, int n, const link_spec& link,
                                   collective_algorithm algorithm = collective_algorithm::ring) {
-    return algorithm == collective_algorithm::tree ? tree_all_reduce_time(size, n, link)
-                                                   : ring_all_reduce_time(size, n, link);
+    switch (algorithm) {
+        case collective_algorithm::tree: return tree_all_reduce_time(size, n, link);
+        case collective_algorithm::automatic: {
+            const seconds ring = ring_all_reduce_time(size, n, link), tree = tree_all_reduce_time(size, n, link);
+            return tree < ring ? tree : ring;
+        }
+        case collective_algorithm::ring: break;
+    }
+    return ring_all_reduce_time(size, n, link);
 }
 
 // Ring reduce-scatter: N−1 steps, (N−1)/N of the buffer per GPU; each GPU ends with
@@ -136,8 +148,8 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
 
 // ---- A collective over a placed group (workload ops) --------------------------------
 
-// A collective over a group placed on nodes (ops.hpp rank_group). Inside one node it
-// runs on the intra-node link. With one member per node every step crosses the
+// A collective over a group placed on nodes (ops.hpp rank_group); an all-reduce takes
+// the faster of ring and tree (`auto`). Inside one node it runs on the intra-node link. With one member per node every step crosses the
 // network, each GPU over its own adapter. Otherwise it is hierarchical (NCCL's
 // intra-node rings and inter-node trees/rings, Horovod): reduce-scatter inside each
 // node, the collective on a 1/g shard across the nodes (g rings in parallel, one per
@@ -148,17 +160,18 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     validate(g);
     comm_detail::validate_size(op.size, g.size);
     if (g.size == 1) return seconds_of(0.0);
-    if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, node_ring_link(c, g.size));
+    constexpr auto nccl = collective_algorithm::automatic;
+    if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, node_ring_link(c, g.size), nccl);
     const link_spec intra = node_ring_link(c, g.per_node);
     const link_spec network = inter_node_link(c);
     if (g.per_node == 1 || op.kind == collective::p2p)
-        return collective_time(op.kind, op.size, g.size, inter_node_link(c));
+        return collective_time(op.kind, op.size, g.size, inter_node_link(c), nccl);
     const int local = g.per_node;
     const int nodes = g.nodes();
     const bytes shard = op.size / double(local);
     switch (op.kind) {
         case collective::all_reduce:
-            return reduce_scatter_time(op.size, local, intra) + ring_all_reduce_time(shard, nodes, network) +
+            return reduce_scatter_time(op.size, local, intra) + all_reduce_time(shard, nodes, network, nccl) +
                    all_gather_time(op.size, local, intra);
         case collective::reduce_scatter:
             return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, network);
