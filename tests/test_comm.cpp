@@ -240,3 +240,13 @@ TEST_CASE("fewer network adapters than GPUs are shared by the node's GPUs", "[co
     c.adapters_per_node = 8;
     CHECK(collective_time(across, c) == own);
 }
+
+TEST_CASE("the rank order can be changed: pipeline stages first, data parallel across nodes", "[comm][placement]") {
+    const parallel_layout l{.dp = 4, .tp = 2, .pp = 4};
+    const auto megatron = place(l, 8);
+    CHECK((megatron.data.per_node == 4 && megatron.pipeline.per_node == 1));
+    const auto stages_first = place(l, 8, rank_order::tp_pp_dp);
+    CHECK((stages_first.pipeline.size == 4 && stages_first.pipeline.per_node == 4));
+    CHECK((stages_first.data.size == 4 && stages_first.data.per_node == 1));
+    CHECK(stage_pair(stages_first).per_node == 2);
+}

@@ -69,6 +69,9 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");
     sub->add_option("--inter-node-bandwidth", inter_node_bandwidth,
                     "Line rate per GPU, per direction, e.g. 50GB/s (default: the adapter sold with the GPU, 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200)");
+    sub->add_option("--rank-order", rank_order,
+                    enum_name_list<trainperf::rank_order>() +
+                        ": how the job numbers its ranks, fastest first (default tp-dp-pp, as Megatron-Core)");
     sub->add_option("--adapters-per-node", adapters_per_node,
                     "Network adapters per node, shared by its GPUs (default 0: one per GPU)");
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
@@ -101,7 +104,8 @@ training_setup training_flags::build_without_model() const {
          .inter_node_line_rate = inter_node_bandwidth.empty()
                                      ? std::nullopt
                                      : std::optional(parse_byte_rate("--inter-node-bandwidth", inter_node_bandwidth)),
-         .adapters_per_node = adapters_per_node});
+         .adapters_per_node = adapters_per_node,
+         .order = parse_enum<trainperf::rank_order>("rank_order", rank_order)});
     require(data_ms >= 0 && data_ms < 1e12, "data_ms", data_ms, "must be finite and not negative");
     require(pcie_ms >= 0 && pcie_ms < 1e12, "pcie_ms", pcie_ms, "must be finite and not negative");
     s.data_loading = milliseconds_of(data_ms);
@@ -143,6 +147,8 @@ std::string training_flags::run_text(const training_setup& s) const {
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);
     if (adapters_per_node > 0) t += " --adapters-per-node " + std::to_string(adapters_per_node);
+    if (s.cluster.order != trainperf::rank_order::tp_dp_pp)
+        t += " --rank-order " + std::string(to_string(s.cluster.order));
     if (!calibration.empty()) t += " --calibration " + shell_word(calibration);
     if (data_ms > 0) t += " --data-ms " + exact(data_ms);
     if (pcie_ms > 0) t += " --pcie-ms " + exact(pcie_ms);

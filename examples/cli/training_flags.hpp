@@ -25,7 +25,7 @@ struct training_flags {
     int grad_accum = 1, adapters_per_node = 0;
     bool sp = false;
     std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";
-    std::string dp_overlap = "framework";
+    std::string dp_overlap = "framework", rank_order = "tp-dp-pp";
     std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth;
     std::string calibration;
     double data_ms = 0, pcie_ms = 0;

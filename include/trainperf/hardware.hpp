@@ -148,6 +148,17 @@ concept hardware = requires {
 
 // Several GPUs: nodes of gpus_per_node joined by an intra-node link, nodes joined
 // by an inter-node link (per GPU, per direction).
+// How a job numbers its ranks, fastest-varying first; consecutive ranks fill a node.
+// tp-dp-pp is Megatron-Core's and DeepSpeed's order; tp-pp-dp keeps a model replica's
+// pipeline stages together and spreads data parallelism across nodes.
+enum class rank_order { tp_dp_pp, tp_pp_dp };
+
+template <>
+struct enum_names<rank_order> {
+    static constexpr std::array<enum_name<rank_order>, 2> table{
+        {{rank_order::tp_dp_pp, "tp-dp-pp"}, {rank_order::tp_pp_dp, "tp-pp-dp"}}};
+};
+
 struct cluster_spec {
     gpu_spec gpu{};
     int gpus_per_node = 1;
@@ -156,6 +167,7 @@ struct cluster_spec {
     // Network adapters per node; 0: one per GPU (rail-aligned DGX/HGX). With fewer,
     // the GPUs of a node share them: all GPUs of a node run their collectives at once.
     int adapters_per_node = 0;
+    rank_order order = rank_order::tp_dp_pp;  // how the job numbers its ranks (placement.hpp)
 };
 
 }  // namespace trainperf

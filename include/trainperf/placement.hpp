@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "error.hpp"
+#include "hardware.hpp"
 #include "ops.hpp"
 #include "parallel.hpp"
 
@@ -30,7 +31,12 @@ struct layout_groups {
     rank_group pipeline{};   // the stages of one pipeline
 };
 
-constexpr layout_groups place(const parallel_layout& l, int gpus_per_node) {
+constexpr layout_groups place(const parallel_layout& l, int gpus_per_node,
+                              rank_order order = rank_order::tp_dp_pp) {
+    if (order == rank_order::tp_pp_dp)
+        return {.tensor = strided_group(l.tp, 1, gpus_per_node),
+                .data = strided_group(l.dp, 1LL * l.tp * l.pp, gpus_per_node),
+                .pipeline = strided_group(l.pp, l.tp, gpus_per_node)};
     return {.tensor = strided_group(l.tp, 1, gpus_per_node),
             .data = strided_group(l.dp, l.tp, gpus_per_node),
             .pipeline = strided_group(l.pp, 1LL * l.tp * l.dp, gpus_per_node)};

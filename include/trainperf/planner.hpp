@@ -191,7 +191,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         worker_result& out) {
     const int dp = dp_of(r, u.tp, u.pp);
     const auto batches = micro_batches_for(r, dp);
-    const layout_groups groups = place({.dp = dp, .tp = u.tp, .pp = u.pp}, s.cluster.gpus_per_node);
+    const layout_groups groups = place({.dp = dp, .tp = u.tp, .pp = u.pp}, s.cluster.gpus_per_node, s.cluster.order);
     s.layout = {.dp = dp, .tp = u.tp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
     const flop_counts flop = flop_counts_of(s);
     const model_state state = model_state_of(s);

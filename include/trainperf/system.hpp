@@ -88,6 +88,7 @@ struct cluster_request {
     std::optional<byte_rate> inter_node_line_rate;   // per adapter, per direction (default:
                                                      // the GPU's systems', efficiency kept)
     int adapters_per_node = 0;                       // 0: one per GPU
+    rank_order order = rank_order::tp_dp_pp;         // how the job numbers its ranks
 };
 
 // Nodes of gpus_per_node GPUs joined by the named link (resolve_link), one adapter
@@ -111,6 +112,7 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
     require(r.adapters_per_node >= 0 && r.adapters_per_node <= 1024, "adapters_per_node", r.adapters_per_node,
             "must be between 0 (one per GPU) and 1024");
     c.adapters_per_node = r.adapters_per_node;
+    c.order = r.order;
     return c;
 }
 

@@ -289,7 +289,7 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
                                  step_part::backward});
     }
 
-    const layout_groups groups = place(l, s.cluster.gpus_per_node);
+    const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
     if (l.tp > 1) {
         const bytes activation = bytes_of(tokens * m.hidden * a);
         const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
@@ -416,7 +416,7 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     const auto& l = s.layout;
     step_ops w;
     w.optimizer = optimizer_workload(s, model);
-    const layout_groups groups = place(l, s.cluster.gpus_per_node);
+    const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
     const double params = model.parameters / (double(l.tp) * l.pp);
     const bytes gradients = bytes_of(params * size_of(stored_precision(s).gradients));
     const bytes weights = bytes_of(params * size_of(s.precision.weights));
