@@ -264,15 +264,20 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
 // what it holds beyond the model's tensors (framework.hpp memory_overheads).
 // `state` is model_state_of(optimizer, m, r.optimizer_state), which no layout changes.
 namespace memory_detail {
+// The stage that needs more: the first (embedding, micro-batches in flight) or the last
+// (head, logits).
+constexpr const memory_breakdown& busier(const memory_breakdown& first, const memory_breakdown& last) {
+    return last.total() > first.total() ? last : first;
+}
+
 // For inputs already validated (the planner builds only valid layouts).
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw) {
     const layer_activations layer = layer_activations_of(m, r, p, seq, fw);
     if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, true, true);
-    const memory_breakdown first = stage_memory(m, r, state, p, seq, fw, layer, true, false);
-    const memory_breakdown last = stage_memory(m, r, state, p, seq, fw, layer, false, true);
-    return last.total() > first.total() ? last : first;
+    return busier(stage_memory(m, r, state, p, seq, fw, layer, true, false),
+                  stage_memory(m, r, state, p, seq, fw, layer, false, true));
 }
 }  // namespace memory_detail
 
@@ -364,12 +369,13 @@ struct memory_report {
 
 namespace memory_detail {
 // The report of a setup whose inputs are already validated.
+constexpr memory_report report_of(const memory_breakdown& busiest, bytes capacity) {
+    return {busiest, capacity, busiest.total() <= capacity};
+}
+
 constexpr memory_report report_of(const training_setup& s, const model_state& state) {
-    memory_report r;
-    r.breakdown = busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework);
-    r.capacity = usable_memory(s.cluster.gpu, s.framework);
-    r.fits = r.breakdown.total() <= r.capacity;
-    return r;
+    return report_of(busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework),
+                     usable_memory(s.cluster.gpu, s.framework));
 }
 }  // namespace memory_detail
 

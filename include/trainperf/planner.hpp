@@ -195,6 +195,8 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     s.layout = {.dp = dp, .tp = u.tp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
     const flop_counts flop = flop_counts_of(s);
     const model_state state = model_state_of(s);
+    const int seq = sequence_length(s);
+    const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
     const inner_choices all = choices_for(r, u.pp, dp, u.pp);
     std::vector<step_prices> step_costs;
@@ -227,6 +229,21 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
             out.pruned += per_batch;
             continue;
         }
+        // Memory: each layer's activations once per micro-batch; the last stage's memory
+        // (it holds the head; interleaving changes only the first stage's) once per
+        // (ZeRO, offload); the first stage's for each interleave.
+        const precision_recipe stored = stored_precision(s);
+        const memory_detail::layer_activations layer =
+            memory_detail::layer_activations_of(s.model, stored, s.layout, seq, s.framework);
+        std::array<memory_breakdown, 8> last_stage{};
+        for (std::size_t z = 0, i = 0; z < choices.zeros.size(); ++z)
+            for (std::size_t o = 0; o < choices.offloads.size(); ++o, ++i) {
+                s.layout.zero = choices.zeros[z];
+                s.layout.offload = choices.offloads[o];
+                if (u.pp > 1)
+                    last_stage[i] = memory_detail::stage_memory(s.model, stored, state, s.layout, seq, s.framework,
+                                                                layer, false, true);
+            }
         for (int v : choices.interleaves) {
             std::size_t step_config = 0;
             const auto at = std::find(all.interleaves.begin(), all.interleaves.end(), v) - all.interleaves.begin();
@@ -245,7 +262,10 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         out.pruned += variants;
                         continue;
                     }
-                    const memory_report memory = memory_detail::report_of(s, state);
+                    const memory_breakdown first = memory_detail::stage_memory(
+                        s.model, stored, state, s.layout, seq, s.framework, layer, true, u.pp == 1);
+                    const memory_report memory = memory_detail::report_of(
+                        u.pp > 1 ? memory_detail::busier(first, last_stage[step_config - 1]) : first, capacity);
                     if (!memory.fits) failed = 1;
                     for (dp_overlap_mode overlap : choices.overlaps) {
                         s.layout.dp_overlap = overlap;
