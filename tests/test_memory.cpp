@@ -222,3 +222,15 @@ TEST_CASE("fragmentation and optimizer temporaries", "[memory]") {
     CHECK(s.peak_phase() == memory_phase::optimizer_step);
     CHECK(s.peak_allocated() == s.optimizer_step_peak());
 }
+
+TEST_CASE("DDP's bucket copy of the gradients exists only while gradients are whole", "[memory]") {
+    const framework_profile& eager = pytorch_eager_profile;  // 25 MB buckets, copy 1.0
+    for (int zero = 0; zero <= 3; ++zero) {
+        const parallel_layout p{.dp = 8, .zero = zero, .micro_batch = 1};
+        const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024, eager);
+        INFO("ZeRO " << zero);
+        const double gathered = zero == 3 ? 2 * layer_parameters(gpt) * 2 : 0.0;  // two bf16 layers
+        const double copy = zero <= 1 ? m.gradients.value() : 0.0;
+        CHECK(m.buffers.value() == Approx(25e6 + copy + gathered));
+    }
+}

@@ -247,7 +247,10 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     }
     mb.workspace = o.workspace;
     mb.temporaries = o.temporaries;
-    if (p.dp > 1) mb.buffers = o.gradient_buckets + o.gradient_bucket_copy * mb.gradients;
+    // Communication buckets when dp > 1; DDP's copy of every gradient into them only
+    // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
+    // reduce-scattered from the buckets, which hold no second copy.
+    if (p.dp > 1) mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
     if (p.zero == 3 && p.dp > 1)  // the gathered layer being used and the one prefetched
         mb.buffers += bytes_of(2 * state.layer_parameters / t * size_of(r.weights));
     if (p.offload == offload_mode::none)
