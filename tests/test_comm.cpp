@@ -250,3 +250,18 @@ TEST_CASE("the rank order can be changed: pipeline stages first, data parallel a
     CHECK((stages_first.data.size == 4 && stages_first.data.per_node == 1));
     CHECK(stage_pair(stages_first).per_node == 2);
 }
+
+TEST_CASE("cards split over two CPU sockets cross the CPUs' link through host memory", "[comm][links]") {
+    cluster_spec c = standard_cluster(h100_pcie::spec, 8);
+    c.intra_node = pcie_peer_link(h100_pcie::spec);
+    c.sockets_per_node = 2;
+    // Four cards under one socket: PCIe peer-to-peer.
+    CHECK(node_ring_link(c, 4).kind == link_kind::pcie);
+    // Eight span both sockets: the ring waits on the staged hop between them.
+    CHECK(node_ring_link(c, 8).kind == link_kind::pcie_no_p2p);
+    CHECK(node_ring_link(c, 8).per_direction.value() == Approx(63e9 / 2));
+    // An NVSwitch node is not affected.
+    cluster_spec dgx = standard_cluster(h100_sxm::spec, 8);
+    dgx.sockets_per_node = 2;
+    CHECK(node_ring_link(dgx, 8).kind == link_kind::nvlink);
+}

@@ -72,6 +72,8 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_option("--rank-order", rank_order,
                     enum_name_list<trainperf::rank_order>() +
                         ": how the job numbers its ranks, fastest first (default tp-dp-pp, as Megatron-Core)");
+    sub->add_option("--sockets-per-node", sockets_per_node,
+                    "CPU sockets the node's cards are split over (PCIe machines; default 1)");
     sub->add_option("--adapters-per-node", adapters_per_node,
                     "Network adapters per node, shared by its GPUs (default 0: one per GPU)");
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
@@ -105,7 +107,8 @@ training_setup training_flags::build_without_model() const {
                                      ? std::nullopt
                                      : std::optional(parse_byte_rate("--inter-node-bandwidth", inter_node_bandwidth)),
          .adapters_per_node = adapters_per_node,
-         .order = parse_enum<trainperf::rank_order>("rank_order", rank_order)});
+         .order = parse_enum<trainperf::rank_order>("rank_order", rank_order),
+         .sockets_per_node = sockets_per_node});
     require(data_ms >= 0 && data_ms < 1e12, "data_ms", data_ms, "must be finite and not negative");
     require(pcie_ms >= 0 && pcie_ms < 1e12, "pcie_ms", pcie_ms, "must be finite and not negative");
     s.data_loading = milliseconds_of(data_ms);
@@ -147,6 +150,7 @@ std::string training_flags::run_text(const training_setup& s) const {
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);
     if (adapters_per_node > 0) t += " --adapters-per-node " + std::to_string(adapters_per_node);
+    if (sockets_per_node > 1) t += " --sockets-per-node " + std::to_string(sockets_per_node);
     if (s.cluster.order != trainperf::rank_order::tp_dp_pp)
         t += " --rank-order " + std::string(to_string(s.cluster.order));
     if (!calibration.empty()) t += " --calibration " + shell_word(calibration);

@@ -168,6 +168,9 @@ struct cluster_spec {
     // the GPUs of a node share them: all GPUs of a node run their collectives at once.
     int adapters_per_node = 0;
     rank_order order = rank_order::tp_dp_pp;  // how the job numbers its ranks (placement.hpp)
+    // CPU sockets the node's cards are split over (PCIe workstations and servers); 0 or
+    // 1: one. Cards under different sockets reach each other across the CPUs' link.
+    int sockets_per_node = 1;
 };
 
 }  // namespace trainperf

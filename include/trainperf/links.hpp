@@ -170,10 +170,25 @@ constexpr link_spec pcie_peer_link(const gpu_spec& g) {
 // The link a ring over `members` GPUs of one node waits on. An NVLink bridge joins two
 // cards only: with more members the ring also crosses PCIe between the pairs, and its
 // every step waits for the slowest hop.
+//
+// Cards split over CPU sockets: a ring whose members span sockets also crosses the
+// CPUs' link. ASSUMPTION: PCIe peer-to-peer is not used across sockets (NCCL's default
+// P2P level stops at the CPU's host bridge), so that hop is staged through host memory.
+// NVLink/NVSwitch nodes are not affected: their GPUs reach each other without the CPUs.
 constexpr link_spec node_ring_link(const cluster_spec& c, int members) {
     const link_spec intra = intra_node_link(c);
-    if (intra.kind != link_kind::nvlink_bridge || members <= 2) return intra;
-    return slowest_of(intra, pcie_peer_link(c.gpu));
+    const bool over_pcie = intra.kind == link_kind::pcie || intra.kind == link_kind::pcie_no_p2p ||
+                           intra.kind == link_kind::nvlink_bridge;
+    const int sockets = c.sockets_per_node > 1 ? c.sockets_per_node : 1;
+    const bool spans_sockets = over_pcie && sockets > 1 && members > c.gpus_per_node / sockets;
+    link_spec ring = intra;
+    if (intra.kind == link_kind::nvlink_bridge && members > 2) ring = slowest_of(ring, pcie_peer_link(c.gpu));
+    if (spans_sockets) {
+        const link_spec& host = c.gpu.host_link;
+        ring = slowest_of(ring, staged_through_host({.kind = link_kind::pcie, .per_direction = host.per_direction,
+                                                     .latency = host.latency, .efficiency = host.efficiency}));
+    }
+    return ring;
 }
 
 }  // namespace trainperf

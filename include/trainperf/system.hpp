@@ -89,6 +89,7 @@ struct cluster_request {
                                                      // the GPU's systems', efficiency kept)
     int adapters_per_node = 0;                       // 0: one per GPU
     rank_order order = rank_order::tp_dp_pp;         // how the job numbers its ranks
+    int sockets_per_node = 1;                        // CPU sockets the cards are split over
 };
 
 // Nodes of gpus_per_node GPUs joined by the named link (resolve_link), one adapter
@@ -113,6 +114,9 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
             "must be between 0 (one per GPU) and 1024");
     c.adapters_per_node = r.adapters_per_node;
     c.order = r.order;
+    require(r.sockets_per_node >= 1 && r.sockets_per_node <= 8, "sockets_per_node", r.sockets_per_node,
+            "must be between 1 and 8");
+    c.sockets_per_node = r.sockets_per_node;
     return c;
 }
 
