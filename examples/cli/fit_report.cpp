@@ -33,7 +33,7 @@ void print_does_not_fit(std::ostream& out, const fit_advice& advice,
         out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": " << describe(o.setup.layout) << "\n"
             << "     " << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU on " << r.gpus << " GPUs, "
             << fixed(r.step_time.value() * 1e3, 0) << " ms per step of " << r.global_batch << " samples, "
-            << fixed(r.tokens_per_second / r.gpus, 0) << " tokens/s per GPU\n"
+            << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU\n"
             << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
     }
 }

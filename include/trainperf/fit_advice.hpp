@@ -56,7 +56,6 @@ inline std::optional<step_report> fitting(const training_setup& s) {
     return std::nullopt;
 }
 
-inline double tokens_per_gpu(const step_report& r) { return r.tokens_per_second / r.gpus; }
 }  // namespace fit_advice_detail
 
 // Data-parallel replicas tried for ZeRO-3 at most: up to 2^16 GPUs.
@@ -106,11 +105,8 @@ inline fit_advice advise_fit(const training_setup& s) {
     const auto node_size = [&](int dp) {
         return std::max(s.cluster.gpus_per_node, std::min(dp * replica_gpus, default_gpus_per_node));
     };
-    std::vector<int> replicas;  // the counts whole nodes allow
-    for (int dp = l.dp; 1LL * dp * replica_gpus <= fit_advice_max_gpus; ++dp) {
-        const int gpus = dp * replica_gpus;
-        if (gpus <= node_size(dp) || gpus % node_size(dp) == 0) replicas.push_back(dp);
-    }
+    std::vector<int> replicas;  // any count: a last node may be partly filled (placement.hpp)
+    for (int dp = l.dp; 1LL * dp * replica_gpus <= fit_advice_max_gpus; ++dp) replicas.push_back(dp);
     training_setup t = s;
     t.layout.zero = 3;
     const auto with_replicas = [&](int dp) {
@@ -123,7 +119,7 @@ inline fit_advice advise_fit(const training_setup& s) {
     if (first != replicas.end()) add(fit_change::zero3_more_gpus, with_replicas(*first));
 
     std::stable_sort(a.options.begin(), a.options.end(), [](const fit_option& x, const fit_option& y) {
-        return fd::tokens_per_gpu(x.report) > fd::tokens_per_gpu(y.report);
+        return x.report.tokens_per_second_per_gpu() > y.report.tokens_per_second_per_gpu();
     });
     return a;
 }

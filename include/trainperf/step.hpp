@@ -79,6 +79,7 @@ struct step_report {
     bottleneck_kind bottleneck = bottleneck_kind::compute;
 
     constexpr double fraction(seconds part) const { return part / step_time; }
+    constexpr double tokens_per_second_per_gpu() const { return tokens_per_second / gpus; }
 };
 
 // ---- Pricing ---------------------------------------------------------------------------

@@ -252,14 +252,8 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const auto forward_gemms = layer_forward_gemms(m, ctx);
     for (const auto& g : forward_gemms)
         sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
-    for (const auto& g : forward_gemms) {
-        const bool weights = g.region != op_region::attention_core;  // the attention core has none
-        sink(stage_op<gemm_op>{{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region}, layers, 0,
-                               step_part::backward});
-        sink(stage_op<gemm_op>{{g.name, wgrad_of(g.shape),
-                                weights ? op_phase::backward_weight : op_phase::backward_data, g.region},
-                               layers, 0, step_part::backward});
-    }
+    for (const auto& g : backward_gemms_of(forward_gemms))
+        sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
         sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
         sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
@@ -321,9 +315,9 @@ inline stage_workload micro_batch_workload(const training_setup& s) {
 
 // ---- Once per step ---------------------------------------------------------------------
 
-// Parameters held (and updated) by one GPU, after tp·pp model splitting.
-constexpr double parameters_per_gpu(const training_setup& s) {
-    return parameter_count(s.model) / (double(s.layout.tp) * s.layout.pp);
+// Parameters held (and updated) by one GPU, after tp·pp model splitting (before ZeRO).
+constexpr double parameters_per_gpu(const training_setup& s, const model_state& model) {
+    return model.parameters / (double(s.layout.tp) * s.layout.pp);
 }
 
 // When a per-step collective runs relative to the micro-batches and the optimizer.
@@ -384,7 +378,7 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     const auto& l = s.layout;
     const auto& fw = s.framework;
     const double shard = l.zero >= 1 ? l.dp : 1.0;
-    const double params = model.parameters / (double(l.tp) * l.pp) / shard;
+    const double params = parameters_per_gpu(s, model) / shard;
     const double moved = params * optimizer_bytes_per_parameter(s, model);
     optimizer_work w;
     if (l.offload == offload_mode::optimizer) {
@@ -417,7 +411,7 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     step_ops w;
     w.optimizer = optimizer_workload(s, model);
     const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
-    const double params = model.parameters / (double(l.tp) * l.pp);
+    const double params = parameters_per_gpu(s, model);
     const bytes gradients = bytes_of(params * size_of(stored_precision(s).gradients));
     const bytes weights = bytes_of(params * size_of(s.precision.weights));
     if (l.dp > 1) {
