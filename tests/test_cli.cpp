@@ -1,4 +1,6 @@
 // The trainperf CLI as a user runs it: JSON keys, exit codes, one-line errors.
+#include "cli_runner.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -14,34 +16,7 @@
 
 namespace {
 
-struct run_result {
-    int exit_code = -1;
-    std::string out, err;
-};
-
-// Runs the CLI with `args` (a shell-quoted string), capturing stdout and stderr.
-run_result run_cli(const std::string& args) {
-    // One file per process (ctest runs the test cases in parallel), in the temporary
-    // directory so that a crashed run leaves nothing in the working directory.
-    const std::string err_path =
-        (std::filesystem::temp_directory_path() / ("trainperf_test_cli_stderr_" + std::to_string(getpid()) + ".txt"))
-            .string();
-    const std::string command = std::string("'") + TRAINPERF_CLI + "' " + args + " 2>" + err_path;
-    run_result r;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::array<char, 4096> buffer{};
-    std::size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-    const int status = pclose(pipe);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream err(err_path);
-    std::stringstream text;
-    text << err.rdbuf();
-    r.err = text.str();
-    std::remove(err_path.c_str());
-    return r;
-}
+using trainperf_test::run_cli;
 
 nlohmann::json run_json(const std::string& args) {
     const auto r = run_cli(args);

@@ -39,7 +39,7 @@ TEST_CASE("validate names the bad field and its value", "[model]") {
 
     m = base();
     m.layers = 0;
-    CHECK_THROWS_WITH(validate(m), "layers = 0: must be positive");
+    CHECK_THROWS_WITH(validate(m), "layers = 0: must be between 1 and 65536");
 
     m = base();
     m.hidden = -8;

@@ -75,5 +75,5 @@ TEST_CASE("shape-exact state of a model", "[optimizer]") {
     // untied head 2 × (32000 + 4096) = 72,192; final norm 4096. 2,836,992 values × 4 B.
     CHECK(optimizer_state_bytes(optimizer_kind::adafactor, llama).value() == 11347968.0);
     CHECK_THROWS_WITH(optimizer_state_bytes(optimizer_kind::adamw, transformer_config{}),
-                      "layers = 0: must be positive");
+                      "layers = 0: must be between 1 and 65536");
 }

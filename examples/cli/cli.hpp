@@ -30,6 +30,11 @@ struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The whole program: parses `argv`, runs the subcommand, writes its output to `out`
+// only when it succeeded, errors as one line to `err`. Returns the exit code: 0, 2 for
+// bad input, 1 for a defect.
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
 // Prints a JSON object the same way in every subcommand.
 void print_json(std::ostream& out, const nlohmann::json& j);
 
@@ -42,6 +47,11 @@ public:
 private:
     std::vector<std::vector<std::string>> rows_;
 };
+
+// Adds to every option of `app` and its subcommands the checks every value passes
+// before it is converted: not empty (an empty value never stands for the default),
+// and for numbers finite and not denormal. A flag takes no value (--json=1 is refused).
+void check_every_value(CLI::App& app);
 
 // Fixed-point formatting with `digits` after the point.
 std::string fixed(double value, int digits);

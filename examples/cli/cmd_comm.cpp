@@ -2,6 +2,7 @@
 #include "cli.hpp"
 #include "parse_units.hpp"
 
+#include <trainperf/limits.hpp>
 #include <trainperf/comm.hpp>
 #include <trainperf/enum_names.hpp>
 #include <trainperf/hardware/catalog.hpp>
@@ -180,7 +181,7 @@ const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
                     "(replaces the datasheet figure and its efficiency)");
     sub->add_option("--gpus-per-node", opt->gpus_per_node,
                     "GPUs per node; with more GPUs, all-reduce is hierarchical across nodes")
-        ->check(CLI::Range(1, 1 << 20));
+        ->check(CLI::Range(1, limits::max_gpus_per_node));
     sub->add_option("--inter-node-bandwidth", opt->inter_node_bandwidth,
                     "inter-node line rate per GPU PER DIRECTION, e.g. 50GB/s (default: "
                     "one adapter per GPU as sold with the GPU: 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200; its efficiency applies)");

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 #include "model_flags.hpp"
 
+#include <trainperf/limits.hpp>
 #include <trainperf/flops.hpp>
 #include <trainperf/models/catalog.hpp>
 #include <trainperf/parallel.hpp>
@@ -92,8 +93,8 @@ const command_registration registration{20, [](CLI::App& app, std::ostream& out)
     auto opt = std::make_shared<flops_options>();
     auto* sub = app.add_subcommand("flops", "FLOPs of training one sample (seed formula and exact)");
     opt->model.add_to(sub, true);
-    auto* seq = sub->add_option("--seq", opt->seq,
-                                "Sequence length in tokens (default: the model's max_seq)");
+    auto* seq = sub->add_option("--seq", opt->seq, "Sequence length in tokens (default: the model's max_seq)")
+                    ->check(CLI::Range(1, limits::max_sequence));
     sub->add_option("--recompute", opt->recompute,
                     "Activation recompute: " + enum_name_list<recompute_mode>() + " (default none)");
     sub->add_flag("--causal-savings", opt->causal_savings,

@@ -59,6 +59,9 @@ void run(const pipeline_options& o, std::ostream& out) {
 
     const bool derive_data = !o.storage_bandwidth.empty();
     const bool derive_pcie = !o.host_bandwidth.empty() || !o.gpu.empty();
+    if (!derive_data && !derive_pcie && !o.batch_bytes.empty())
+        throw usage_error("--batch-bytes: used only to derive stage times with --storage-bandwidth, "
+                          "--host-bandwidth or --gpu");
     if ((derive_data || derive_pcie) && o.batch_bytes.empty())
         throw usage_error("--storage-bandwidth, --host-bandwidth and --gpu derive stage times "
                           "from --batch-bytes; give it");

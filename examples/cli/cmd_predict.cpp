@@ -104,6 +104,8 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
         const step_report r = predict(s);
         const bool tokens_given = sub->get_option("--train-tokens")->count() > 0;
         const double train_tokens = tokens_given ? parse_count("--train-tokens", opt->train_tokens) : 0.0;
+        if (tokens_given && !(train_tokens >= 1))
+            throw usage_error("--train-tokens = " + opt->train_tokens + ": must be at least one token");
         if (opt->price_per_gpu_hour != 0 && train_tokens == 0)
             throw usage_error("--price-per-gpu-hour: needs --train-tokens");
         // A layout that does not fit cannot run: no days, GPU-hours or cost for it.

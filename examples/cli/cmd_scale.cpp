@@ -99,9 +99,14 @@ const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
     auto* r = sub->add_option("--r", opt->r, "communication overhead fraction r in [0, 1] (0 = perfect scaling)");
     sub->add_flag("--table", opt->table, "also print the curve for 1..N GPUs");
     sub->add_flag("--json", opt->json, "print one JSON object");
-    sub->callback([opt, r, &out] {
+    sub->callback([opt, r, sub, &out] {
         if (!opt->flags.model.name.empty() || !opt->flags.gpu.empty()) return print_engine_scaling(out, *opt, r);
         if (r->count() == 0) throw usage_error("--r: required unless --gpu and --model are given");
+        // The formula takes N and r only: any other flag would be silently ignored.
+        for (const CLI::Option* o : sub->get_options())
+            if (o->count() > 0 && o != r && !o->check_name("--gpus") && !o->check_name("--table") &&
+                !o->check_name("--json"))
+                throw usage_error(o->get_name() + ": used only with --gpu and --model (the engine's curve), not with --r");
         if (opt->flags.gpus < 1) throw usage_error("--gpus: required (N >= 1)");
         print_scaling(out, opt->flags.gpus, opt->r, opt->table, opt->json);
     });

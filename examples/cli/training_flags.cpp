@@ -2,6 +2,7 @@
 
 #include "parse_units.hpp"
 
+#include <trainperf/limits.hpp>
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/io/json.hpp>
 #include <trainperf/layout_text.hpp>
@@ -44,9 +45,12 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         m->required();
     }
     if (set == flag_set::all) sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
-    sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)");
-    sub->add_option("--gpus", gpus, "Total GPUs (default tp x pp); dp = gpus / (tp x pp)");
-    sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))");
+    sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)")
+        ->check(CLI::Range(1, limits::max_sequence));
+    sub->add_option("--gpus", gpus, "Total GPUs (default tp x pp); dp = gpus / (tp x pp)")
+        ->check(CLI::Range(1, max_gpus));
+    sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))")
+        ->check(CLI::Range(1, limits::max_gpus_per_node));
     if (set != flag_set::system_only) {
         sub->add_option("--tp", tp, "Tensor-parallel size (inside a node)");
         sub->add_option("--pp", pp, "Pipeline stages");

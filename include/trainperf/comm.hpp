@@ -28,12 +28,9 @@ struct enum_names<collective_algorithm> {
 };
 
 namespace comm_detail {
-using links_detail::finite_non_negative;
-
 constexpr void validate_size(bytes size, int n) {
-    require(finite_non_negative(size.value()), "bytes", size.value(),
-            "must be a finite, non-negative size");
-    require(n >= 1, "gpus", n, "must be at least 1");
+    require_in(size.value(), limits::message_size, "bytes");
+    require(n >= 1 && n <= max_gpus, "gpus", n, "must be between 1 and 2^22");
 }
 
 // ceil(log2(n)) without <cmath>, so it stays a constant expression.

@@ -10,6 +10,7 @@
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "limits.hpp"
 #include "units.hpp"
 
 namespace trainperf {
@@ -139,6 +140,38 @@ struct gpu_spec {
         return memory_reported.value() > 0 ? memory_reported : memory_capacity;
     }
 };
+
+// The numbers of a link that exists (limits.hpp); a link of kind none carries none.
+constexpr void validate_link_numbers(const link_spec& l, std::string_view field) {
+    if (l.kind == link_kind::none) return;
+    require_in(l.per_direction.value(), limits::link_bandwidth, field);
+    require_in(l.latency.value(), limits::link_latency, "link.latency_s");
+    require_in(l.efficiency, limits::link_efficiency, "link.efficiency");
+}
+
+// A GPU description a user filled: every figure in its physical range (limits.hpp),
+// at least one math unit. (A host link of kind none is a shared-memory device.)
+constexpr void validate(const gpu_spec& g) {
+    require(!g.name.empty(), "gpu.name", "\"\"", "must not be empty");
+    require(g.sm_count >= 1 && g.sm_count <= limits::max_sm_count, "gpu.sm_count", g.sm_count,
+            "must be between 1 and 16384");
+    require_in(g.boost_clock.value(), limits::clock, "gpu.boost_clock_hz");
+    require_in(g.l2_cache.value(), limits::cache_size, "gpu.l2_cache_bytes");
+    require_in(g.memory_capacity.value(), limits::memory_capacity, "gpu.memory_capacity_bytes");
+    if (g.memory_reported.value() != 0)
+        require_in(g.memory_reported.value(), limits::memory_capacity, "gpu.memory_reported_bytes");
+    require_in(g.memory_bandwidth.value(), limits::memory_bandwidth, "gpu.memory_bandwidth_bytes_per_second");
+    bool any = false;
+    for (dtype t : {dtype::fp32, dtype::tf32, dtype::fp16, dtype::bf16, dtype::fp8, dtype::int8})
+        if (const auto p = g.peak.of(t)) {
+            any = true;
+            require_in(p->value(), limits::peak_rate, "gpu.peak_flops_per_second");
+        }
+    require(any, "gpu.peak", g.name, "names no math unit (fp32, tf32, fp16, bf16, fp8 or int8)");
+    validate_link_numbers(g.gpu_link, "gpu.gpu_link.per_direction_bytes_per_second");
+    validate_link_numbers(g.host_link, "gpu.host_link.per_direction_bytes_per_second");
+    require_in(g.tdp_watts, limits::board_power, "gpu.tdp_watts");
+}
 
 // A compile-time hardware description: a tag type carrying a constexpr gpu_spec.
 template <class T>

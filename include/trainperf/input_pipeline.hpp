@@ -36,15 +36,13 @@ struct stage_times {
 };
 
 constexpr void validate(const stage_times& t) {
-    constexpr double inf = std::numeric_limits<double>::infinity();
     const std::array<std::pair<std::string_view, double>, 4> stages{{
         {"data_seconds", t.data.value()},
         {"pcie_seconds", t.pcie.value()},
         {"compute_seconds", t.compute.value()},
         {"sync_seconds", t.sync.value()},
     }};
-    for (const auto& [name, v] : stages)
-        require(v >= 0 && v < inf, name, v, "stage time must be finite and not negative");
+    for (const auto& [name, v] : stages) require_in(v, limits::step_time, name);
     require(t.compute.value() > 0, "compute_seconds", t.compute.value(),
             "a step must do some compute");
 }

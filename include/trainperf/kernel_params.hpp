@@ -5,6 +5,7 @@
 
 #include "error.hpp"
 #include "hardware.hpp"
+#include "limits.hpp"
 #include "units.hpp"
 
 namespace trainperf {
@@ -24,12 +25,13 @@ struct kernel_params {
 constexpr void validate(const kernel_params& p) {
     require(p.peak_fraction > 0 && p.peak_fraction <= 1, "peak_fraction", p.peak_fraction,
             "must be in (0, 1]");
-    require(p.tile_m >= 1 && p.tile_n >= 1, "tile_m", p.tile_m, "tiles must be at least 1");
-    require(p.k_half >= 0, "k_half", p.k_half, "must not be negative");
-    require(p.memory_efficiency > 0 && p.memory_efficiency <= 1, "memory_efficiency",
-            p.memory_efficiency, "must be in (0, 1]");
-    require(p.launch_overhead.value() >= 0, "launch_overhead_s", p.launch_overhead.value(),
-            "must not be negative");
+    require(p.peak_fraction >= 1e-3, "peak_fraction", p.peak_fraction, "must be at least 0.001");
+    require(p.tile_m >= 1 && p.tile_m <= 4096, "tile_m", p.tile_m, "must be between 1 and 4096");
+    require(p.tile_n >= 1 && p.tile_n <= 4096, "tile_n", p.tile_n, "must be between 1 and 4096");
+    require(p.k_half >= 0 && p.k_half <= 1e6, "k_half", p.k_half, "must be between 0 and 10^6");
+    require(p.memory_efficiency >= 1e-3 && p.memory_efficiency <= 1, "memory_efficiency",
+            p.memory_efficiency, "must be in [0.001, 1]");
+    require_in(p.launch_overhead.value(), limits::kernel_launch, "launch_overhead_s");
 }
 
 // Defaults per architecture. ASSUMPTION: priors, not fits. Large bf16 GEMMs are taken

@@ -4,32 +4,32 @@
 // collectives over these links.
 #pragma once
 
-#include <limits>
 
 #include "error.hpp"
 #include "hardware.hpp"
+#include "limits.hpp"
 #include "units.hpp"
 
 namespace trainperf {
-
-namespace links_detail {
-constexpr bool finite_non_negative(double v) {
-    return v >= 0 && v < std::numeric_limits<double>::infinity();  // false for NaN too
-}
-}  // namespace links_detail
 
 // A link must be usable before anything is sent over it.
 constexpr void validate(const link_spec& l) {
     require(l.kind != link_kind::none, "link", to_string(l.kind),
             "no GPU-to-GPU link: this GPU cannot take part in a collective");
-    require(l.per_direction.value() > 0 &&
-                links_detail::finite_non_negative(l.per_direction.value()),
-            "link.per_direction_bytes_per_second", l.per_direction.value(),
-            "must be positive and finite");
-    require(links_detail::finite_non_negative(l.latency.value()), "link.latency_seconds",
-            l.latency.value(), "must be finite and not negative");
-    require(l.efficiency > 0 && l.efficiency <= 1, "link.efficiency", l.efficiency,
-            "must be in (0, 1]");
+    validate_link_numbers(l, "link.per_direction_bytes_per_second");
+}
+
+// A cluster a user filled: its GPU, node size, links and counts in range.
+constexpr void validate(const cluster_spec& c) {
+    validate(c.gpu);
+    require(c.gpus_per_node >= 1 && c.gpus_per_node <= limits::max_gpus_per_node, "gpus_per_node",
+            c.gpus_per_node, "must be between 1 and 4096");
+    validate_link_numbers(c.intra_node, "intra_node.per_direction_bytes_per_second");
+    validate_link_numbers(c.inter_node, "inter_node.per_direction_bytes_per_second");
+    require(c.adapters_per_node >= 0 && c.adapters_per_node <= 1024, "adapters_per_node", c.adapters_per_node,
+            "must be between 0 (one per GPU) and 1024");
+    require(c.sockets_per_node >= 0 && c.sockets_per_node <= 8, "sockets_per_node", c.sockets_per_node,
+            "must be between 0 (one) and 8");
 }
 
 // ---- Link defaults -------------------------------------------------------------------
@@ -89,10 +89,7 @@ constexpr link_spec default_link(link_kind kind) {
 // P2P bandwidth from CUDA's p2pBandwidthLatencyTest). A measured figure is already
 // what the link achieves, so efficiency becomes 1; kind and latency are kept.
 constexpr link_spec with_bandwidth(link_spec link, byte_rate per_direction) {
-    require(per_direction.value() > 0 &&
-                links_detail::finite_non_negative(per_direction.value()),
-            "link_bandwidth_bytes_per_second", per_direction.value(),
-            "must be positive and finite");
+    require_in(per_direction.value(), limits::link_bandwidth, "link_bandwidth_bytes_per_second");
     link.per_direction = per_direction;
     link.efficiency = 1.0;
     return link;

@@ -322,13 +322,12 @@ constexpr bool fits(H, M, const precision_recipe& r, optimizer_kind k, const par
 }
 
 namespace memory_detail {
-// The largest b in [1, 2^24] for which fits_batch(b) holds, 0 when none does. Memory
+// The largest b in [1, limit] for which fits_batch(b) holds, 0 when none does. Memory
 // grows with the batch, so a doubling search then bisection finds it.
 template <class Fits>
-constexpr int largest_fitting_batch(Fits fits_batch) {
+constexpr int largest_fitting_batch(Fits fits_batch, int limit) {
     if (!fits_batch(1)) return 0;
     int good = 1, bad = 2;
-    constexpr int limit = 1 << 24;
     while (bad <= limit && fits_batch(bad)) {
         good = bad;
         bad *= 2;
@@ -348,10 +347,12 @@ constexpr int largest_fitting_batch(Fits fits_batch) {
 constexpr int max_micro_batch(const gpu_spec& g, const transformer_config& m,
                               const precision_recipe& r, optimizer_kind k, parallel_layout p,
                               int seq, const framework_profile& fw = pytorch_eager_profile) {
-    return memory_detail::largest_fitting_batch([&](int b) {
-        p.micro_batch = b;
-        return fits(g, m, r, k, p, seq, fw);
-    });
+    return memory_detail::largest_fitting_batch(
+        [&](int b) {
+            p.micro_batch = b;
+            return fits(g, m, r, k, p, seq, fw);
+        },
+        limits::max_micro_batch_for(seq > 0 ? seq : m.max_seq));
 }
 
 template <hardware H, model M>
@@ -386,8 +387,7 @@ constexpr memory_report report_of(const training_setup& s, const model_state& st
 // fp32 main gradients, and its overheads), against what the device can use. `state`
 // is model_state_of(s), which no layout changes.
 constexpr memory_report memory_of(const training_setup& s, const model_state& state) {
-    check_supported(s.cluster.gpu, s.precision);
-    memory_detail::check_inputs(s.model, s.layout, sequence_length(s), s.framework);
+    validate(s);
     return memory_detail::report_of(s, state);
 }
 
@@ -396,10 +396,12 @@ constexpr memory_report memory_of(const training_setup& s) { return memory_of(s,
 // The largest micro-batch of the setup that fits (its layout.micro_batch is ignored).
 constexpr int max_micro_batch(training_setup s) {
     const model_state state = model_state_of(s);
-    return memory_detail::largest_fitting_batch([&](int b) {
-        s.layout.micro_batch = b;
-        return memory_of(s, state).fits;
-    });
+    return memory_detail::largest_fitting_batch(
+        [&](int b) {
+            s.layout.micro_batch = b;
+            return memory_of(s, state).fits;
+        },
+        limits::max_micro_batch_for(sequence_length(s)));
 }
 
 // Static state of a bare parameter count (no model shape: no activations), split by

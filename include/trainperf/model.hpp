@@ -7,6 +7,7 @@
 
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "limits.hpp"
 
 namespace trainperf {
 
@@ -56,17 +57,21 @@ struct transformer_config {
 
 // Throws trainperf::invalid_argument naming the first bad field.
 constexpr void validate(const transformer_config& m) {
-    require(m.layers > 0, "layers", m.layers, "must be positive");
-    require(m.hidden > 0, "hidden", m.hidden, "must be positive");
-    require(m.heads > 0, "heads", m.heads, "must be positive");
+    require(m.layers > 0 && m.layers <= limits::max_layers, "layers", m.layers, "must be between 1 and 65536");
+    require(m.hidden > 0 && m.hidden <= limits::max_width, "hidden", m.hidden, "must be between 1 and 2^22");
+    require(m.heads > 0 && m.heads <= limits::max_heads, "heads", m.heads, "must be between 1 and 65536");
     require(m.hidden % m.heads == 0, "heads", m.heads, "must divide hidden");
     require(m.kv_heads >= 0 && m.kv_heads <= m.heads, "kv_heads", m.kv_heads,
             "must be between 0 (= heads) and heads");
     require(m.heads % m.effective_kv_heads() == 0, "kv_heads", m.kv_heads,
             "must divide heads");
-    require(m.ffn_hidden > 0, "ffn_hidden", m.ffn_hidden, "must be positive");
-    require(m.vocab > 0, "vocab", m.vocab, "must be positive");
-    require(m.max_seq >= 0, "max_seq", m.max_seq, "must not be negative");
+    require(m.ffn_hidden > 0 && m.ffn_hidden <= limits::max_width, "ffn_hidden", m.ffn_hidden,
+            "must be between 1 and 2^22");
+    require(m.vocab > 0 && m.vocab <= limits::max_vocab, "vocab", m.vocab, "must be between 1 and 2^24");
+    require(m.max_seq >= 0 && m.max_seq <= limits::max_sequence, "max_seq", m.max_seq,
+            "must be between 0 (none) and 2^24");
+    require(m.token_types >= 0 && m.token_types <= limits::max_token_types, "token_types", m.token_types,
+            "must be between 0 and 1024");
 }
 
 // Parameters of one transformer layer.

@@ -31,11 +31,14 @@ constexpr bytes gemm_bytes(const gemm_shape& g) {
     return bytes_of((g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * size_of(g.math));
 }
 
+// Each size between 1 and 2^31 (cuBLASLt's int64 sizes go further; no training GEMM
+// comes near, and the bound keeps every product and hash of sizes finite and exact).
 constexpr void validate(const gemm_shape& g) {
-    require(g.m >= 1, "gemm.m", g.m, "must be at least 1");
-    require(g.n >= 1, "gemm.n", g.n, "must be at least 1");
-    require(g.k >= 1, "gemm.k", g.k, "must be at least 1");
-    require(g.batch >= 1, "gemm.batch", g.batch, "must be at least 1");
+    constexpr double max_size = 2147483648.0;
+    require(g.m >= 1 && g.m <= max_size, "gemm.m", g.m, "must be between 1 and 2^31");
+    require(g.n >= 1 && g.n <= max_size, "gemm.n", g.n, "must be between 1 and 2^31");
+    require(g.k >= 1 && g.k <= max_size, "gemm.k", g.k, "must be between 1 and 2^31");
+    require(g.batch >= 1 && g.batch <= max_size, "gemm.batch", g.batch, "must be between 1 and 2^31");
 }
 
 // dgrad and wgrad of C[m×n] = A[m×k]·B[k×n]: dA = dC·Bᵀ is m×k over n; dB = Aᵀ·dC is k×n over m.

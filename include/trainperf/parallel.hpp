@@ -2,10 +2,12 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <string_view>
 
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "limits.hpp"
 #include "model.hpp"
 
 namespace trainperf {
@@ -54,13 +56,11 @@ struct parallel_layout {
     dp_overlap_mode dp_overlap = dp_overlap_mode::framework;
 
     constexpr int gpus() const { return dp * tp * pp; }
+    // Samples per optimizer step; only for a validated layout (validate bounds it).
     constexpr long long global_batch() const { return 1LL * micro_batch * dp * grad_accum; }
+    friend constexpr bool operator==(const parallel_layout&, const parallel_layout&) = default;
 };
 
-// ASSUMPTION: bounds that keep every count and product in range; no real run comes
-// near them (the largest published runs use ~10^5 GPUs).
-inline constexpr int max_gpus = 1 << 22;
-inline constexpr long long max_global_batch = 1LL << 40;
 
 // tp × pp, checked: the GPUs of one model replica.
 constexpr int model_parallel_size(int tp, int pp) {
@@ -78,8 +78,13 @@ constexpr void validate(const parallel_layout& p) {
     require(p.zero >= 0 && p.zero <= 3, "zero", p.zero, "must be 0, 1, 2 or 3");
     require(p.micro_batch >= 1, "batch", p.micro_batch, "must be at least 1");
     require(p.grad_accum >= 1, "grad_accum", p.grad_accum, "must be at least 1");
-    require(p.global_batch() <= max_global_batch, "global_batch", p.global_batch(),
-            "batch x dp x grad_accum is beyond any real run (at most 2^40 samples)");
+    // Checked before global_batch() multiplies: batch, dp and grad_accum each fit an
+    // int, their product does not fit a long long.
+    if (product_capped(product_capped(p.micro_batch, p.dp, max_global_batch), p.grad_accum, max_global_batch) >
+        max_global_batch)
+        detail::fail("global_batch",
+                     std::to_string(p.micro_batch) + " x " + std::to_string(p.dp) + " x " + std::to_string(p.grad_accum),
+                     "batch x dp x grad_accum is beyond any real run (at most 2^40 samples)");
     // Megatron-LM's interleaved 1F1B schedule needs whole rounds of pp micro-batches.
     require(p.interleave == 1 || p.grad_accum % p.pp == 0, "grad_accum", p.grad_accum,
             "must be a multiple of pp with an interleaved schedule");

@@ -41,6 +41,13 @@ struct plan_request {
     bool allow_offload = false;    // also try optimizer offload
 };
 
+// ASSUMPTION: limits on the work one request may cause. 2^36 candidates is about an
+// hour on one core at the measured 10^7 predictions per second before pruning
+// (docs/engine.md); 2^24 layouts kept is every candidate of the spaces the tests
+// compare exhaustively, and more than anyone reads.
+inline constexpr long long max_plan_candidates = 1LL << 36;
+inline constexpr std::size_t max_plan_top = std::size_t{1} << 24;
+
 struct plan_options {
     std::size_t top = 10;          // layouts kept, fastest first
     unsigned threads = 0;          // 0: one per hardware thread
@@ -137,7 +144,7 @@ inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
     const long long per_replica = r.global_batch / dp;
     for (long long b : divisors(per_replica)) {
         if (r.max_micro_batch > 0 && b > r.max_micro_batch) break;
-        if (b > (1 << 24)) break;  // beyond any memory (memory.hpp searches the same range)
+        if (b > limits::max_micro_batch_for(sequence_length(r.base))) break;  // as memory.hpp's search
         if (per_replica / b > std::numeric_limits<int>::max()) continue;  // grad-accum must be an int
         out.push_back(int(b));
     }
@@ -315,8 +322,11 @@ inline space build_space(const plan_request& r) {
 inline plan_result plan(const plan_request& request, const plan_options& options = {}) {
     using namespace planner_detail;
     validate(request);
+    require(options.top >= 1 && options.top <= max_plan_top, "top", options.top, "must be between 1 and 2^24");
     const auto start = std::chrono::steady_clock::now();
     const space sp = build_space(request);
+    require(sp.candidates <= max_plan_candidates, "candidates", sp.candidates,
+            "the search space exceeds 2^36 layouts (hours of search): cap the micro-batch or fix part of the layout");
     const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
     const unsigned threads =
         std::max(1u, std::min<unsigned>(options.threads == 0 ? hardware : options.threads,

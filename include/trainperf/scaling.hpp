@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "error.hpp"
+#include "parallel.hpp"
 #include "units.hpp"
 
 namespace trainperf {
 
 namespace scaling_detail {
+// A curve lists every GPU count up to its end, so it stops at 2^16 points.
+inline constexpr int max_curve_points = 1 << 16;
+
 constexpr void validate(int n, double r) {
-    require(n >= 1, "gpus", n, "must be at least 1");
+    require(n >= 1 && n <= max_gpus, "gpus", n, "must be between 1 and 2^22");
     require(r >= 0 && r <= 1, "r", r, "communication fraction must be in [0, 1]");  // rejects NaN
 }
 }  // namespace scaling_detail
@@ -66,6 +70,8 @@ constexpr scaling_point scaling_at(int n, double r) {
 // The curve 1…n_max.
 inline std::vector<scaling_point> scaling_curve(int n_max, double r) {
     scaling_detail::validate(n_max, r);
+    require(n_max <= scaling_detail::max_curve_points, "gpus", n_max,
+            "a curve lists every GPU count: at most 65536 points");
     std::vector<scaling_point> curve;
     curve.reserve(static_cast<std::size_t>(n_max));
     for (int n = 1; n <= n_max; ++n) curve.push_back(scaling_at(n, r));

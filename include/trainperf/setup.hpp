@@ -3,13 +3,14 @@
 // and its validation. Specs only: no cost is computed here.
 #pragma once
 
-#include <cmath>
 #include <optional>
 
 #include "error.hpp"
 #include "framework.hpp"
 #include "hardware.hpp"
 #include "kernel_params.hpp"
+#include "limits.hpp"
+#include "links.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "parallel.hpp"
@@ -41,7 +42,7 @@ struct training_setup {
 
 // The kernel-model parameters in force: calibrated ones when given, else the
 // defaults of the GPU's architecture.
-inline kernel_params kernel_params_of(const training_setup& s) {
+constexpr kernel_params kernel_params_of(const training_setup& s) {
     return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu.architecture);
 }
 
@@ -69,7 +70,8 @@ constexpr model_state model_state_of(const training_setup& s) {
     return model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
 }
 
-inline void validate(const training_setup& s) {
+constexpr void validate(const training_setup& s) {
+    validate(s.cluster);
     validate(s.model);
     validate(s.layout, s.model);
     validate(s.framework);
@@ -77,8 +79,11 @@ inline void validate(const training_setup& s) {
     check_supported(s.cluster.gpu, s.precision);
     const auto& l = s.layout;
     require(l.interleave <= s.model.layers, "interleave", l.interleave, "must not exceed the number of layers");
+    require(s.seq >= 0, "seq", s.seq, "must not be negative (0: the model's max_seq)");
     require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
     require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
+    require(1LL * l.micro_batch * sequence_length(s) <= limits::max_micro_batch_tokens, "batch", l.micro_batch,
+            "micro-batch x seq must be at most 2^31 tokens");
     require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
             "seq", sequence_length(s), "exceeds the model's learned position table (max_seq)");
     require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
@@ -86,13 +91,9 @@ inline void validate(const training_setup& s) {
             "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
-    const auto finite_non_negative = [](seconds t) { return t.value() >= 0 && std::isfinite(t.value()); };
-    require(finite_non_negative(s.data_loading), "data_loading_s", s.data_loading.value(),
-            "must be finite and not negative");
-    require(finite_non_negative(s.host_to_device), "host_to_device_s", s.host_to_device.value(),
-            "must be finite and not negative");
-    require(s.host_optimizer_bandwidth.value() > 0 && std::isfinite(s.host_optimizer_bandwidth.value()),
-            "host_optimizer_bandwidth", s.host_optimizer_bandwidth.value(), "must be positive and finite");
+    require_in(s.data_loading.value(), limits::step_time, "data_loading_s");
+    require_in(s.host_to_device.value(), limits::step_time, "host_to_device_s");
+    require_in(s.host_optimizer_bandwidth.value(), limits::host_bandwidth, "host_optimizer_bandwidth_bytes_per_second");
 }
 
 }  // namespace trainperf

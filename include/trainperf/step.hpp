@@ -7,6 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -81,6 +85,65 @@ struct step_report {
     constexpr double fraction(seconds part) const { return part / step_time; }
     constexpr double tokens_per_second_per_gpu() const { return tokens_per_second / gpus; }
 };
+
+// ---- Post-conditions -------------------------------------------------------------------
+// What every report meets whatever the (valid) input (docs/reliability.md): times,
+// rates, byte counts finite and not negative; a positive step that its breakdown sums
+// to; 0 ≤ MFU ≤ HFU ≤ 1; fits exactly when the busiest GPU's peak is within capacity.
+// Returns the first field that breaks one, or an empty string.
+inline std::string postcondition_violation(const step_report& r) {
+    const auto bad = [](double v) { return !(v >= 0 && v < std::numeric_limits<double>::infinity()); };
+    const std::pair<std::string_view, double> fields[] = {
+        {"step_time", r.step_time.value()},
+        {"time.forward_backward", r.time.forward_backward.value()},
+        {"time.communication", r.time.communication.value()},
+        {"time.optimizer", r.time.optimizer.value()},
+        {"time.bubble", r.time.bubble.value()},
+        {"time.data", r.time.data.value()},
+        {"micro_batch.forward", r.micro_batch.forward.value()},
+        {"micro_batch.backward", r.micro_batch.backward.value()},
+        {"micro_batch.recompute", r.micro_batch.recompute.value()},
+        {"micro_batch.tensor_parallel_comm", r.micro_batch.tensor_parallel_comm.value()},
+        {"micro_batch.pipeline_comm", r.micro_batch.pipeline_comm.value()},
+        {"data_parallel_sync", r.data_parallel_sync.value()},
+        {"samples_per_second", r.samples_per_second},
+        {"tokens_per_second", r.tokens_per_second},
+        {"model_flops_per_gpu", r.model_flops_per_gpu.value()},
+        {"hardware_flops_per_gpu", r.hardware_flops_per_gpu.value()},
+        {"mfu", r.mfu},
+        {"hfu", r.hfu},
+        {"memory.total", r.memory.total().value()},
+        {"memory.static_state", r.memory.static_state().value()},
+        {"memory.activations", r.memory.activations.value()},
+        {"memory.offloaded_to_host", r.memory.offloaded_to_host.value()},
+        {"memory_capacity", r.memory_capacity.value()}};
+    for (const auto& [name, v] : fields)
+        if (bad(v)) return std::string(name) + " = " + std::to_string(v) + " (not finite and non-negative)";
+    if (!(r.step_time.value() > 0)) return "step_time = 0";
+    if (std::abs(r.time.total().value() - r.step_time.value()) > 1e-9 * r.step_time.value())
+        return "time breakdown does not sum to step_time";
+    if (!(r.mfu <= r.hfu * (1 + 1e-12) && r.hfu <= 1 + 1e-12))
+        return "mfu = " + std::to_string(r.mfu) + ", hfu = " + std::to_string(r.hfu) + " (not mfu <= hfu <= 1)";
+    if (r.fits != (r.memory.total() <= r.memory_capacity)) return "fits disagrees with memory and capacity";
+    if (r.gpus < 1 || r.global_batch < 1 || r.seq < 1) return "gpus, global_batch or seq below 1";
+    return {};
+}
+
+// Throws std::logic_error (a defect in trainperf, not in the input) on a broken
+// post-condition. predict() checks every report in builds with assertions on
+// (TRAINPERF_CHECK_POSTCONDITIONS, default: unless NDEBUG); the tests check always.
+inline void check_postconditions(const step_report& r) {
+    if (const std::string v = postcondition_violation(r); !v.empty())
+        throw std::logic_error("trainperf: a report breaks its post-condition: " + v);
+}
+
+#ifndef TRAINPERF_CHECK_POSTCONDITIONS
+#ifdef NDEBUG
+#define TRAINPERF_CHECK_POSTCONDITIONS 0
+#else
+#define TRAINPERF_CHECK_POSTCONDITIONS 1
+#endif
+#endif
 
 // ---- Pricing ---------------------------------------------------------------------------
 
@@ -277,8 +340,10 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
 inline step_report predict(const training_setup& s) {
     validate(s);
     const model_state state = model_state_of(s);
-    return schedule(s, price_micro_batch(s), price_step(step_workload(s, state), s), memory_of(s, state),
-                    flop_counts_of(s));
+    step_report r = schedule(s, price_micro_batch(s), price_step(step_workload(s, state), s), memory_of(s, state),
+                             flop_counts_of(s));
+    if constexpr (TRAINPERF_CHECK_POSTCONDITIONS) check_postconditions(r);
+    return r;
 }
 
 }  // namespace trainperf

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -67,8 +66,7 @@ constexpr link_spec resolve_link(const gpu_spec& gpu, link_kind kind) {
 // kept. Unlike with_bandwidth, whose figure is a measured, achieved rate (efficiency
 // becomes 1), this is a rate the link's efficiency still applies to.
 constexpr link_spec with_line_rate(link_spec link, byte_rate per_direction) {
-    require(per_direction.value() > 0 && per_direction.value() < std::numeric_limits<double>::infinity(),
-            "line_rate_bytes_per_second", per_direction.value(), "must be positive and finite");
+    require_in(per_direction.value(), limits::link_bandwidth, "line_rate_bytes_per_second");
     link.per_direction = per_direction;
     return link;
 }

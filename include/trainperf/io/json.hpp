@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include "../dtype.hpp"
 #include "../error.hpp"
+#include "../limits.hpp"
 #include "../kernel_model.hpp"
 #include "../measurement.hpp"
 #include "../units.hpp"
@@ -26,14 +29,31 @@ namespace trainperf {
 inline constexpr std::string_view measurement_schema = "trainperf.cublaslt.v1";
 inline constexpr std::string_view calibration_schema = "trainperf.calibration.v1";
 
+// What a file read by trainperf may be (docs/reliability.md): larger files and deeper
+// nesting are refused before they cost time or stack. ASSUMPTION: 16 MiB holds ~10^5
+// measured GEMMs, ten times the largest sweep the harness writes; 64 levels is four
+// times the deepest format trainperf reads.
+inline constexpr std::uintmax_t max_json_file_bytes = std::uintmax_t{16} << 20;
+inline constexpr int max_json_depth = 64;
+
 namespace json_detail {
+
+// A value as shown in a message: its JSON text, cut short.
+inline std::string shown(const nlohmann::json& j) {
+    std::string s = j.dump();
+    if (s.size() > 60) {
+        s.resize(57);
+        s.append(3, '.');
+    }
+    return s;
+}
 
 inline std::string path_of(std::string_view context, std::string_view key) {
     return context.empty() ? std::string(key) : std::string(context) + "." + std::string(key);
 }
 
 inline const nlohmann::json& field(const nlohmann::json& j, std::string_view context, std::string_view key) {
-    require(j.is_object(), context.empty() ? "json" : context, j.dump(), "must be a JSON object");
+    require(j.is_object(), context.empty() ? "json" : context, shown(j), "must be a JSON object");
     const auto it = j.find(std::string(key));
     require(it != j.end(), path_of(context, key), "(missing)", "required");
     return *it;
@@ -41,7 +61,7 @@ inline const nlohmann::json& field(const nlohmann::json& j, std::string_view con
 
 inline double number(const nlohmann::json& j, std::string_view context, std::string_view key) {
     const auto& v = field(j, context, key);
-    require(v.is_number(), path_of(context, key), v.dump(), "must be a number");
+    require(v.is_number(), path_of(context, key), shown(v), "must be a number");
     const double d = v.get<double>();
     require(std::isfinite(d), path_of(context, key), d, "must be finite");
     return d;
@@ -55,7 +75,7 @@ inline std::optional<double> optional_number(const nlohmann::json& j, std::strin
 
 inline std::string text(const nlohmann::json& j, std::string_view context, std::string_view key) {
     const auto& v = field(j, context, key);
-    require(v.is_string(), path_of(context, key), v.dump(), "must be a string");
+    require(v.is_string(), path_of(context, key), shown(v), "must be a string");
     return v.get<std::string>();
 }
 
@@ -69,26 +89,63 @@ inline void only_keys(const nlohmann::json& j, std::string_view context,
     for (const auto& [key, value] : j.items()) {
         (void)value;
         require(std::find(known.begin(), known.end(), key) != known.end(), path_of(context, key),
-                value.dump(), "unknown field (misspelt?)");
+                shown(value), "unknown field (misspelt?)");
+    }
+}
+
+// A whole number in [lo, hi], converted without undefined behaviour.
+inline long long integer(const nlohmann::json& j, std::string_view context, std::string_view key, long long lo,
+                         long long hi) {
+    const double d = number(j, context, key);
+    if (!(d >= double(lo) && d <= double(hi) && d == std::floor(d)))
+        detail::fail(path_of(context, key), d,
+                     "must be a whole number between " + std::to_string(lo) + " and " + std::to_string(hi));
+    return static_cast<long long>(d);
+}
+
+// Parses JSON text with the depth limit; `name` says where it came from in messages.
+inline nlohmann::json parse_text(std::string_view text, std::string_view name) {
+    struct too_deep {};
+    try {
+        return nlohmann::json::parse(
+            text.begin(), text.end(), [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+                if (depth > max_json_depth) throw too_deep{};
+                return true;
+            });
+    } catch (const too_deep&) {
+        detail::fail("file", name, "nests deeper than " + std::to_string(max_json_depth) + " levels");
+    } catch (const nlohmann::json::exception& e) {
+        detail::fail("file", name, std::string("is not valid JSON: ") + e.what());
     }
 }
 
 inline nlohmann::json read_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    require(!ec && std::filesystem::exists(status), "file", path.string(), "does not exist");
+    require(std::filesystem::is_regular_file(status), "file", path.string(), "is not a regular file");
+    const auto size = std::filesystem::file_size(path, ec);
+    require(!ec, "file", path.string(), "cannot be read");
+    require(size <= max_json_file_bytes, "file", path.string(),
+            "is larger than 16 MiB (" + std::to_string(size) + " B): not a file trainperf writes");
+    std::ifstream in(path, std::ios::binary);
     require(in.good(), "file", path.string(), "cannot be opened for reading");
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        detail::fail("file", path.string(), std::string("is not valid JSON: ") + e.what());
-    }
+    std::string text(static_cast<std::size_t>(size), '\0');
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    require(in.gcount() == static_cast<std::streamsize>(size), "file", path.string(), "cannot be read");
+    return parse_text(text, path.string());
 }
 
 inline void write_file(const std::filesystem::path& path, const nlohmann::json& j) {
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    std::error_code ec;
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+    require(!ec, "file", path.string(), "its directory cannot be created: " + ec.message());
+    require(!std::filesystem::is_directory(path, ec), "file", path.string(), "is a directory");
     std::ofstream out(path);
     require(out.good(), "file", path.string(), "cannot be opened for writing");
-    out << j.dump(2) << '\n';
-    require(out.good(), "file", path.string(), "write failed");
+    out << j.dump(2) << '\n' << std::flush;
+    out.close();
+    require(!out.fail(), "file", path.string(), "write failed (disk full?)");
 }
 
 }  // namespace json_detail
@@ -133,7 +190,7 @@ inline nlohmann::json to_json(const error_summary& e) {
 
 inline error_summary error_summary_from_json(const nlohmann::json& j, std::string_view context) {
     namespace jd = json_detail;
-    error_summary e{.points = static_cast<int>(jd::number(j, context, "points")),
+    error_summary e{.points = static_cast<int>(jd::integer(j, context, "points", 0, 1 << 30)),
                     .mean_abs_rel_error = jd::number(j, context, "mean_abs_rel_error"),
                     .max_abs_rel_error = jd::number(j, context, "max_abs_rel_error"),
                     .rms_rel_error = jd::number(j, context, "rms_rel_error"),
@@ -294,10 +351,7 @@ inline dtype dtype_from_json(const nlohmann::json& j, std::string_view context, 
 }
 
 inline int positive_int(const nlohmann::json& j, std::string_view context, std::string_view key) {
-    const double d = json_detail::number(j, context, key);
-    require(d >= 1 && d == std::floor(d), json_detail::path_of(context, key), d,
-            "must be a positive integer");
-    return static_cast<int>(d);
+    return static_cast<int>(json_detail::integer(j, context, key, 1, std::numeric_limits<int>::max()));
 }
 
 // Reads the fields trainperf needs; the harness's extra per-GEMM fields (algo id,
@@ -340,12 +394,19 @@ inline measurement_file measurement_file_from_json(const nlohmann::json& j) {
         validate(r.shape);
         r.epilogue = jd::optional_text(g, ctx, "epilogue");
         if (r.epilogue.empty()) r.epilogue = "none";
-        r.measured = seconds_of(jd::number(g, ctx, "measured_s"));
-        require(r.measured.value() > 0, ctx + ".measured_s", r.measured.value(), "must be positive");
-        if (auto v = jd::optional_number(g, ctx, "p10_s")) r.p10 = seconds_of(*v);
-        if (auto v = jd::optional_number(g, ctx, "p90_s")) r.p90 = seconds_of(*v);
-        if (auto v = jd::optional_number(g, ctx, "predicted_s")) r.predicted = seconds_of(*v);
-        r.repetitions = static_cast<int>(jd::optional_number(g, ctx, "repetitions").value_or(0));
+        const auto kernel_time = [&](std::string_view key) -> std::optional<seconds> {
+            const auto v = jd::optional_number(g, ctx, key);
+            if (v) require_in(*v, limits::kernel_time, jd::path_of(ctx, key));
+            return v ? std::optional(seconds_of(*v)) : std::nullopt;
+        };
+        require(g.contains("measured_s"), jd::path_of(ctx, "measured_s"), "(missing)", "required");
+        r.measured = *kernel_time("measured_s");
+        r.p10 = kernel_time("p10_s");
+        r.p90 = kernel_time("p90_s");
+        r.predicted = kernel_time("predicted_s");
+        r.repetitions = g.contains("repetitions") && !g.at("repetitions").is_null()
+                            ? static_cast<int>(jd::integer(g, ctx, "repetitions", 0, 1 << 30))
+                            : 0;
         f.gemms.push_back(std::move(r));
     }
 

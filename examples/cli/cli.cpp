@@ -1,0 +1,138 @@
+// The trainperf command-line tool's plumbing: the registries the subcommand files add
+// themselves to, and run(), which parses, dispatches and reports errors.
+#include "cli.hpp"
+
+#include <trainperf/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <limits>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace trainperf::cli {
+namespace {
+using command_setup = std::function<void(CLI::App&, std::ostream&)>;
+std::multimap<int, command_setup>& command_registry() {
+    static std::multimap<int, command_setup> r;
+    return r;
+}
+std::multimap<int, std::function<void(std::ostream&)>>& scenario_registry() {
+    static std::multimap<int, std::function<void(std::ostream&)>> r;
+    return r;
+}
+}  // namespace
+
+command_registration::command_registration(int order, command_setup setup) {
+    command_registry().emplace(order, std::move(setup));
+}
+scenario_registration::scenario_registration(int order, std::function<void(std::ostream&)> print) {
+    scenario_registry().emplace(order, std::move(print));
+}
+
+void print_json(std::ostream& out, const nlohmann::json& j) { out << j.dump(2) << '\n'; }
+
+table::table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+void table::add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+void table::print(std::ostream& out) const {
+    std::vector<std::size_t> width;
+    for (const auto& row : rows_)
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], row[c].size());
+        }
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
+        for (std::size_t c = 0; c < rows_[r].size(); ++c) {
+            out << (c == 0 ? "" : "  ") << (c == 0 ? std::left : std::right)
+                << std::setw(int(width[c])) << rows_[r][c];
+        }
+        out << '\n';
+        if (r == 0) {
+            std::size_t total = 0;
+            for (auto w : width) total += w + 2;
+            out << std::string(total - 2, '-') << '\n';
+        }
+    }
+    out << std::right;
+}
+
+void check_every_value(CLI::App& app) {
+    const auto check = [](CLI::Option* opt) {
+        if (opt->get_expected_max() == 0) {  // a flag takes no value: --sp=2 is refused
+            opt->disable_flag_override();
+            return;
+        }
+        const bool number = opt->get_type_name() == "FLOAT";
+        opt->check(
+            [number](const std::string& value) -> std::string {
+                if (value.empty()) return "an empty value is not a value (leave the flag out for its default)";
+                if (!number) return {};
+                char* end = nullptr;
+                const double v = std::strtod(value.c_str(), &end);
+                const bool parsed = end != value.c_str() && *end == '\0';
+                if (parsed && !std::isfinite(v)) return "must be a finite number, not " + value;
+                if (parsed && v != 0 && std::fabs(v) < std::numeric_limits<double>::min())
+                    return "must be zero or a normal number, not the denormal " + value;
+                return {};
+            },
+            "");
+    };
+    for (CLI::Option* opt : app.get_options()) check(opt);
+    for (CLI::App* sub : app.get_subcommands({}))
+        for (CLI::Option* opt : sub->get_options()) check(opt);
+}
+
+std::string fixed(double value, int digits) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << value;
+    return s.str();
+}
+
+}  // namespace trainperf::cli
+
+namespace trainperf::cli {
+
+int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostream& err_stream) {
+    CLI::App app{"trainperf: predicts what it costs to train a transformer on a GPU system.\n"
+                 "With no arguments, prints the default scenario."};
+    app.require_subcommand(0, 1);
+    const std::string version = "trainperf " TRAINPERF_VERSION;
+    app.set_version_flag("--version", version);
+    // Output is buffered and printed only when the whole command succeeded.
+    std::ostringstream out;
+    for (auto& [order, setup] : command_registry()) setup(app, out);
+    for (CLI::App* sub : app.get_subcommands({})) sub->set_version_flag("--version", version);
+    check_every_value(app);
+    const auto fail = [&err_stream](std::string_view what) {
+        err_stream << "trainperf: " << trainperf::detail::one_line(what) << '\n';
+        return 2;
+    };
+    try {
+        app.parse(argc, argv);
+        if (app.get_subcommands().empty())
+            for (auto& [order, print] : scenario_registry()) print(out);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e, out_stream, err_stream);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e, out_stream, err_stream);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e, out_stream, err_stream);
+    } catch (const CLI::ParseError& e) {
+        return fail(e.what());
+    } catch (const std::invalid_argument& e) {  // trainperf::invalid_argument and friends
+        return fail(e.what());
+    } catch (const usage_error& e) {
+        return fail(e.what());
+    } catch (const std::exception& e) {
+        err_stream << "trainperf: internal error: " << trainperf::detail::one_line(e.what()) << '\n';
+        return 1;
+    }
+    out_stream << out.str() << std::flush;
+    if (!out_stream) return fail("cannot write the output");
+    return 0;
+}
+
+}  // namespace trainperf::cli
