@@ -19,8 +19,9 @@ struct run_result {
     std::string out, err;
 };
 
-// Runs the CLI with `args` (a shell-quoted string), capturing stdout and stderr.
-inline run_result run_cli(const std::string& args) {
+// Runs the CLI with `args` (a shell-quoted string), capturing stdout and stderr;
+// `prefix` goes before the program (e.g. "env PATH=/x").
+inline run_result run_cli(const std::string& args, const std::string& prefix = "") {
     // One file per call (ctest runs test programs in parallel, and a test may run calls
     // from several threads), in the temporary directory so that a crashed run leaves
     // nothing in the working directory.
@@ -29,7 +30,7 @@ inline run_result run_cli(const std::string& args) {
                                   ("trainperf_test_cli_stderr_" + std::to_string(getpid()) + "_" +
                                    std::to_string(calls++) + ".txt"))
                                      .string();
-    const std::string command = std::string("'") + TRAINPERF_CLI + "' " + args + " 2>" + err_path;
+    const std::string command = prefix + " '" + TRAINPERF_CLI + "' " + args + " 2>" + err_path;
     run_result r;
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe == nullptr) return r;

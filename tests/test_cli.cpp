@@ -4,11 +4,20 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/models/catalog.hpp>
+#include <trainperf/step.hpp>
+#include <trainperf/system.hpp>
+
+#include "csv_reader.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -113,7 +122,7 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
 }
 
 TEST_CASE("the program and every subcommand take --version", "[cli]") {
-    for (const char* sub : {"", "gpus", "models", "flops", "memory", "predict", "fit", "plan", "scale", "comm",
+    for (const char* sub : {"", "gpus", "models", "flops", "memory", "predict", "sweep", "fit", "plan", "scale", "comm",
                             "pipeline", "calibrate"}) {
         const auto r = run_cli(std::string(sub) + " --version");
         INFO(sub << ": exit " << r.exit_code << ", stderr: " << r.err);
@@ -301,4 +310,376 @@ TEST_CASE("a custom model takes every architecture option, in every command that
     // Options of a custom model are refused with a catalog model.
     const auto refused = run_cli("memory --gpu h100-sxm --model gpt2 --ffn swiglu");
     CHECK(refused.exit_code == 2);
+}
+
+namespace {
+double decimal_field(const std::map<std::string, std::string>& row, const std::string& column) {
+    const auto v = trainperf::testing::decimal(row.at(column));
+    REQUIRE(v.has_value());
+    return *v;
+}
+}  // namespace
+
+TEST_CASE("sweep --csv: one row per point that reads back as predict() gives it", "[cli][sweep]") {
+    using namespace trainperf;
+    const auto r = run_cli("sweep --gpu h100-sxm --model gpt2-medium --gpus 8 --zero 1 --vary batch=1..8*2 "
+                           "--vary link=nvlink,pcie --csv");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto rows = trainperf::testing::csv_rows(r.out);
+    REQUIRE(rows.size() == 8);
+    for (const auto& row : rows) {
+        const int batch = int(decimal_field(row, "micro_batch"));
+        const std::string link = row.at("intra_node_link");
+        INFO("batch " << batch << ", link " << link);
+        training_setup s;
+        s.cluster = build_cluster({.gpu = lookup_gpu("h100-sxm"), .gpus = 8, .link = link});
+        s.model = lookup_model("gpt2-medium");
+        s.precision = recipe(precision_kind::bf16);
+        s.optimizer = optimizer_kind::adamw;
+        s.framework = pytorch_eager_profile;
+        s.layout = {.dp = 8, .zero = 1, .micro_batch = batch};
+        const step_report p = predict(s);
+        REQUIRE(p.fits);
+        CHECK(row.at("fits") == "true");
+        CHECK(decimal_field(row, "step_time_ms") == Approx(p.step_time.value() * 1e3).epsilon(1e-12));
+        CHECK(decimal_field(row, "data_parallel_sync_ms") == Approx(p.data_parallel_sync.value() * 1e3).epsilon(1e-12));
+        CHECK(decimal_field(row, "tokens_per_s") == Approx(p.tokens_per_second).epsilon(1e-12));
+        CHECK(decimal_field(row, "mfu_percent") == Approx(100 * p.mfu).epsilon(1e-12));
+        CHECK(decimal_field(row, "memory_GiB") == Approx(to_gib(p.memory.total()).value()).epsilon(1e-12));
+        CHECK(decimal_field(row, "global_batch") == 8 * batch);
+        CHECK(decimal_field(row, "intra_node_link_GBps") ==
+              Approx(s.cluster.intra_node.per_direction.value() / 1e9).epsilon(1e-12));
+    }
+    // Over PCIe the gradient sync takes longer than over NVLink, point by point.
+    for (std::size_t i = 0; i < rows.size(); i += 2)
+        CHECK(decimal_field(rows[i + 1], "data_parallel_sync_ms") > decimal_field(rows[i], "data_parallel_sync_ms"));
+}
+
+TEST_CASE("sweep: points that do not fit keep their memory but have no step figures", "[cli][sweep]") {
+    const std::string flags = "sweep --gpu h100-sxm --model llama2-7b --gpus 8 --zero 3 --framework deepspeed "
+                              "--vary batch=1,4 --vary recompute=none,full";
+    const auto j = run_json(flags + " --json");
+    REQUIRE(j["points"].size() == 4);
+    int not_fitting = 0;
+    for (const auto& p : j["points"]) {
+        CHECK(p["memory_GiB"].get<double>() > 0);
+        if (p["fits"] == false) {
+            ++not_fitting;
+            CHECK(p["step_time_ms"].is_null());
+            CHECK(p["tokens_per_s"].is_null());
+            CHECK(p["bottleneck"] == "memory");
+        } else {
+            CHECK(p["tokens_per_s"].get<double>() > 0);
+        }
+    }
+    CHECK(not_fitting >= 1);
+    const auto text = run_cli(flags);
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("NO") != std::string::npos);
+    // Every figure of the CSV is a plain decimal: no exponent anywhere.
+    const auto csv = run_cli(flags + " --csv");
+    REQUIRE(csv.exit_code == 0);
+    CHECK(csv.out.find("e+") == std::string::npos);
+    CHECK(csv.out.find("e-") == std::string::npos);
+    // dp sets gpus = dp x tp x pp; ranges step by + or *.
+    const auto dp = run_json("sweep --gpu h100-sxm --model gpt2 --tp 2 --vary dp=1..4 --json");
+    REQUIRE(dp["points"].size() == 4);
+    CHECK(dp["points"][3]["gpus"] == 8);
+    const auto seq = run_json("sweep --gpu h100-sxm --model gpt2 --vary seq=256..1024+256 --json");
+    REQUIRE(seq["points"].size() == 4);
+    CHECK(seq["points"][1]["seq"] == 512);
+}
+
+TEST_CASE("sweep: bad --vary is one line on stderr and exit code 2", "[cli][sweep]") {
+    const char* cases[] = {
+        "sweep --gpu h100-sxm --model gpt2",
+        "sweep --gpu h100-sxm --model gpt2 --vary colour=1,2",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=1..100000",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=1..64 --vary seq=128..1024+128",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=8..1",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=1..8*1",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=1,,2",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=x",
+        "sweep --gpu h100-sxm --model gpt2 --vary link=nvlink..pcie",
+        "sweep --gpu h100-sxm --model gpt2 --batch 2 --vary batch=1,2",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=1,2 --vary batch=3",
+        "sweep --gpu h100-sxm --model gpt2 --vary tp=1,5",
+        "sweep --gpu h100-sxm --model gpt2 --vary sp=maybe",
+        "sweep --gpu h100-sxm --model gpt2 --vary dp=0,1",
+        "sweep --gpu h100-sxm --model gpt2 --gpus 8 --vary dp=1,2",
+        "sweep --gpu h100-sxm --model gpt2 --vary gpu=h100-sxm,nope",
+        "sweep --gpu h100-sxm --model gpt2 --vary a=1 --vary b=2 --vary c=3",
+        "sweep --gpu h100-sxm --model gpt2 --vary batch=1,2 --plot out.pdf",
+        "predict --gpu h100-sxm --model llama2-7b --plot out.svg",
+        "memory --gpu h100-sxm --model gpt2 --plot out.svg",
+        "memory --gpu h100-sxm --model gpt2 --plot out.svg --plot-over heads=1,2",
+        "memory --gpu h100-sxm --model gpt2 --batch 2 --plot out.svg --plot-over batch=1,2",
+        "memory --gpu h100-sxm --params 7B --plot out.svg --plot-over batch=1,2",
+    };
+    for (const char* args : cases) {
+        const auto r = run_cli(args);
+        INFO(args << " -> exit " << r.exit_code << ", stderr: " << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.rfind("trainperf: ", 0) == 0);
+    }
+}
+
+TEST_CASE("plan --csv and scale --csv give the rows of their JSON", "[cli][sweep]") {
+    const std::string request = "--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 --top 4";
+    const auto j = run_json("plan " + request + " --json");
+    const auto csv = run_cli("plan " + request + " --csv");
+    REQUIRE(csv.exit_code == 0);
+    const auto rows = trainperf::testing::csv_rows(csv.out);
+    REQUIRE(rows.size() == j["best"].size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CHECK(decimal_field(rows[i], "rank") == double(i + 1));
+        CHECK(decimal_field(rows[i], "step_time_ms") ==
+              Approx(j["best"][i]["step_time_seconds"].get<double>() * 1e3).epsilon(1e-12));
+        CHECK(decimal_field(rows[i], "dp") == j["best"][i]["dp"].get<double>());
+        CHECK(rows[i].at("fits") == "true");
+    }
+    const std::string scale = "scale --gpu a100-sxm-80gb --model gpt2-medium --batch 8 --gpus 8 --framework megatron";
+    const auto sj = run_json(scale + " --json");
+    const auto sc = run_cli(scale + " --csv");
+    REQUIRE(sc.exit_code == 0);
+    const auto srows = trainperf::testing::csv_rows(sc.out);
+    REQUIRE(srows.size() == sj["curve"].size());
+    for (std::size_t i = 0; i < srows.size(); ++i) {
+        CHECK(decimal_field(srows[i], "engine_speedup_x") ==
+              Approx(sj["curve"][i]["engine_speedup"].get<double>()).epsilon(1e-12));
+        CHECK(decimal_field(srows[i], "r") == Approx(sj["r"].get<double>()).epsilon(1e-12));
+    }
+    const auto formula = trainperf::testing::csv_rows(run_cli("scale --gpus 8 --r 0.15 --csv").out);
+    REQUIRE(formula.size() == 8);
+    CHECK(decimal_field(formula[7], "speedup_x") == Approx(3.902).epsilon(1e-3));
+}
+
+namespace {
+bool gnuplot_installed() { return std::system("gnuplot --version >/dev/null 2>&1") == 0; }
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// The plotted series of a gnuplot SVG: each `gnuplot_plot_*` group's legend text,
+// with how many point symbols and filled boxes it draws (the legend's own included).
+struct svg_series {
+    std::string title;
+    std::size_t points = 0, boxes = 0;
+};
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+    return n;
+}
+
+std::vector<svg_series> series_of(const std::string& svg) {
+    std::vector<svg_series> out;
+    const std::string group = "<g id=\"gnuplot_plot_";
+    for (auto at = svg.find(group); at != std::string::npos;) {
+        const auto next = svg.find(group, at + group.size());
+        const std::string body = svg.substr(at, next == std::string::npos ? std::string::npos : next - at);
+        svg_series s;
+        const auto text = body.find("<text>");
+        if (text != std::string::npos) s.title = body.substr(text + 6, body.find("</text>", text) - text - 6);
+        s.points = count(body, "xlink:href='#gpPt");
+        s.boxes = count(body, "<polygon");
+        out.push_back(s);
+        at = next;
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("plots: an SVG with the expected series, and the data beside it", "[cli][plot]") {
+    if (!gnuplot_installed()) {
+        WARN("gnuplot is not installed (Debian: gnuplot-nox): plots not checked");
+        return;
+    }
+    const auto dir = std::filesystem::temp_directory_path() / ("trainperf_test_plot_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    const auto svg = [&](const char* name) { return (dir / name).string(); };
+
+    // sweep: tokens/s (top) and memory (bottom) per recompute mode, capacity line.
+    const auto sweep = run_cli("sweep --gpu h100-sxm --model llama2-7b --gpus 8 --zero 3 --framework deepspeed "
+                               "--vary batch=1..8*2 --vary recompute=none,full --plot '" + svg("sweep.svg") + "'");
+    INFO(sweep.err);
+    REQUIRE(sweep.exit_code == 0);
+    const auto data = trainperf::testing::csv_rows(read_file(dir / "sweep.csv"));
+    REQUIRE(data.size() == 8);
+    std::size_t fitting_none = 0, fitting_full = 0;
+    for (const auto& row : data)
+        if (row.at("fits") == "true") ++(row.at("recompute") == "none" ? fitting_none : fitting_full);
+    const auto series = series_of(read_file(dir / "sweep.svg"));
+    REQUIRE(series.size() == 5);
+    CHECK(series[0].title == "recompute none");
+    CHECK(series[0].points == fitting_none + 1);   // only points that fit have tokens/s; +1 the legend's
+    CHECK(series[1].title == "recompute full");
+    CHECK(series[1].points == fitting_full + 1);
+    CHECK(series[2].points == 4 + 1);              // memory: every point
+    CHECK(series[3].points == 4 + 1);
+    CHECK(series[4].title == "usable on the device");
+
+    // No point fits: an empty throughput panel that says so, memory still drawn. Two
+    // GPUs as series: a capacity line for each.
+    REQUIRE(run_cli("sweep --gpu h100-sxm --model llama2-70b --vary batch=1,2 --plot '" + svg("none.svg") + "'")
+                .exit_code == 0);
+    CHECK(read_file(dir / "none.svg").find("no point fits in memory") != std::string::npos);
+    REQUIRE(run_cli("sweep --model gpt2 --vary batch=1,8 --vary gpu=h100-sxm,rtx-3090 --plot '" + svg("gpus.svg") +
+                    "'").exit_code == 0);
+    const auto gpus = series_of(read_file(dir / "gpus.svg"));
+    REQUIRE(gpus.size() == 6);
+    CHECK(gpus[4].title == "usable on the device, gpu h100-sxm");
+    CHECK(gpus[5].title == "usable on the device, gpu rtx-3090");
+
+    // A file name is only ever a file name: gnuplot never sees it (a leading | would
+    // make gnuplot's own `set output` start a command).
+    const std::string odd = "|touch x \"$y\".svg";
+    REQUIRE(run_cli("predict --gpu h100-sxm --model gpt2 --plot '" + svg(odd.c_str()) + "'").exit_code == 0);
+    CHECK(std::filesystem::exists(dir / odd));
+    CHECK(std::filesystem::exists(dir / "|touch x \"$y\".csv"));
+    CHECK_FALSE(std::filesystem::exists(dir / "x"));
+
+    // scale: the engine's points, the formula's curve with its r, perfect scaling.
+    REQUIRE(run_cli("scale --gpu a100-sxm-80gb --model gpt2-medium --batch 8 --gpus 8 --framework megatron --plot '" +
+                    svg("scale.svg") + "'").exit_code == 0);
+    const auto scale = series_of(read_file(dir / "scale.svg"));
+    REQUIRE(scale.size() == 3);
+    CHECK(scale[0].title == "engine");
+    CHECK(scale[0].points == 8 + 1);
+    CHECK(scale[1].title.rfind("N/(1+(N-1)r), r = ", 0) == 0);
+    CHECK(trainperf::testing::csv_rows(read_file(dir / "scale.csv")).size() == 8);
+
+    // memory: one stacked box per batch for each component present, and the capacity.
+    REQUIRE(run_cli("memory --gpu h100-sxm --model llama2-7b --gpus 8 --zero 3 --plot '" + svg("memory.svg") +
+                    "' --plot-over batch=1,2,4").exit_code == 0);
+    const auto memory = series_of(read_file(dir / "memory.svg"));
+    REQUIRE(memory.size() >= 5);
+    for (std::size_t i = 0; i + 1 < memory.size(); ++i) CHECK(memory[i].boxes == 3 + 1);
+    CHECK(memory.back().title == "usable on the device");
+    CHECK(std::any_of(memory.begin(), memory.end(), [](const auto& s) { return s.title == "activations"; }));
+
+    // predict: the step's five parts in one bar.
+    REQUIRE(run_cli("predict --gpu h100-sxm --model gpt2 --gpus 8 --plot '" + svg("step.svg") + "'").exit_code == 0);
+    const auto step = series_of(read_file(dir / "step.svg"));
+    REQUIRE(step.size() == 5);
+    CHECK(step[0].title == "forward + backward");
+    CHECK(step[0].boxes == 1 + 1);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("plots without gnuplot: one line that says so, exit code 2", "[cli][plot]") {
+    const auto dir = std::filesystem::temp_directory_path() / ("trainperf_test_noplot_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    const auto r = run_cli("sweep --gpu h100-sxm --model gpt2 --vary batch=1,2 --plot '" + (dir / "x.svg").string() + "'",
+                           "env PATH=" + (dir / "empty").string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("gnuplot") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "x.svg"));
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("plan --train-tokens: the cheapest and the fastest plans that meet the deadline", "[cli][plan]") {
+    const std::string request = "plan --gpu h100-sxm --model llama2-70b --seq 4096 --framework megatron "
+                                "--global-batch 1024 --max-micro-batch 4 --train-tokens 2T --deadline-days 60 "
+                                "--price-per-gpu-hour 2.5 --max-gpus 2048";
+    const auto j = run_json(request + " --json");
+    REQUIRE(j["cheapest_gpus"].is_number());
+    REQUIRE(j["fastest_gpus"].is_number());
+    double cheapest_hours = 0, fastest_days = 0;
+    for (const auto& c : j["counts"]) {
+        if (!c["fits"].get<bool>()) continue;
+        INFO(c["gpus"]);
+        CHECK(c["meets_deadline"] == (c["train_days"].get<double>() <= 60));
+        CHECK(c["train_cost"].get<double>() == Approx(2.5 * c["train_gpu_hours"].get<double>()));
+        if (c["gpus"] == j["cheapest_gpus"]) cheapest_hours = c["train_gpu_hours"];
+        if (c["gpus"] == j["fastest_gpus"]) {
+            fastest_days = c["train_days"];
+            // The printed predict command reproduces the step, and its run meets the deadline.
+            const std::string command = c["predict_command"];
+            const auto again = run_json(command.substr(std::string("trainperf ").size()) +
+                                        " --train-tokens 2T --json");
+            CHECK(again["step_time_seconds"].get<double>() ==
+                  Approx(c["best"]["step_time_seconds"].get<double>()).epsilon(1e-12));
+            CHECK(again["train_time_seconds"].get<double>() / 86400 <= 60);
+        }
+    }
+    CHECK(fastest_days > 0);
+    CHECK(fastest_days <= 60);
+    for (const auto& c : j["counts"])
+        if (c["fits"].get<bool>() && c["meets_deadline"].get<bool>()) {
+            CHECK(c["train_gpu_hours"].get<double>() >= cheapest_hours);
+            CHECK(c["train_days"].get<double>() >= fastest_days);
+        }
+    // The CSV: one row per count, the same cheapest and fastest, the same days.
+    const auto csv = run_cli(request + " --csv");
+    REQUIRE(csv.exit_code == 0);
+    const auto rows = trainperf::testing::csv_rows(csv.out);
+    REQUIRE(rows.size() == j["counts"].size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CHECK(decimal_field(rows[i], "gpus") == j["counts"][i]["gpus"].get<double>());
+        CHECK(rows[i].at("fits") == (j["counts"][i]["fits"].get<bool>() ? "true" : "false"));
+        CHECK(rows[i].at("cheapest") == (j["counts"][i]["gpus"] == j["cheapest_gpus"] ? "true" : "false"));
+        CHECK(rows[i].at("fastest") == (j["counts"][i]["gpus"] == j["fastest_gpus"] ? "true" : "false"));
+        if (j["counts"][i]["fits"].get<bool>()) {
+            CHECK(decimal_field(rows[i], "train_days") == Approx(j["counts"][i]["train_days"].get<double>()));
+            CHECK(decimal_field(rows[i], "step_time_ms") ==
+                  Approx(j["counts"][i]["best"]["step_time_seconds"].get<double>() * 1e3));
+        } else {
+            CHECK(rows[i].at("train_days").empty());
+            CHECK(rows[i].at("step_time_ms").empty());
+        }
+    }
+    const auto text = run_cli(request);
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("Cheapest that meets the deadline: " + std::to_string(j["cheapest_gpus"].get<int>()) +
+                        " GPUs") != std::string::npos);
+    CHECK(text.out.find("ASSUMPTION") != std::string::npos);
+    for (const char* bad : {"plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B",
+                            "plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B --max-gpus 8 --gpus 8",
+                            "plan --gpu h100-sxm --model gpt2 --global-batch 8 --gpus 8 --deadline-days 3",
+                            "plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B --max-gpus 1000000",
+                            "plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B --max-gpus 8 "
+                            "--deadline-days -1"}) {
+        const auto r = run_cli(bad);
+        INFO(bad << " -> " << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+}
+
+TEST_CASE("predict: a step dominated by one cost says what would make it faster, and by how much", "[cli][advice]") {
+    const std::string args = "predict --gpu h100-sxm --model llama2-7b --seq 4096 --gpus 8 --link pcie --zero 1 "
+                             "--batch 1 --grad-accum 1 --recompute full --dp-overlap off";
+    const auto j = run_json(args + " --json");
+    REQUIRE(j["fits"] == true);
+    CHECK(j["largest_cost"] == "communication");
+    CHECK(j["dominated"] == true);
+    REQUIRE(j["ways_to_speed_up"].size() >= 1);
+    const double base = j["tokens_per_second"].get<double>();
+    for (const auto& way : j["ways_to_speed_up"]) {
+        const std::string command = way["predict_command"];
+        INFO(command);
+        const auto faster = run_json(command.substr(std::string("trainperf ").size()) + " --json");
+        CHECK(faster["fits"] == true);
+        CHECK(faster["layout"]["gpus"] == 8);
+        CHECK(faster["global_batch"] == j["global_batch"]);
+        CHECK(faster["tokens_per_second"].get<double>() > base);
+        CHECK(faster["tokens_per_second"].get<double>() / base - 1 ==
+              Approx(way["tokens_per_second_per_gpu_gain"].get<double>()));
+    }
+    const auto text = run_cli(args);
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("dominated by communication") != std::string::npos);
+    CHECK(text.out.find("% tokens/s per GPU") != std::string::npos);
 }

@@ -110,6 +110,7 @@ std::map<std::string, invocation> base_invocations(const std::string& measuremen
         {"scale", {{"--gpus", "8"}, {"--r", "0.1"}}},
         {"comm", {{"--collective", "all-reduce"}, {"--bytes", "1GB"}, {"--gpus", "8"}, {"--gpu", "h100-sxm"}}},
         {"pipeline", {{"--data-ms", "1"}, {"--pcie-ms", "1"}, {"--compute-ms", "1"}, {"--sync-ms", "1"}}},
+        {"sweep", {{"--gpu", "h100-sxm"}, {"--model", "gpt2"}, {"--vary", "batch=1,2"}}},
         {"calibrate", {{"", measurements}, {"--out", out_dir + "/fitted.json"}}},
     };
 }

@@ -3,7 +3,9 @@
 #include <trainperf/layout_text.hpp>
 #include <trainperf/planner.hpp>
 
+#include <cmath>
 #include <stdexcept>
+#include <vector>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -200,4 +202,150 @@ TEST_CASE("GPU counts that are not a power of two plan without error", "[planner
         CHECK(result.candidates > 0);
         CHECK_FALSE(result.best.empty());
     }
+}
+
+#include <trainperf/training_plan.hpp>
+
+namespace {
+training_plan_request llama_2t_tokens(double deadline_days, int max_gpus) {
+    training_plan_request r;
+    r.layouts = llama_on_h100s(1, 512);
+    r.layouts.max_micro_batch = 4;
+    r.train_tokens = 2e12;
+    r.deadline_days = deadline_days;
+    r.price_per_gpu_hour = 2.0;
+    r.max_gpus = max_gpus;
+    return r;
+}
+}  // namespace
+
+TEST_CASE("end-to-end plans: the GPU counts tried are bounded and documented", "[planner][training_plan]") {
+    CHECK(training_plan_gpu_counts(8, 100) == std::vector<int>{1, 2, 4, 8, 16, 24, 32, 48, 64, 96});
+    CHECK(training_plan_gpu_counts(4, 4) == std::vector<int>{1, 2, 4});
+    CHECK(training_plan_gpu_counts(8, 5) == std::vector<int>{1, 2, 4});
+    CHECK(training_plan_gpu_counts(8, max_training_plan_gpus).size() < 40);
+    CHECK_THROWS_WITH(training_plan_gpu_counts(8, 0), Catch::Contains("max_gpus"));
+    CHECK_THROWS_WITH(training_plan_gpu_counts(8, max_training_plan_gpus + 1), Catch::Contains("max_gpus"));
+}
+
+TEST_CASE("end-to-end plans meet their deadline: the cheapest and the fastest", "[planner][training_plan]") {
+    const auto request = llama_2t_tokens(60, 512);
+    const training_plan p = plan_training(request);
+    REQUIRE(p.counts.size() == training_plan_gpu_counts(8, 512).size());
+    REQUIRE(p.cheapest.has_value());
+    REQUIRE(p.fastest.has_value());
+    for (std::size_t i = 0; i < p.counts.size(); ++i) {
+        const gpu_count_plan& c = p.counts[i];
+        INFO(c.gpus << " GPUs");
+        if (!c.best) {
+            CHECK_FALSE(c.meets_deadline);
+            continue;
+        }
+        CHECK(c.best->layout.gpus() == c.gpus);
+        CHECK(c.best->layout.global_batch() == 512);
+        CHECK(c.best->report.fits);
+        // The run is the step's throughput over the tokens, on every GPU of the count.
+        const double days = 2e12 / c.best->report.tokens_per_second / 86400.0;
+        CHECK(p.days(i) == Approx(days));
+        CHECK(c.run->gpu_hours == Approx(days * 24 * c.gpus));
+        CHECK(c.run->cost == Approx(2.0 * c.run->gpu_hours));
+        CHECK(c.run->energy.value() == Approx(h100_sxm::spec.tdp_watts * c.gpus * days * 86400.0));
+        CHECK(c.meets_deadline == (days <= 60));
+        // The plan's layout is the planner's fastest on that count.
+        auto one = request.layouts;
+        one.gpus = c.gpus;
+        one.base.cluster.gpus_per_node = std::min(c.gpus, 8);
+        const auto direct = plan(one, 1);
+        REQUIRE(direct.best.size() == 1);
+        CHECK(direct.best.front().report.step_time == c.best->report.step_time);
+        if (!c.meets_deadline) continue;
+        CHECK(p.counts[*p.cheapest].run->gpu_hours <= c.run->gpu_hours);
+        CHECK(p.counts[*p.fastest].run->time <= c.run->time);
+    }
+    CHECK(p.counts[*p.cheapest].meets_deadline);
+    CHECK(p.days(*p.cheapest) <= 60);
+    CHECK(p.days(*p.fastest) <= p.days(*p.cheapest));
+    // The setup of a plan predicts the step the plan reports.
+    const training_setup s = setup_of(request, p.counts[*p.cheapest]);
+    CHECK(predict(s).step_time == p.counts[*p.cheapest].best->report.step_time);
+
+    // A deadline no count up to 64 GPUs meets: no cheapest, no fastest.
+    const training_plan none = plan_training(llama_2t_tokens(1, 64));
+    CHECK_FALSE(none.cheapest.has_value());
+    CHECK_FALSE(none.fastest.has_value());
+    // Without a deadline every count that fits qualifies; the fastest uses the most GPUs that fit here.
+    const training_plan any = plan_training(llama_2t_tokens(0, 64));
+    REQUIRE(any.fastest.has_value());
+    CHECK(any.counts[*any.fastest].gpus == 64);
+}
+
+TEST_CASE("end-to-end plans reject bad requests", "[planner][training_plan]") {
+    auto r = llama_2t_tokens(60, 64);
+    r.train_tokens = 0;
+    CHECK_THROWS_WITH(plan_training(r), Catch::Contains("train_tokens"));
+    r = llama_2t_tokens(-1, 64);
+    CHECK_THROWS_WITH(plan_training(r), Catch::Contains("deadline_days"));
+    r = llama_2t_tokens(60, 64);
+    r.price_per_gpu_hour = std::nan("");
+    CHECK_THROWS_WITH(plan_training(r), Catch::Contains("price_per_gpu_hour"));
+    r = llama_2t_tokens(60, 64);
+    r.gpus_per_node = 0;
+    CHECK_THROWS_WITH(plan_training(r), Catch::Contains("gpus_per_node"));
+}
+
+#include <trainperf/fit_advice.hpp>
+
+TEST_CASE("advice: every way to fit fits, and every way to speed up is faster per GPU", "[planner][advice]") {
+    // Does not fit: llama2-7b on one H100 without sharding.
+    training_setup s = llama_on_h100s(1, 1).base;
+    s.framework = pytorch_eager_profile;
+    s.layout = {.micro_batch = 1};
+    const fit_advice fit = advise_fit(s);
+    REQUIRE_FALSE(fit.fits());
+    REQUIRE_FALSE(fit.options.empty());
+    for (std::size_t i = 0; i < fit.options.size(); ++i) {
+        const fit_option& o = fit.options[i];
+        INFO(to_string(o.change) << ": " << describe(o.setup.layout));
+        CHECK(predict(o.setup).fits);
+        CHECK(o.report.step_time == predict(o.setup).step_time);
+        if (i > 0)
+            CHECK(fit.options[i - 1].report.tokens_per_second_per_gpu() >= o.report.tokens_per_second_per_gpu());
+        for (std::size_t k = 0; k < i; ++k) CHECK(fit.options[k].change != o.change);
+    }
+
+    // Fits, but its data-parallel sync over PCIe without overlap dominates the step.
+    training_setup slow = llama_on_h100s(8, 8).base;
+    slow.cluster.intra_node = resolve_link(slow.cluster.gpu, link_kind::pcie);
+    slow.layout = {.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 1, .recompute = recompute_mode::full,
+                   .dp_overlap = dp_overlap_mode::off};
+    const speed_advice speed = advise_speed(slow);
+    REQUIRE(speed.report.fits);
+    CHECK(speed.largest == bottleneck_kind::communication);
+    CHECK(speed.dominated());
+    CHECK(speed.worth_saying());
+    REQUIRE_FALSE(speed.options.empty());
+    const double base = speed.report.tokens_per_second_per_gpu();
+    bool planner_listed = false;
+    for (const fit_option& o : speed.options) {
+        INFO(to_string(o.change) << ": " << describe(o.setup.layout));
+        const step_report r = predict(o.setup);
+        CHECK(r.fits);
+        CHECK(r.tokens_per_second_per_gpu() > base);
+        CHECK(o.gain == Approx(r.tokens_per_second_per_gpu() / base - 1));
+        // The same GPUs and the same global batch: a change of layout only.
+        CHECK(o.setup.layout.gpus() == 8);
+        CHECK(o.setup.layout.global_batch() == 8);
+        planner_listed |= o.change == fit_change::best_layout;
+    }
+    // The planner searches every layout of the GPUs and batch: none of the others beats it.
+    const auto best = std::find_if(speed.options.begin(), speed.options.end(),
+                                   [](const fit_option& o) { return o.change == fit_change::best_layout; });
+    if (planner_listed)
+        for (const fit_option& o : speed.options)
+            CHECK(best->report.tokens_per_second_per_gpu() >= o.report.tokens_per_second_per_gpu());
+    else  // the planner's layout is one already listed, and it is first
+        CHECK(speed.options.front().gain > 0);
+
+    // A setup that does not fit has no speed advice: it cannot run.
+    CHECK_THROWS_WITH(advise_speed(s), Catch::Contains("does not fit"));
 }

@@ -2,6 +2,7 @@
 // precision recipe, an optimizer and a parallel layout, and whether it fits.
 #include "cli.hpp"
 #include "parse_units.hpp"
+#include "plot.hpp"
 #include "training_flags.hpp"
 
 #include <trainperf/hardware/catalog.hpp>
@@ -9,6 +10,7 @@
 #include <trainperf/layout_text.hpp>
 #include <trainperf/memory.hpp>
 #include <trainperf/models/catalog.hpp>
+#include <trainperf/report_table.hpp>
 
 #include <memory>
 #include <ostream>
@@ -23,10 +25,32 @@ struct memory_options {
     training_flags flags;
     std::string params;
     bool json = false;
+    std::string plot, plot_over;
     // Which flags were given (filled in the callback).
     bool model_given = false, params_given = false;
     std::vector<std::string> model_only_flags_given;
 };
+
+// At most this many points on a memory plot.
+constexpr std::size_t max_plot_points = 64;
+
+// Memory per GPU over a list or range of micro-batches or sequence lengths
+// (--plot-over batch=1..32*2 or seq=512..8192*2), as a stacked plot.
+void plot_over(const memory_options& opt) {
+    const auto eq = opt.plot_over.find('=');
+    const std::string name = opt.plot_over.substr(0, eq);
+    if (eq == std::string::npos || (name != "batch" && name != "seq"))
+        throw usage_error("--plot-over " + opt.plot_over + ": expected batch=VALUES or seq=VALUES, e.g. batch=1..32*2");
+    const auto values = parse_value_list("--plot-over " + name + "=", opt.plot_over.substr(eq + 1), true, max_plot_points);
+    report_table t = memory_table();
+    for (const auto& v : values) {
+        training_flags f = opt.flags;
+        (name == "batch" ? f.batch : f.seq) = parse_whole_number("--plot-over", v);
+        const training_setup s = f.build();
+        add_memory(t, s, memory_of(s));
+    }
+    plot_memory(opt.plot, t, name == "batch" ? "micro_batch" : "seq");
+}
 
 std::string gb(bytes b) { return fixed(to_gb(b).value(), 2); }
 std::string gib(bytes b) { return fixed(to_gib(b).value(), 2); }
@@ -39,6 +63,9 @@ void run(const memory_options& opt, std::ostream& out) {
     if (opt.params_given && !opt.model_only_flags_given.empty())
         throw usage_error(opt.model_only_flags_given.front() +
                           ": needs --model (--params gives static state only)");
+    if (opt.plot.empty() != opt.plot_over.empty()) throw usage_error("--plot: needs --plot-over, and --plot-over --plot");
+    if (!opt.plot.empty() && !opt.model_given) throw usage_error("--plot: needs --model (activations vary with batch and seq)");
+    if (!opt.plot.empty()) plot_over(opt);
     training_setup s = opt.params_given ? opt.flags.build_without_model() : opt.flags.build();
     const gpu_spec& g = s.cluster.gpu;
     const precision_recipe r = stored_precision(s);
@@ -103,6 +130,7 @@ void run(const memory_options& opt, std::ostream& out) {
         if (mb.stage > 0) out << "pipeline stage reported: " << mb.stage << " (the one that peaks)\n";
         out << "largest micro-batch that fits: " << max_batch << "\n";
     }
+    if (!opt.plot.empty()) out << "Plot written to " << opt.plot << ", its data to " << plot_data_path(opt.plot) << "\n";
     out << "GB = 1e9 bytes, GiB = 2^30 bytes.\n";
 }
 
@@ -114,12 +142,22 @@ const command_registration registration{21, [](CLI::App& app, std::ostream& out)
     auto* params = sub->add_option("--params", opt->params,
                                    "Bare parameter count, e.g. 7e9 or 7B (static state only)");
     sub->add_flag("--json", opt->json, "Print one JSON object");
+    sub->add_option("--plot", opt->plot,
+                    "Plot memory per GPU by component, stacked, with the device's usable memory, over --plot-over, "
+                    "to FILE.svg or FILE.png with gnuplot; its data beside it as FILE.csv");
+    sub->add_option("--plot-over", opt->plot_over,
+                    "With --plot: batch=VALUES or seq=VALUES, a list (1,2,4) or a range (1..32*2, 512..4096+512); "
+                    "at most " + std::to_string(max_plot_points) + " points");
     sub->callback([=, &out] {
         opt->model_given = sub->get_option("--model")->count() > 0;
         opt->params_given = params->count() > 0;
         opt->model_only_flags_given.clear();
         for (const char* name : {"--batch", "--seq", "--recompute", "--sp", "--grad-accum", "--interleave"})
             if (sub->get_option(name)->count() > 0) opt->model_only_flags_given.emplace_back(name);
+        for (const char* name : {"batch", "seq"})
+            if (opt->plot_over.rfind(std::string(name) + "=", 0) == 0 && sub->get_option(std::string("--") + name)->count() > 0)
+                throw usage_error(std::string("--") + name + ": also varied by --plot-over " + opt->plot_over +
+                                  "; give one of them");
         run(*opt, out);
     });
 }};

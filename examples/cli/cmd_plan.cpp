@@ -1,11 +1,15 @@
 // `trainperf plan`: the fastest layouts that fit, for a model on N GPUs and a global
 // batch, found by predicting every valid layout.
 #include "cli.hpp"
+#include "parse_units.hpp"
+#include "table_output.hpp"
 #include "training_flags.hpp"
 
 #include <trainperf/io/plan_json.hpp>
 #include <trainperf/layout_text.hpp>
 #include <trainperf/planner.hpp>
+#include <trainperf/report_table.hpp>
+#include <trainperf/training_plan.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -22,12 +26,94 @@ struct plan_flags {
     int max_micro_batch = 0;
     unsigned threads = 0;
     std::size_t top = 10;
-    bool offload = false, json = false;
+    bool offload = false, json = false, csv = false;
+    std::string train_tokens;
+    double deadline_days = 0, price_per_gpu_hour = 0;
+    int max_gpus = 0;
 };
 
-void run(const plan_flags& opt, std::ostream& out) {
+std::string days_text(const training_run& run) { return fixed(run.time.value() / 86400.0, 1); }
+std::string mwh_text(const training_run& run) { return fixed(run.energy.value() / joules_per_kwh / 1e3, 1); }
+
+// --train-tokens: every GPU count up to --max-gpus, the fastest layout of each, and
+// the cheapest and fastest that meet the deadline.
+void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
+    if (sub->get_option("--gpus")->count() > 0)
+        throw usage_error("--gpus: with --train-tokens the GPU count is searched; give --max-gpus instead");
+    if (opt.max_gpus == 0) throw usage_error("--max-gpus: required with --train-tokens (the largest GPU count tried)");
+    training_plan_request request;
+    request.layouts.base = opt.flags.build();
+    request.layouts.global_batch = opt.global_batch;
+    request.layouts.max_micro_batch = opt.max_micro_batch;
+    request.layouts.allow_offload = opt.offload;
+    request.train_tokens = parse_count("--train-tokens", opt.train_tokens);
+    request.deadline_days = opt.deadline_days;
+    request.price_per_gpu_hour = opt.price_per_gpu_hour;
+    request.gpus_per_node = opt.flags.gpus_per_node > 0 ? opt.flags.gpus_per_node : default_gpus_per_node;
+    request.max_gpus = opt.max_gpus;
+    plan_options options;
+    options.threads = opt.threads;
+    const training_plan result = plan_training(request, options);
+    const auto& s = request.layouts.base;
+    const auto command = [&](const gpu_count_plan& c) {
+        const training_setup t = setup_of(request, c);
+        return predict_command(opt.flags.run_text(t), t.layout);
+    };
+    if (opt.csv) return print_csv(out, training_plan_table(request, result));
+    if (opt.json) {
+        nlohmann::json j = to_json(request, result);
+        for (std::size_t i = 0; i < result.counts.size(); ++i)
+            if (result.counts[i].best) j["counts"][i]["predict_command"] = command(result.counts[i]);
+        print_json(out, j);
+        return;
+    }
+    out << "trainperf plan: " << s.model.name << " on " << s.cluster.gpu.name << " (" << s.framework.name << ", "
+        << s.precision.name << ", " << to_string(s.optimizer) << "), " << fixed(request.train_tokens, 0)
+        << " tokens, global batch " << request.layouts.global_batch << " x seq " << sequence_length(s);
+    if (request.deadline_days > 0) out << ", deadline " << fixed(request.deadline_days, 1) << " days";
+    out << "\nGPU counts tried: powers of two up to a node of " << request.gpus_per_node
+        << ", then 1, 2, 3, 4, 6, 8, 12, ... nodes, up to " << request.max_gpus << "; the fastest layout of each ("
+        << fixed(result.wall.value(), 2) << " s)\n\n";
+    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)", "cost", "meets deadline",
+             "fastest layout"});
+    for (const gpu_count_plan& c : result.counts) {
+        if (!c.best) {
+            t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", "no layout fits"});
+            continue;
+        }
+        const step_report& r = c.best->report;
+        t.add_row({std::to_string(c.gpus), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
+                   days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
+                   request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no",
+                   describe(c.best->layout)});
+    }
+    t.print(out);
+    const auto show = [&](const char* what, std::optional<std::size_t> at) {
+        if (!at) return;
+        const gpu_count_plan& c = result.counts[*at];
+        out << "\n" << what << ": " << c.gpus << " GPUs, " << describe(c.best->layout) << "\n  " << days_text(*c.run)
+            << " days, " << fixed(c.run->gpu_hours, 0) << " GPU-hours, " << mwh_text(*c.run) << " MWh";
+        if (request.price_per_gpu_hour > 0) out << ", cost " << fixed(c.run->cost, 0) << " (GPU-hours x price)";
+        out << "\n  " << command(c) << "\n";
+    };
+    if (!result.cheapest) {
+        out << "\nNo GPU count up to " << request.max_gpus << " meets the deadline"
+            << (request.deadline_days > 0 ? "" : " (no layout fits)") << ": try a larger --max-gpus"
+            << (request.deadline_days > 0 ? " or a later --deadline-days" : "") << ".\n";
+    } else {
+        show(request.deadline_days > 0 ? "Cheapest that meets the deadline" : "Cheapest", result.cheapest);
+        show(request.deadline_days > 0 ? "Fastest that meets the deadline" : "Fastest", result.fastest);
+    }
+    out << "\nEnergy: the GPUs' board power (TDP) for the whole run. ASSUMPTION: every GPU draws its board power\n"
+           "throughout; an upper bound for the GPUs alone, without hosts, network or cooling. MWh = 1e6 Wh.\n";
+}
+
+void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     require(opt.top >= 1 && opt.top <= 1000, "top", opt.top, "must be between 1 and 1000");
     require(opt.threads <= 1024, "threads", opt.threads, "must be at most 1024 (0: one per hardware thread)");
+    if (sub->get_option("--train-tokens")->count() > 0) return run_training_plan(opt, sub, out);
+    for (const char* flag : {"--deadline-days", "--price-per-gpu-hour", "--max-gpus"})
+        if (sub->get_option(flag)->count() > 0) throw usage_error(std::string(flag) + ": needs --train-tokens");
     plan_request request;
     request.base = opt.flags.build();
     request.gpus = request.base.layout.gpus();
@@ -48,6 +134,10 @@ void run(const plan_flags& opt, std::ostream& out) {
     const auto& s = request.base;
     // Each layout found as the predict command that reproduces its step.
     const std::string run = opt.flags.run_text(s);
+    if (opt.csv) {
+        print_csv(out, plan_table(request, result));
+        return;
+    }
     if (opt.json) {
         nlohmann::json j = to_json(request, result);
         for (std::size_t i = 0; i < result.best.size(); ++i)
@@ -91,8 +181,16 @@ const command_registration registration{32, [](CLI::App& app, std::ostream& out)
     sub->add_option("--threads", opt->threads, "Search threads (default 0: one per hardware thread)");
     sub->add_option("--top", opt->top, "How many layouts to show (default 10)");
     sub->add_flag("--offload", opt->offload, "Also try optimizer offload to the host");
-    sub->add_flag("--json", opt->json, "Print one JSON object");
-    sub->callback([opt, &out] { run(*opt, out); });
+    auto* json = sub->add_flag("--json", opt->json, "Print one JSON object");
+    sub->add_flag("--csv", opt->csv, "Print the layouts kept as CSV: rank and every column of a step row")
+        ->excludes(json);
+    sub->add_option("--train-tokens", opt->train_tokens,
+                    "Plan a whole run on this many tokens (e.g. 2T): search GPU counts up to --max-gpus as well as "
+                    "layouts; print the cheapest and the fastest that meet --deadline-days");
+    sub->add_option("--deadline-days", opt->deadline_days, "With --train-tokens: the run must end within this many days");
+    sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
+    sub->add_option("--max-gpus", opt->max_gpus, "With --train-tokens: the largest GPU count tried (at most 65536)");
+    sub->callback([opt, sub, &out] { run(*opt, sub, out); });
 }};
 
 }  // namespace

@@ -2,11 +2,14 @@
 #include "cli.hpp"
 #include "parse_units.hpp"
 #include "fit_report.hpp"
+#include "plot.hpp"
+#include "table_output.hpp"
 #include "training_flags.hpp"
 
 #include <trainperf/fit_advice.hpp>
 #include <trainperf/io/report_json.hpp>
 #include <trainperf/layout_text.hpp>
+#include <trainperf/report_table.hpp>
 #include <trainperf/step.hpp>
 #include <trainperf/training_run.hpp>
 
@@ -22,6 +25,7 @@ struct predict_options {
     std::string train_tokens;
     double price_per_gpu_hour = 0;
     bool json = false, csv = false;
+    std::string plot;
 };
 
 void print_run(std::ostream& out, const training_run& run) {
@@ -79,15 +83,7 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     out << '\n';
     print_memory(out, r);
     out << "\nfits in memory. GB = 1e9 B, GiB = 2^30 B.\n";
-}
-
-void print_csv(std::ostream& out, const step_report& r) {
-    out << "step_time_seconds,samples_per_second,tokens_per_second,tflops_per_gpu,mfu,hfu,"
-           "memory_per_gpu_bytes,fits,bottleneck\n"
-        << r.step_time.value() << ',' << r.samples_per_second << ',' << r.tokens_per_second << ','
-        << r.model_flops_per_gpu.value() / 1e12 << ',' << r.mfu << ',' << r.hfu << ','
-        << r.memory.total().value() << ',' << (r.fits ? "true" : "false") << ',' << to_string(r.bottleneck)
-        << '\n';
+    print_speed_advice(out, advise_speed(s), [&flags](const training_setup& t) { return flags.run_text(t); });
 }
 
 const command_registration registration{30, [](CLI::App& app, std::ostream& out) {
@@ -95,7 +91,10 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
     auto* sub = app.add_subcommand("predict", "Predict one training step: time, throughput, MFU, memory");
     opt->flags.add_to(sub);
     auto* json = sub->add_flag("--json", opt->json, "Print one JSON object");
-    sub->add_flag("--csv", opt->csv, "Print a CSV header and one row")->excludes(json);
+    sub->add_flag("--csv", opt->csv, "Print CSV: a header and one row (every column, units in the names)")->excludes(json);
+    sub->add_option("--plot", opt->plot,
+                    "Plot the step time by part as a stacked bar to FILE.svg or FILE.png with gnuplot; "
+                    "its data beside it as FILE.csv");
     sub->add_option("--train-tokens", opt->train_tokens,
                     "Also estimate a whole run on this many tokens, e.g. 2e12 or 2T");
     sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
@@ -112,9 +111,24 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
         std::optional<training_run> run;
         if (train_tokens != 0 && r.fits)
             run = estimate_training_run(r, s.cluster.gpu, train_tokens, opt->price_per_gpu_hour);
+        report_table row = step_table();
+        add_step(row, s, r);
+        if (!opt->plot.empty()) {
+            if (!r.fits)
+                throw usage_error("--plot: the layout does not fit in memory, so it has no step to plot; "
+                                  "run without --plot to see what would make it fit");
+            plot_step(opt->plot, row);
+        }
         if (opt->json) {
             nlohmann::json j = to_json(s, r);
             if (run) j.update(to_json(*run));
+            if (r.fits) {
+                const speed_advice advice = advise_speed(s);
+                j.update(to_json(advice));
+                for (std::size_t i = 0; i < advice.options.size(); ++i)
+                    j["ways_to_speed_up"][i]["predict_command"] =
+                        predict_command(opt->flags.run_text(advice.options[i].setup), advice.options[i].setup.layout);
+            }
             if (!r.fits) {
                 const fit_advice advice = advise_fit(s);
                 j.update(to_json(advice));
@@ -124,11 +138,12 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
             }
             print_json(out, j);
         } else if (opt->csv) {
-            print_csv(out, r);
+            print_csv(out, row);
         } else {
             print_text(out, opt->flags, s, r);
             if (run && r.fits) print_run(out, *run);
             if (run && !r.fits) out << "\nNo training-run estimate: the layout does not fit.\n";
+            if (!opt->plot.empty()) out << "\nPlot written to " << opt->plot << ", its data to " << plot_data_path(opt->plot) << "\n";
         }
     });
 }};

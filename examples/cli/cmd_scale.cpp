@@ -1,8 +1,11 @@
 // `trainperf scale`: speedup N / (1 + (N−1)·r), efficiency and wasted GPU-equivalents.
 #include "cli.hpp"
+#include "plot.hpp"
+#include "table_output.hpp"
 #include "training_flags.hpp"
 
 #include <trainperf/layout_text.hpp>
+#include <trainperf/report_table.hpp>
 #include <trainperf/scaling.hpp>
 #include <trainperf/scaling_sweep.hpp>
 #include <trainperf/step.hpp>
@@ -14,8 +17,13 @@ namespace trainperf::cli {
 
 namespace {
 // Speedup, efficiency and wasted GPUs at N for a given r (and the curve 1…N).
-void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json) {
+void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json, bool csv, const std::string& plot) {
     const scaling_point at = scaling_at(gpus, r);  // validates gpus and r
+    if (csv || !plot.empty()) {
+        const report_table curve = scaling_table(gpus, r);
+        if (!plot.empty()) plot_formula_scaling(plot, curve);
+        if (csv) return print_csv(out, curve);
+    }
     if (json) {
         nlohmann::json j{{"gpus", gpus},
                          {"r", r},
@@ -48,6 +56,7 @@ void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json)
                        fixed(p.wasted_gpus, 3)});
         t.print(out);
     }
+    if (!plot.empty()) out << "\nPlot written to " << plot << ", its data to " << plot_data_path(plot) << "\n";
 }
 
 struct scale_options {
@@ -55,6 +64,8 @@ struct scale_options {
     double r = 0;
     bool table = false;
     bool json = false;
+    bool csv = false;
+    std::string plot;
 };
 
 // r derived from the engine: the replica of the other flags on 1…N/(tp·pp) replicas.
@@ -65,6 +76,9 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
     const int replicas = s.layout.dp;
     const engine_scaling scaling = data_parallel_scaling(s, replicas);  // sets dp = 1…replicas
     const auto& top = scaling.points.back();
+    const report_table curve = scaling_table(scaling);
+    if (!opt.plot.empty()) plot_engine_scaling(opt.plot, curve);
+    if (opt.csv) return print_csv(out, curve);
     if (opt.json) {
         nlohmann::json j{{"gpus", top.gpus}, {"replicas", replicas}, {"r", scaling.r},
                          {"speedup", top.engine_speedup}, {"efficiency", top.engine_speedup / replicas},
@@ -88,6 +102,7 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
             t.add_row({std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.engine_speedup, 3),
                        fixed(p.formula_speedup, 3), fixed(100 * p.engine_speedup / p.replicas, 1)});
     t.print(out);
+    if (!opt.plot.empty()) out << "\nPlot written to " << opt.plot << ", its data to " << plot_data_path(opt.plot) << "\n";
 }
 
 const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
@@ -98,17 +113,21 @@ const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
     opt->flags.add_to(sub, false);
     auto* r = sub->add_option("--r", opt->r, "communication overhead fraction r in [0, 1] (0 = perfect scaling)");
     sub->add_flag("--table", opt->table, "also print the curve for 1..N GPUs");
-    sub->add_flag("--json", opt->json, "print one JSON object");
+    auto* json = sub->add_flag("--json", opt->json, "print one JSON object");
+    sub->add_flag("--csv", opt->csv, "print the curve 1..N as CSV (units in the column names)")->excludes(json);
+    sub->add_option("--plot", opt->plot,
+                    "plot the speedup (engine and formula) to FILE.svg or FILE.png with gnuplot; its data beside "
+                    "it as FILE.csv");
     sub->callback([opt, r, sub, &out] {
         if (!opt->flags.model.name.empty() || !opt->flags.gpu.empty()) return print_engine_scaling(out, *opt, r);
         if (r->count() == 0) throw usage_error("--r: required unless --gpu and --model are given");
         // The formula takes N and r only: any other flag would be silently ignored.
         for (const CLI::Option* o : sub->get_options())
             if (o->count() > 0 && o != r && !o->check_name("--gpus") && !o->check_name("--table") &&
-                !o->check_name("--json"))
+                !o->check_name("--json") && !o->check_name("--csv") && !o->check_name("--plot"))
                 throw usage_error(o->get_name() + ": used only with --gpu and --model (the engine's curve), not with --r");
         if (opt->flags.gpus < 1) throw usage_error("--gpus: required (N >= 1)");
-        print_scaling(out, opt->flags.gpus, opt->r, opt->table, opt->json);
+        print_scaling(out, opt->flags.gpus, opt->r, opt->table, opt->json, opt->csv, opt->plot);
     });
 }};
 }  // namespace

@@ -38,4 +38,23 @@ void print_does_not_fit(std::ostream& out, const fit_advice& advice,
     }
 }
 
+void print_speed_advice(std::ostream& out, const speed_advice& advice,
+                        const std::function<std::string(const training_setup&)>& run_flags, std::size_t shown) {
+    if (!advice.worth_saying()) return;
+    if (advice.dominated())
+        out << "\nThe step is dominated by " << to_string(advice.largest) << ": " << fixed(100 * advice.largest_share, 1)
+            << " % of it.";
+    out << "\nFaster layouts of the same GPUs and global batch (most tokens/s per GPU first; each predicted):\n";
+    int rank = 1;
+    for (std::size_t i = 0; i < advice.options.size() && i < shown; ++i) {
+        const fit_option& o = advice.options[i];
+        const step_report& r = o.report;
+        out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": " << describe(o.setup.layout) << "\n"
+            << "     +" << fixed(100 * o.gain, 1) << " % tokens/s per GPU: " << fixed(r.step_time.value() * 1e3, 1)
+            << " ms per step, " << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU, "
+            << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU\n"
+            << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
+    }
+}
+
 }  // namespace trainperf::cli

@@ -5,6 +5,7 @@
 
 #include <trainperf/fit_advice.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -15,5 +16,11 @@ namespace trainperf::cli {
 // (training_flags::run_text or setup_flags).
 void print_does_not_fit(std::ostream& out, const fit_advice& advice,
                         const std::function<std::string(const training_setup&)>& run_flags);
+
+// For a setup that fits: its largest cost other than compute and, when that cost
+// dominates the step or a change gains enough (speed_advice::worth_saying), the faster
+// layouts (at most `shown`) with their gain and predict command.
+void print_speed_advice(std::ostream& out, const speed_advice& advice,
+                        const std::function<std::string(const training_setup&)>& run_flags, std::size_t shown = 5);
 
 }  // namespace trainperf::cli

@@ -95,4 +95,53 @@ double parse_count(std::string_view flag, std::string_view text) {
     return count;
 }
 
+int parse_whole_number(std::string_view flag, std::string_view text) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+        throw usage_error(std::string(flag) + ": '" + std::string(text) + "' is not a whole number");
+    return v;
+}
+
+std::vector<std::string> parse_value_list(std::string_view flag, std::string_view text, bool whole_numbers,
+                                          std::size_t max_values) {
+    const std::string where = std::string(flag) + (flag.ends_with('=') ? "" : " ") + std::string(text);
+    std::vector<std::string> values;
+    const auto add = [&](std::string v) {
+        if (values.size() == max_values)
+            throw usage_error(where + ": more than " + std::to_string(max_values) + " values");
+        values.push_back(std::move(v));
+    };
+    const auto dots = text.find("..");
+    if (dots != std::string_view::npos) {
+        if (!whole_numbers) throw usage_error(where + ": a range needs whole numbers; list the values");
+        const int first = parse_whole_number(flag, text.substr(0, dots));
+        std::string_view rest = text.substr(dots + 2);
+        char op = '+';
+        int by = 1;
+        if (const auto at = rest.find_first_of("+*"); at != std::string_view::npos) {
+            op = rest[at];
+            by = parse_whole_number(flag, rest.substr(at + 1));
+            rest = rest.substr(0, at);
+        }
+        const int last = parse_whole_number(flag, rest);
+        if (first > last) throw usage_error(where + ": the range's first value exceeds its last");
+        if (op == '+' && by < 1) throw usage_error(where + ": the step must be at least 1");
+        if (op == '*' && (by < 2 || first < 1))
+            throw usage_error(where + ": a factor must be at least 2 and the first value at least 1");
+        for (long long v = first; v <= last; v = op == '+' ? v + by : v * by) add(std::to_string(v));
+        return values;
+    }
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const auto comma = std::min(text.find(',', start), text.size());
+        const std::string_view value = text.substr(start, comma - start);
+        if (value.empty()) throw usage_error(where + ": an empty value");
+        if (whole_numbers) parse_whole_number(flag, value);
+        add(std::string(value));
+        start = comma + 1;
+    }
+    return values;
+}
+
 }  // namespace trainperf::cli

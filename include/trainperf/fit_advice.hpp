@@ -1,38 +1,59 @@
-// What would make a training setup that does not fit in GPU memory fit: each of the
-// usual single changes — full activation recompute, a smaller micro-batch (more
-// accumulation, same global batch), optimizer offload to the host, ZeRO-3 over more
-// data-parallel GPUs — tried with the step engine, keeping those that fit, the one
-// with the most throughput per GPU first.
+// What would make a training setup that does not fit in GPU memory fit, and what
+// would make one that fits faster: the layouts around it, each one change away —
+// recompute mode, micro-batch (more or less accumulation, same global batch), ZeRO
+// stage, optimizer offload, tensor or pipeline parallel size (same GPUs and global
+// batch), sequence parallelism, data-parallel overlap — and the fastest layout of the
+// same GPUs and global batch that the planner (planner.hpp) finds, each predicted by
+// the step engine; for a setup that does not fit also ZeRO-3 over more data-parallel
+// GPUs. Those that fit (advise_fit) or raise tokens/s per GPU (advise_speed) are kept,
+// the most tokens/s per GPU first, the best of each kind of change only.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "enum_names.hpp"
 #include "parallel.hpp"
+#include "planner.hpp"
 #include "step.hpp"
 #include "system.hpp"
 #include "units.hpp"
 
 namespace trainperf {
 
-enum class fit_change { recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus };
+enum class fit_change {
+    recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
+    recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
+    sequence_parallel, dp_overlap, best_layout
+};
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 4> table{
+    static constexpr std::array<enum_name<fit_change>, 13> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
-         {fit_change::zero3_more_gpus, "zero3-more-gpus"}}};
+         {fit_change::zero3_more_gpus, "zero3-more-gpus"},
+         {fit_change::recompute_other, "recompute"},
+         {fit_change::larger_micro_batch, "larger-micro-batch"},
+         {fit_change::zero_stage, "zero-stage"},
+         {fit_change::no_offload, "no-offload"},
+         {fit_change::tensor_parallel, "tensor-parallel"},
+         {fit_change::pipeline_parallel, "pipeline-parallel"},
+         {fit_change::sequence_parallel, "sequence-parallel"},
+         {fit_change::dp_overlap, "dp-overlap"},
+         {fit_change::best_layout, "best-layout"}}};
 };
 
 struct fit_option {
     fit_change change = fit_change::recompute_full;
-    training_setup setup{};   // the setup with this one change
+    training_setup setup{};   // the setup with this change
     step_report report{};     // its prediction; it fits
+    double gain = 0;          // tokens/s per GPU over the setup's, minus 1 (0 when the setup does not fit)
 };
 
 struct fit_advice {
@@ -56,6 +77,105 @@ inline std::optional<step_report> fitting(const training_setup& s) {
     return std::nullopt;
 }
 
+// The layouts one change away that keep the GPUs and the global batch: every other
+// recompute mode, every other micro-batch that divides the samples per replica per
+// step, every other ZeRO stage, offload on or off, tp or pp halved or doubled (dp
+// takes up the GPUs, accumulation the batch), sequence parallelism and data-parallel
+// overlap switched. Some may be invalid (fitting() drops them).
+inline std::vector<std::pair<fit_change, training_setup>> neighbours(const training_setup& s) {
+    std::vector<std::pair<fit_change, training_setup>> out;
+    const parallel_layout& l = s.layout;
+    const auto with = [&](fit_change c, auto change) {
+        training_setup t = s;
+        change(t.layout);
+        out.emplace_back(c, t);
+    };
+    for (recompute_mode r : enum_values<recompute_mode>())
+        if (r != l.recompute)
+            with(r == recompute_mode::full ? fit_change::recompute_full : fit_change::recompute_other,
+                 [r](parallel_layout& p) { p.recompute = r; });
+    const long long per_replica = 1LL * l.micro_batch * l.grad_accum;
+    for (long long b : planner_detail::divisors(per_replica)) {
+        if (b == l.micro_batch || b > (1 << 24) || per_replica / b > (1LL << 30)) continue;
+        with(b < l.micro_batch ? fit_change::smaller_micro_batch : fit_change::larger_micro_batch,
+             [&](parallel_layout& p) {
+                 p.micro_batch = int(b);
+                 p.grad_accum = int(per_replica / b);
+             });
+    }
+    if (l.dp > 1)
+        for (int z = 0; z <= 3; ++z)
+            if (z != l.zero) with(fit_change::zero_stage, [z](parallel_layout& p) { p.zero = z; });
+    if (l.offload == offload_mode::none && !s.cluster.gpu.memory_shared_with_host)
+        with(fit_change::optimizer_offload, [](parallel_layout& p) { p.offload = offload_mode::optimizer; });
+    if (l.offload != offload_mode::none)
+        with(fit_change::no_offload, [](parallel_layout& p) { p.offload = offload_mode::none; });
+    // tp or pp changed, dp taking up the GPUs and accumulation the global batch.
+    const long long global = l.global_batch();
+    const auto resized = [&](fit_change c, int tp, int pp) {
+        if (tp < 1 || pp < 1 || l.gpus() % (tp * pp) != 0) return;
+        const int dp = l.gpus() / (tp * pp);
+        if (global % (1LL * dp * l.micro_batch) != 0) return;
+        const long long accum = global / (1LL * dp * l.micro_batch);
+        if (accum > (1LL << 30)) return;
+        with(c, [&](parallel_layout& p) {
+            p.tp = tp;
+            p.pp = pp;
+            p.dp = dp;
+            p.grad_accum = int(accum);
+            if (pp == 1) p.interleave = 1;
+            if (tp == 1) p.sp = false;
+            if (dp == 1) p.zero = 0;
+        });
+    };
+    if (l.tp % 2 == 0) resized(fit_change::tensor_parallel, l.tp / 2, l.pp);
+    resized(fit_change::tensor_parallel, l.tp * 2, l.pp);
+    if (l.pp % 2 == 0) resized(fit_change::pipeline_parallel, l.tp, l.pp / 2);
+    resized(fit_change::pipeline_parallel, l.tp, l.pp * 2);
+    if (l.tp > 1) with(fit_change::sequence_parallel, [](parallel_layout& p) { p.sp = !p.sp; });
+    if (l.dp > 1)
+        for (dp_overlap_mode o : {dp_overlap_mode::on, dp_overlap_mode::off})
+            if (o != l.dp_overlap) with(fit_change::dp_overlap, [o](parallel_layout& p) { p.dp_overlap = o; });
+    return out;
+}
+
+// The fastest layout of the setup's GPUs and global batch that fits (offload tried
+// too), when there is one.
+inline std::optional<training_setup> best_layout(const training_setup& s) {
+    plan_request r;
+    r.base = s;
+    r.gpus = s.layout.gpus();
+    r.global_batch = s.layout.global_batch();
+    r.allow_offload = !s.cluster.gpu.memory_shared_with_host;
+    const plan_result found = plan(r, 1);
+    if (found.best.empty()) return std::nullopt;
+    training_setup t = s;
+    t.layout = found.best.front().layout;
+    return t;
+}
+
+constexpr bool same_layout(const parallel_layout& a, const parallel_layout& b) {
+    return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.interleave == b.interleave && a.sp == b.sp &&
+           a.zero == b.zero && a.offload == b.offload && a.micro_batch == b.micro_batch &&
+           a.grad_accum == b.grad_accum && a.recompute == b.recompute && a.dp_overlap == b.dp_overlap;
+}
+
+// Keeps the best option of each kind, the most tokens/s per GPU first, and a layout
+// once (the planner's may be one already listed).
+inline void best_of_each_kind(std::vector<fit_option>& options) {
+    std::stable_sort(options.begin(), options.end(), [](const fit_option& x, const fit_option& y) {
+        return x.report.tokens_per_second_per_gpu() > y.report.tokens_per_second_per_gpu();
+    });
+    std::vector<fit_option> kept;
+    for (const fit_option& o : options)
+        if (std::none_of(kept.begin(), kept.end(), [&](const fit_option& k) {
+                return k.change == o.change || (same_layout(k.setup.layout, o.setup.layout) &&
+                                                k.setup.cluster.gpus_per_node == o.setup.cluster.gpus_per_node);
+            }))
+            kept.push_back(o);
+    options = std::move(kept);
+}
+
 }  // namespace fit_advice_detail
 
 // Data-parallel replicas tried for ZeRO-3 at most: up to 2^16 GPUs.
@@ -71,31 +191,10 @@ inline fit_advice advise_fit(const training_setup& s) {
         if (auto r = fd::fitting(t)) a.options.push_back({change, t, *r});
     };
 
-    if (l.recompute != recompute_mode::full) {
-        training_setup t = s;
-        t.layout.recompute = recompute_mode::full;
-        add(fit_change::recompute_full, t);
-    }
-
-    // The largest smaller micro-batch that keeps the global batch (it divides the
-    // samples per replica per step) and fits.
-    const long long per_replica = 1LL * l.micro_batch * l.grad_accum;
-    for (int b = l.micro_batch - 1; b >= 1; --b) {
-        if (per_replica % b != 0 || per_replica / b > (1LL << 30)) continue;
-        training_setup t = s;
-        t.layout.micro_batch = b;
-        t.layout.grad_accum = int(per_replica / b);
-        if (auto r = fd::fitting(t)) {
-            a.options.push_back({fit_change::smaller_micro_batch, t, *r});
-            break;
-        }
-    }
-
-    if (l.offload == offload_mode::none && !s.cluster.gpu.memory_shared_with_host) {
-        training_setup t = s;
-        t.layout.offload = offload_mode::optimizer;
-        add(fit_change::optimizer_offload, t);
-    }
+    // Every layout one change away that fits, and the planner's fastest of the same
+    // GPUs and global batch.
+    for (const auto& [change, t] : fd::neighbours(s)) add(change, t);
+    if (auto t = fd::best_layout(s)) add(fit_change::best_layout, *t);
 
     // ZeRO-3 shards weights, gradients and optimizer state over dp, so memory only
     // falls as replicas are added: the fewest replicas that fit, found by bisection
@@ -118,9 +217,56 @@ inline fit_advice advise_fit(const training_setup& s) {
                                             [&](int dp) { return !fd::fitting(with_replicas(dp)).has_value(); });
     if (first != replicas.end()) add(fit_change::zero3_more_gpus, with_replicas(*first));
 
-    std::stable_sort(a.options.begin(), a.options.end(), [](const fit_option& x, const fit_option& y) {
-        return x.report.tokens_per_second_per_gpu() > y.report.tokens_per_second_per_gpu();
-    });
+    fd::best_of_each_kind(a.options);
+    return a;
+}
+
+// ASSUMPTION: a step is dominated by a cost other than its compute when that cost
+// takes at least a quarter of it; below that, the compute is what the step is.
+inline constexpr double dominant_cost_share = 0.25;
+
+// ASSUMPTION: a faster layout is worth pointing out, even in a step its compute
+// dominates, when it gives at least 10 % more tokens/s per GPU.
+inline constexpr double worthwhile_gain = 0.10;
+
+struct speed_advice {
+    step_report report{};                          // the setup's own step
+    bottleneck_kind largest = bottleneck_kind::compute;  // its largest cost other than compute
+    double largest_share = 0;                      // that cost's share of the step
+    std::vector<fit_option> options;               // each fits and has more tokens/s per GPU; best first
+
+    constexpr bool dominated() const { return largest_share >= dominant_cost_share; }
+    // Dominated by a cost, or a change that gains worthwhile_gain or more.
+    bool worth_saying() const {
+        return !options.empty() && (dominated() || options.front().gain >= worthwhile_gain);
+    }
+};
+
+// What would make a setup that fits faster: the layouts one change away and the
+// planner's fastest of the same GPUs and global batch, those that fit with more
+// tokens/s per GPU, each with its gain. A setup that does not fit: advise_fit.
+inline speed_advice advise_speed(const training_setup& s) {
+    namespace fd = fit_advice_detail;
+    speed_advice a;
+    a.report = predict(s);
+    require(a.report.fits, "layout", "does not fit", "in memory: what would make it fit is advise_fit's");
+    const step_report& r = a.report;
+    const std::array<std::pair<bottleneck_kind, seconds>, 4> costs{{{bottleneck_kind::communication, r.time.communication},
+                                                                    {bottleneck_kind::optimizer, r.time.optimizer},
+                                                                    {bottleneck_kind::bubble, r.time.bubble},
+                                                                    {bottleneck_kind::data, r.time.data}}};
+    const auto largest = std::max_element(costs.begin(), costs.end(),
+                                          [](const auto& x, const auto& y) { return x.second < y.second; });
+    a.largest = largest->first;
+    a.largest_share = r.fraction(largest->second);
+    const double base = r.tokens_per_second_per_gpu();
+    const auto add = [&](fit_change change, const training_setup& t) {
+        if (auto p = fd::fitting(t); p && p->tokens_per_second_per_gpu() > base)
+            a.options.push_back({change, t, *p, p->tokens_per_second_per_gpu() / base - 1});
+    };
+    for (const auto& [change, t] : fd::neighbours(s)) add(change, t);
+    if (auto t = fd::best_layout(s)) add(fit_change::best_layout, *t);  // kept only when faster
+    fd::best_of_each_kind(a.options);
     return a;
 }
 

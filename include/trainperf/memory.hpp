@@ -91,6 +91,21 @@ constexpr std::array<named_bytes, 11> components(const memory_breakdown& m) {
              {"fragmentation", m.fragmentation}}};
 }
 
+// The components as they stand at the peak: those not live in the phase that peaks
+// are zero (activations, logits and backward temporaries at the optimizer step; the
+// optimizer's temporaries during forward-backward). They add up to total().
+constexpr std::array<named_bytes, 11> components_at_peak(const memory_breakdown& m) {
+    memory_breakdown at = m;
+    if (m.peak_phase() == memory_phase::forward_backward) {
+        at.optimizer_temporaries = bytes_of(0);
+    } else {
+        at.activations = bytes_of(0);
+        at.logits = bytes_of(0);
+        at.temporaries = bytes_of(0);
+    }
+    return components(at);
+}
+
 // ---- Static state for a bare parameter count -----------------------------------
 // Bytes per parameter: weights + gradients + master + optimizer state, e.g. fp32 +
 // AdamW: 4 + 4 + 8 = 16 B; bf16 mixed + AdamW: 2 + 2 + 4 + 8 = 16 B as well (only

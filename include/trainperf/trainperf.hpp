@@ -35,3 +35,5 @@
 #include "validation.hpp"
 #include "planner.hpp"
 #include "training_run.hpp"
+#include "training_plan.hpp"
+#include "report_table.hpp"

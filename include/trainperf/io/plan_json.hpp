@@ -3,11 +3,14 @@
 // layout's fields and its predicted step.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "../planner.hpp"
+#include "../training_plan.hpp"
 #include "report_json.hpp"
 
 namespace trainperf {
@@ -37,6 +40,40 @@ inline nlohmann::json to_json(const plan_request& request, const plan_result& re
             {"fitting", result.fitting},
             {"wall_seconds", result.wall.value()},
             {"best", best}};
+}
+
+// An end-to-end plan: the request, every GPU count tried with its fastest layout and
+// whole run (train_* keys, report_json.hpp), and which counts are the cheapest and
+// the fastest that meet the deadline (their gpus, or null).
+inline nlohmann::json to_json(const training_plan_request& request, const training_plan& plan) {
+    nlohmann::json counts = nlohmann::json::array();
+    for (const gpu_count_plan& c : plan.counts) {
+        nlohmann::json j{{"gpus", c.gpus}, {"evaluated", c.evaluated}, {"fits", c.best.has_value()}};
+        if (c.best) {
+            j["best"] = to_json(*c.best);
+            j.update(to_json(*c.run));
+            j["train_days"] = c.run->time.value() / 86400.0;
+            j["meets_deadline"] = c.meets_deadline;
+        }
+        counts.push_back(std::move(j));
+    }
+    const auto gpus_at = [&](const std::optional<std::size_t>& i) -> nlohmann::json {
+        return i ? nlohmann::json(plan.counts[*i].gpus) : nlohmann::json(nullptr);
+    };
+    const training_setup& s = request.layouts.base;
+    return {{"gpu", std::string(s.cluster.gpu.name)},
+            {"model", std::string(s.model.name)},
+            {"global_batch", request.layouts.global_batch},
+            {"train_tokens", request.train_tokens},
+            {"deadline_days", request.deadline_days},
+            {"price_per_gpu_hour", request.price_per_gpu_hour},
+            {"gpus_per_node", request.gpus_per_node},
+            {"max_gpus", request.max_gpus},
+            {"energy_note", "GPU board power (TDP) for the whole run: an upper bound for the GPUs alone"},
+            {"counts", counts},
+            {"cheapest_gpus", gpus_at(plan.cheapest)},
+            {"fastest_gpus", gpus_at(plan.fastest)},
+            {"wall_seconds", plan.wall.value()}};
 }
 
 }  // namespace trainperf
