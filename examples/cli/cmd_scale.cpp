@@ -100,7 +100,8 @@ const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
     sub->add_flag("--table", opt->table, "also print the curve for 1..N GPUs");
     sub->add_flag("--json", opt->json, "print one JSON object");
     sub->callback([opt, r, &out] {
-        if (!opt->flags.model.name.empty() || !opt->flags.gpu.empty()) return print_engine_scaling(out, *opt, r);
+        const bool engine = opt->flags.model.given() || !opt->flags.gpu.empty() || !opt->flags.gpu_file.empty();
+        if (engine) return print_engine_scaling(out, *opt, r);
         if (r->count() == 0) throw usage_error("--r: required unless --gpu and --model are given");
         if (opt->flags.gpus < 1) throw usage_error("--gpus: required (N >= 1)");
         print_scaling(out, opt->flags.gpus, opt->r, opt->table, opt->json);
