@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,8 +123,8 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
 }
 
 TEST_CASE("the program and every subcommand take --version", "[cli]") {
-    for (const char* sub : {"", "gpus", "models", "flops", "memory", "predict", "sweep", "fit", "plan", "scale", "comm",
-                            "pipeline", "calibrate"}) {
+    for (const char* sub : {"", "gpus", "models", "frameworks", "flops", "memory", "predict", "sweep", "fit", "plan",
+                            "scale", "comm", "pipeline", "calibrate"}) {
         const auto r = run_cli(std::string(sub) + " --version");
         INFO(sub << ": exit " << r.exit_code << ", stderr: " << r.err);
         CHECK(r.exit_code == 0);
@@ -682,4 +683,210 @@ TEST_CASE("predict: a step dominated by one cost says what would make it faster,
     REQUIRE(text.exit_code == 0);
     CHECK(text.out.find("dominated by communication") != std::string::npos);
     CHECK(text.out.find("% tokens/s per GPU") != std::string::npos);
+}
+
+
+// ---------------------------------------------------------------------------------
+// Description files: --gpu-file, --model-file, --framework-file, --system-file.
+
+namespace {
+
+// A scratch folder of this process (ctest runs test cases in parallel).
+std::filesystem::path scratch(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / ("trainperf_test_cli_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    return dir / name;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+    const auto path = scratch(name);
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+}
+
+std::string cli_output(const std::string& args) {
+    const auto r = run_cli(args);
+    INFO(args << "\n" << r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("gpus/models/frameworks --json NAME print the file format: read back, identical predictions", "[cli]") {
+    const auto gpus = run_json("gpus --json")["gpus"];
+    REQUIRE(gpus.size() >= 10);
+    for (const auto& g : gpus) {
+        const std::string name = g["name"];
+        INFO(name);
+        const std::string printed = cli_output("gpus --json " + name);
+        CHECK(nlohmann::json::parse(printed) == g);
+        const std::string file = write_file(name + ".json", printed);
+        const std::string run = " --model gpt2-medium --batch 2 --zero 1 --recompute full --precision fp16 --json";
+        CHECK(run_json("memory --gpu-file " + file + run) == run_json("memory --gpu " + name + run));
+    }
+    for (const char* gpu : {"a100-sxm-80gb", "rtx-3090"}) {
+        const std::string file = write_file(std::string(gpu) + ".json", cli_output(std::string("gpus --json ") + gpu));
+        const std::string run = " --model llama2-7b --gpus 4 --zero 3 --recompute full --seq 2048 --json";
+        CHECK(run_json("predict --gpu-file " + file + run)["step_time_seconds"] ==
+              run_json(std::string("predict --gpu ") + gpu + run)["step_time_seconds"]);
+    }
+    for (const auto& m : run_json("models --json")["models"]) {
+        const std::string name = m["name"];
+        INFO(name);
+        const std::string file = write_file(name + ".model.json", cli_output("models --json " + name));
+        CHECK(run_json("flops --model-file " + file + " --seq 512 --json") ==
+              run_json("flops --model " + name + " --seq 512 --json"));
+    }
+    const std::string model = write_file("llama3-8b.model.json", cli_output("models --json llama3-8b"));
+    const std::string run = " --gpu h100-sxm --gpus 8 --zero 3 --recompute full --seq 4096 --json";
+    CHECK(run_json("predict --model-file " + model + run)["step_time_seconds"] ==
+          run_json("predict --model llama3-8b" + run)["step_time_seconds"]);
+    for (const char* fw : {"pytorch-eager", "megatron", "deepspeed"}) {
+        const std::string file =
+            write_file(std::string(fw) + ".fw.json", cli_output(std::string("frameworks --json ") + fw));
+        const std::string args = " --gpu a100-sxm-80gb --model gpt2-medium --gpus 8 --batch 4 --json";
+        // The same report; the printed commands name the file instead of the profile.
+        const auto without_commands = [](nlohmann::json j) {
+            for (const char* list : {"ways_to_speed_up", "ways_to_fit"})
+                if (j.contains(list))
+                    for (auto& option : j[list]) option.erase("predict_command");
+            return j;
+        };
+        CHECK(without_commands(run_json("predict --framework-file " + file + args)) ==
+              without_commands(run_json(std::string("predict --framework ") + fw + args)));
+    }
+    std::filesystem::remove_all(scratch("").parent_path());
+}
+
+TEST_CASE("every command that takes a GPU, model, framework or system takes its file", "[cli]") {
+    const std::string gpu = write_file("h100.json", cli_output("gpus --json h100-sxm"));
+    const std::string model = write_file("gpt2m.json", cli_output("models --json gpt2-medium"));
+    const std::string fw = write_file("meg.json", cli_output("frameworks --json megatron"));
+    const std::string system =
+        write_file("sys.json", R"({"schema": "trainperf.system.v1", "name": "two-dgx", "gpus_per_node": 8,
+        "intra_node_link": "nvlink", "inter_node_link": {"kind": "infiniband",
+        "per_direction_bytes_per_second": 50e9, "latency_seconds": 1e-5, "efficiency": 0.9},
+        "adapters_per_node": 0, "sockets_per_node": 1})");
+    const std::string by_file = "--gpu-file " + gpu + " --model-file " + model + " --framework-file " + fw +
+                                " --system-file " + system + " --gpus 16";
+    const std::string by_name = "--gpu h100-sxm --model gpt2-medium --framework megatron --gpus-per-node 8 "
+                                "--inter-node-bandwidth 50GB/s --gpus 16";
+    // The file's latency is 1e-5 s; the flags' default is 10 x 1e-6 s, one bit apart.
+    const auto a = run_json("predict " + by_file + " --json");
+    const auto b = run_json("predict " + by_name + " --json");
+    CHECK(a["step_time_seconds"].get<double>() == Approx(b["step_time_seconds"].get<double>()).epsilon(1e-12));
+    CHECK(a["memory_breakdown"] == b["memory_breakdown"]);
+    CHECK(a["intra_node_link"] == b["intra_node_link"]);
+    CHECK(run_json("memory " + by_file + " --json") == run_json("memory " + by_name + " --json"));
+    CHECK(run_json("fit " + by_file + " --json") == run_json("fit " + by_name + " --json"));
+    CHECK(run_json("plan " + by_file + " --global-batch 64 --top 3 --json")["best"].size() ==
+          run_json("plan " + by_name + " --global-batch 64 --top 3 --json")["best"].size());
+    CHECK(run_json("scale " + by_file + " --json")["r"].get<double>() ==
+          Approx(run_json("scale " + by_name + " --json")["r"].get<double>()).epsilon(1e-9));
+    CHECK(run_json("flops --model-file " + model + " --json") == run_json("flops --model gpt2-medium --json"));
+    CHECK(run_json("comm --gpu-file " + gpu + " --system-file " + system + " --bytes 1GB --gpus 16 --json")
+              ["time_seconds"].get<double>() ==
+          Approx(run_json("comm --gpu h100-sxm --gpus-per-node 8 --inter-node-bandwidth 50GB/s --bytes 1GB "
+                          "--gpus 16 --json")["time_seconds"].get<double>())
+              .epsilon(1e-9));
+    CHECK(run_json("pipeline --gpu-file " + gpu + " --batch-bytes 1GB --compute-ms 100 --json") ==
+          run_json("pipeline --gpu h100-sxm --batch-bytes 1GB --compute-ms 100 --json"));
+    // plan's predict commands carry the files and run as printed.
+    const auto plan = run_json("plan " + by_file + " --global-batch 64 --top 1 --json");
+    const std::string command = plan["best"][0]["predict_command"];
+    CHECK(command.find("--gpu-file") != std::string::npos);
+    CHECK(command.find("--system-file") != std::string::npos);
+    CHECK(run_json(command.substr(std::string("trainperf ").size()) + " --json")["step_time_seconds"] ==
+          plan["best"][0]["step_time_seconds"]);
+    std::filesystem::remove_all(scratch("").parent_path());
+}
+
+TEST_CASE("bad description files and conflicting flags: one line on stderr, exit code 2", "[cli]") {
+    const nlohmann::json gpu = nlohmann::json::parse(cli_output("gpus --json rtx-3090"));
+    const auto variant = [&](const std::string& name, auto change) {
+        nlohmann::json j = gpu;
+        change(j);
+        return write_file(name, j.dump());
+    };
+    const std::string missing = variant("missing.json", [](auto& j) { j.erase("memory_bytes"); });
+    const std::string wrong_type = variant("type.json", [](auto& j) { j["sm_count"] = "82"; });
+    const std::string negative = variant("neg.json", [](auto& j) { j["memory_bandwidth_bytes_per_second"] = -936e9; });
+    const std::string absurd = variant("absurd.json", [](auto& j) { j["boost_clock_hertz"] = 1.695e15; });
+    const std::string unknown = variant("unknown.json", [](auto& j) { j["memory_gb"] = 24; });
+    const std::string not_json = write_file("not.json", "rtx-3090: 24 GB\n");
+    const std::string deep = write_file("deep.json", std::string(100000, '{'));
+    const std::string big = scratch("big.json").string();
+    {
+        std::ofstream out(big, std::ios::binary);
+        out << "{\"name\": \"";
+        const std::string chunk(1 << 20, 'x');
+        for (int i = 0; i < 50; ++i) out << chunk;
+        out << "\"}";
+    }
+    const std::string model = write_file("m.json", cli_output("models --json gpt2"));
+    const std::string fw = write_file("f.json", cli_output("frameworks --json megatron"));
+    const std::vector<std::string> cases = {
+        "predict --model gpt2 --gpu-file " + missing,
+        "predict --model gpt2 --gpu-file " + wrong_type,
+        "memory --params 1B --gpu-file " + negative,
+        "fit --model gpt2 --gpu-file " + absurd,
+        "plan --model gpt2 --global-batch 8 --gpus 2 --gpu-file " + unknown,
+        "predict --model gpt2 --gpu-file " + not_json,
+        "predict --model gpt2 --gpu-file " + deep,
+        "predict --model gpt2 --gpu-file " + big,
+        "predict --gpu h100-sxm --model-file " + big,
+        "predict --gpu h100-sxm --model gpt2 --framework-file " + deep,
+        "predict --gpu h100-sxm --model gpt2 --system-file " + not_json,
+        "comm --bytes 1GB --gpus 8 --system-file " + missing,
+        "pipeline --batch-bytes 1GB --compute-ms 10 --gpu-file " + missing,
+        "flops --model-file " + fw,
+        "predict --gpu h100-sxm --model-file /no/such/file.json",
+        "predict --gpu h100-sxm --gpu-file " + missing + " --model gpt2",
+        "predict --gpu h100-sxm --model gpt2 --model-file " + model,
+        "predict --gpu h100-sxm --model-file " + model + " --layers 4",
+        "predict --gpu h100-sxm --model gpt2 --framework megatron --framework-file " + fw,
+        "predict --gpu h100-sxm --model gpt2 --system-file " + missing + " --link pcie",
+        "predict --model gpt2",
+        "predict --gpu h100-sxm",
+        "gpus --json nope",
+        "frameworks --json tensorflow",
+        "predict --gpu t4 --model gpt2",  // T4 has no bf16 (the default precision)
+    };
+    for (const std::string& args : cases) {
+        const auto r = run_cli(args);
+        INFO(args << " -> exit " << r.exit_code << ", stderr: " << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.rfind("trainperf: ", 0) == 0);
+    }
+    // The message names the file and the field.
+    CHECK(run_cli("predict --model gpt2 --gpu-file " + missing).err ==
+          "trainperf: " + missing + ": memory_bytes = (missing): required\n");
+    std::filesystem::remove_all(scratch("").parent_path());
+}
+
+TEST_CASE("docs/extending.md's worked example runs as written: an RTX 4090 and TinyLlama without C++", "[cli]") {
+    // The repository root, from tests/data.
+    const auto root = std::filesystem::path(TRAINPERF_TEST_DATA_DIR).parent_path().parent_path();
+    std::ifstream doc(root / "docs" / "extending.md");
+    REQUIRE(doc.good());
+    std::vector<std::string> commands;
+    for (std::string line; std::getline(doc, line);)
+        if (line.rfind("trainperf ", 0) == 0 && line.find("examples/descriptions/") != std::string::npos)
+            commands.push_back(line.substr(std::string("trainperf ").size()));
+    REQUIRE(commands.size() >= 2);
+    for (std::string args : commands) {
+        // The doc's paths are relative to the repository root.
+        for (std::size_t p = 0; (p = args.find("examples/descriptions/", p)) != std::string::npos;) {
+            args.insert(p, root.string() + "/");
+            p += root.string().size() + 1 + std::string("examples/descriptions/").size();
+        }
+        const auto r = run_cli(args);
+        INFO(args << "\n" << r.err);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("TinyLlama-1.1B") != std::string::npos);
+        CHECK(r.out.find("rtx-4090") != std::string::npos);
+    }
 }

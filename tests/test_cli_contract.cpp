@@ -102,6 +102,7 @@ std::map<std::string, invocation> base_invocations(const std::string& measuremen
     return {
         {"gpus", {}},
         {"models", {}},
+        {"frameworks", {}},
         {"flops", {{"--model", "gpt2"}}},
         {"memory", {{"--gpu", "h100-sxm"}, {"--model", "gpt2"}}},
         {"predict", {{"--gpu", "h100-sxm"}, {"--model", "gpt2"}}},

@@ -1,4 +1,5 @@
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/system.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -12,7 +13,9 @@ using namespace trainperf;
 static_assert(hardware<h100_sxm> && hardware<h100_pcie> && hardware<h200_sxm> &&
               hardware<a100_sxm_80gb> && hardware<a100_sxm_40gb> && hardware<v100_sxm2_32gb> &&
               hardware<rtx_3090_ti> && hardware<rtx_3090> && hardware<jetson_orin_nx_16gb> &&
-              hardware<b200>);
+              hardware<b200> && hardware<rtx_4090> && hardware<rtx_a6000> && hardware<l40s> &&
+              hardware<l4> && hardware<a10> && hardware<t4> && hardware<gh200> && hardware<h20> &&
+              hardware<mi300x>);
 static_assert(!hardware<int> && !hardware<gpu_spec>);
 static_assert(h100_sxm::spec.sm_count == 132);
 static_assert(lookup_gpu("H100-SXM").sm_count == 132);               // lookup in constexpr
@@ -113,6 +116,20 @@ TEST_CASE("every GPU matches its datasheet", "[hardware][catalog]") {
         {"jetson-orin-nx-16gb", 8, 1.88, 7.52, 15.04, 15.04, 0, 16, 102.4, 0, 51.2, 25},
         // B200: FP32 not in the table (derived 74.4 in the catalog).
         {"b200", 148, 74.4, 1100, 2250, 2250, 4500, 180, 8000, 1800, 63, 1000},
+        // GH200: the H100 SXM5's rates; NVLink-C2C 900 GB/s total to the Grace CPU.
+        {"gh200", 132, 67, 494.7, 989.4, 989.4, 1979, 96, 4000, 900, 450, 1000},
+        {"h20", 78, 44, 74, 148, 148, 296, 96, 4000, 900, 63, 400},
+        // GeForce: fp32-accumulate rates (half the fp16-accumulate ones), no NVLink: PCIe
+        // Gen4 staged through host memory (half of 31.5 each way).
+        {"rtx-4090", 128, 82.6, 82.6, 165.2, 165.2, 330.3, 24, 1008, 31.5, 31.5, 450},
+        // PCIe boards without NVLink: peer-to-peer over PCIe (Gen4: 63 GB/s total).
+        {"l40s", 142, 91.6, 183, 362.05, 362.05, 733, 48, 864, 63, 31.5, 350},
+        {"l4", 58, 30.3, 60, 121, 121, 242.5, 24, 300, 63, 31.5, 72},
+        {"rtx-a6000", 84, 38.7, 77.4, 154.8, 154.8, 0, 48, 768, 112.5, 31.5, 300},
+        {"a10", 72, 31.2, 62.5, 125, 125, 0, 24, 600, 63, 31.5, 150},
+        {"t4", 40, 8.1, 0, 65, 0, 0, 16, 320, 31.5, 15.75, 70},
+        // MI300X: 7 Infinity Fabric links × 128 GB/s = 896 GB/s aggregate.
+        {"mi300x", 304, 81.7, 653.7, 1307.4, 1307.4, 2614.9, 192, 5300, 896, 63, 750},
     };
     REQUIRE(std::size(rows) == gpu_catalog.size());
     const auto rate = [](const gpu_spec& g, dtype t) {
@@ -179,6 +196,38 @@ TEST_CASE("bf16 on V100 is an error that names the dtype", "[hardware][catalog]"
     CHECK_THROWS_WITH(v100_sxm2_32gb::spec.peak_for(dtype::bf16), Catch::Contains("bf16"));
     CHECK_THROWS_WITH(v100_sxm2_32gb::spec.peak_for(dtype::tf32), Catch::Contains("tf32"));
     CHECK_THROWS_AS(lookup_gpu("v100-sxm2-32gb").peak_for(dtype::fp8), trainperf::invalid_argument);
+}
+
+TEST_CASE("workstation and consumer boards carry their real interconnect", "[hardware][catalog]") {
+    // No NVLink on the L40S, L4, A10, T4: cards meet over PCIe peer to peer.
+    for (const gpu_spec* g : {&l40s::spec, &l4::spec, &a10::spec, &t4::spec}) {
+        INFO(g->name);
+        CHECK(g->gpu_link.kind == link_kind::pcie);
+        CHECK(g->gpu_link.per_direction == g->host_link.per_direction);
+        CHECK(g->host_link.kind == link_kind::pcie);
+        CHECK(g->pcie_peer_to_peer);
+    }
+    // None on the 4090 either, and GeForce has no PCIe peer-to-peer: staged through host.
+    CHECK(rtx_4090::spec.gpu_link.kind == link_kind::pcie_no_p2p);
+    CHECK_FALSE(rtx_4090::spec.pcie_peer_to_peer);
+    CHECK(resolve_link(rtx_4090::spec, link_kind::pcie).per_direction == rtx_4090::spec.gpu_link.per_direction);
+    CHECK(l40s::spec.pcie_peer_to_peer);
+    CHECK(rtx_a6000::spec.pcie_peer_to_peer);
+    CHECK(rtx_a6000::spec.gpu_link.kind == link_kind::nvlink_bridge);
+    // PCIe generations: T4 Gen3, Ada and Ampere boards Gen4, Hopper and MI300X Gen5.
+    CHECK(t4::spec.host_link.per_direction.value() == Approx(links::pcie3_x16_gb_per_s * 1e9));
+    CHECK(rtx_4090::spec.host_link.per_direction.value() == Approx(links::pcie4_x16_gb_per_s * 1e9));
+    CHECK(mi300x::spec.host_link.per_direction.value() == Approx(links::pcie5_x16_gb_per_s * 1e9));
+    CHECK(mi300x::spec.gpu_link.kind == link_kind::infinity_fabric);
+    CHECK(gh200::spec.host_link.kind == link_kind::nvlink);
+    CHECK(t4::spec.architecture == gpu_architecture::turing);
+    CHECK(mi300x::spec.architecture == gpu_architecture::cdna3);
+}
+
+TEST_CASE("bf16 on T4 is an error that names the dtype", "[hardware][catalog]") {
+    CHECK_FALSE(t4::spec.supports(dtype::bf16));
+    CHECK_THROWS_WITH(t4::spec.peak_for(dtype::bf16), Catch::Contains("dtype = bf16: not supported"));
+    CHECK(t4::spec.supports(dtype::fp16));
 }
 
 TEST_CASE("lookup by name", "[hardware][catalog]") {

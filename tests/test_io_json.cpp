@@ -2,7 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <string>
+#include <tuple>
 
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/io/json.hpp>
@@ -205,4 +207,419 @@ TEST_CASE("dataset_files lists <dir>/<gpu>/*.json sorted, and nothing for a miss
     CHECK(schema_of(files[0]).empty());
     CHECK(dataset_files(dir / "missing").empty());
     std::filesystem::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------
+// Description files: GPU, system, model, framework (io/*_json.hpp).
+
+#include <trainperf/io/framework_json.hpp>
+#include <trainperf/io/gpu_json.hpp>
+#include <trainperf/io/model_file.hpp>
+#include <trainperf/io/system_json.hpp>
+#include <trainperf/models/catalog.hpp>
+#include <trainperf/flops.hpp>
+#include <trainperf/optimizer.hpp>
+#include <trainperf/step.hpp>
+
+namespace {
+
+// The step of one fixed layout of `m` on 8 GPUs of `g` (1 for a GPU without a link):
+// what "identical predictions" compares.
+step_report step_of(const gpu_spec& g, const transformer_config& m, const framework_profile& fw) {
+    const int gpus = g.gpu_link.kind == link_kind::none ? 1 : 8;
+    training_setup s;
+    s.cluster = standard_cluster(g, gpus);
+    s.model = m;
+    s.precision = recipe(g.supports(dtype::bf16) ? precision_kind::bf16 : precision_kind::fp16);
+    s.framework = fw;
+    s.seq = std::min(m.max_seq > 0 ? m.max_seq : 2048, 2048);
+    s.layout = {.dp = gpus, .zero = 3, .micro_batch = 1, .recompute = recompute_mode::full};
+    return predict(s);
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+// The message of the std::invalid_argument `f` throws ("" if it throws none).
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("every catalog GPU round-trips through its description file, with identical predictions", "[descriptions]") {
+    for (const gpu_spec& g : gpu_catalog) {
+        INFO(g.name);
+        const auto path = temp_file(std::string(g.name) + ".gpu.json");
+        io::save_gpu_file(path, g);
+        const gpu_spec back = io::load_gpu_file(path);
+        CHECK(back.name == g.name);
+        CHECK(back.full_name == g.full_name);
+        CHECK(back.architecture == g.architecture);
+        CHECK(back.sm_count == g.sm_count);
+        CHECK(back.boost_clock == g.boost_clock);
+        CHECK(back.l2_cache == g.l2_cache);
+        CHECK(back.memory_capacity == g.memory_capacity);
+        CHECK(back.memory_reported == g.memory_reported);
+        CHECK(back.memory_bandwidth == g.memory_bandwidth);
+        for (dtype t : all_dtypes) {
+            REQUIRE(back.supports(t) == g.supports(t));
+            if (g.supports(t)) CHECK(back.peak_for(t) == g.peak_for(t));
+        }
+        for (auto [a, b] : {std::pair{back.gpu_link, g.gpu_link}, std::pair{back.host_link, g.host_link}}) {
+            CHECK(a.kind == b.kind);
+            CHECK(a.per_direction == b.per_direction);
+            CHECK(a.latency == b.latency);
+            CHECK(a.efficiency == b.efficiency);
+        }
+        CHECK(back.tdp_watts == g.tdp_watts);
+        CHECK(back.memory_shared_with_host == g.memory_shared_with_host);
+        CHECK(back.pcie_peer_to_peer == g.pcie_peer_to_peer);
+        CHECK(io::gpu_to_json(back) == io::gpu_to_json(g));
+        const auto a = step_of(g, gpt2_medium::config, megatron_profile);
+        const auto b = step_of(back, gpt2_medium::config, megatron_profile);
+        CHECK(a.step_time == b.step_time);
+        CHECK(a.memory.total() == b.memory.total());
+    }
+}
+
+TEST_CASE("every catalog model and framework round-trips through its description file", "[descriptions]") {
+    for (const transformer_config& m : model_catalog) {
+        INFO(m.name);
+        const auto path = temp_file(std::string(m.name) + ".model.json");
+        io::save_model_file(path, m);
+        const transformer_config back = io::load_model_file(path);
+        CHECK(io::model_to_json(back) == io::model_to_json(m));
+        CHECK(back.name == m.name);
+        CHECK(back.kv_heads == m.kv_heads);
+        CHECK(back.qkv_biases == m.qkv_biases);
+        CHECK(back.dropout == m.dropout);
+        CHECK(parameter_count(back) == parameter_count(m));
+    }
+    const auto a = step_of(h100_sxm::spec, llama2_7b::config, megatron_profile);
+    const auto path = temp_file("llama2-7b.model.json");
+    io::save_model_file(path, llama2_7b::config);
+    CHECK(step_of(h100_sxm::spec, io::load_model_file(path), megatron_profile).step_time == a.step_time);
+
+    for (const framework_profile& f : framework_profiles) {
+        INFO(f.name);
+        const auto fpath = temp_file(std::string(f.name) + ".framework.json");
+        io::save_framework_file(fpath, f);
+        const framework_profile back = io::load_framework_file(fpath);
+        CHECK(io::framework_to_json(back) == io::framework_to_json(f));
+        CHECK(back.per_step_overhead == f.per_step_overhead);
+        CHECK(back.memory.workspace == f.memory.workspace);
+        CHECK(back.memory.gradient_buckets == f.memory.gradient_buckets);
+        const auto x = step_of(a100_sxm_80gb::spec, gpt2_medium::config, f);
+        const auto y = step_of(a100_sxm_80gb::spec, gpt2_medium::config, back);
+        CHECK(x.step_time == y.step_time);
+        CHECK(x.memory.total() == y.memory.total());
+    }
+}
+
+TEST_CASE("a system file builds the cluster the same flags build", "[descriptions]") {
+    // Two nodes of 8 H100 on NVLink, 4 NDR adapters per node, written out.
+    const system_description d{.name = "dgx-h100-half-rails",
+                               .gpus_per_node = 8,
+                               .intra_node_kind = link_kind::nvlink,
+                               .inter_node = infiniband_adapter(400),
+                               .adapters_per_node = 4,
+                               .sockets_per_node = 1};
+    const auto path = temp_file("dgx.system.json");
+    io::save_system_file(path, d);
+    const system_description back = io::load_system_file(path);
+    CHECK(io::system_to_json(back) == io::system_to_json(d));
+    const cluster_spec from_file = build_cluster(h100_sxm::spec, back, 16);
+    const cluster_spec from_flags = build_cluster({.gpu = h100_sxm::spec, .gpus = 16, .gpus_per_node = 8,
+                                                   .link = "nvlink", .inter_node_line_rate = gb_per_second(50),
+                                                   .adapters_per_node = 4});
+    CHECK(intra_node_link(from_file).per_direction == intra_node_link(from_flags).per_direction);
+    CHECK(inter_node_link(from_file).per_direction == inter_node_link(from_flags).per_direction);
+    CHECK(inter_node_link(from_file).latency == inter_node_link(from_flags).latency);
+    CHECK(from_file.adapters_per_node == 4);
+
+    // An explicit link object, and a single node without network.
+    const system_description box{.name = "box",
+                                 .gpus_per_node = 4,
+                                 .intra_node = {link_kind::pcie_no_p2p, gb_per_second(12), microseconds_of(20), 1.0}};
+    io::save_system_file(path, box);
+    const system_description box_back = io::load_system_file(path);
+    CHECK_FALSE(box_back.intra_node_kind.has_value());
+    CHECK(box_back.intra_node.per_direction == gb_per_second(12));
+    CHECK(box_back.inter_node.kind == link_kind::none);
+    CHECK(build_cluster(rtx_3090::spec, box_back, 4).intra_node.kind == link_kind::pcie_no_p2p);
+    CHECK_THROWS_WITH(build_cluster(rtx_3090::spec, box_back, 8), Catch::Contains("inter_node_link"));
+}
+
+TEST_CASE("bad description files throw std::invalid_argument naming the file and the field", "[descriptions]") {
+    const json good = io::gpu_to_json(h100_sxm::spec);
+    const auto path = temp_file("bad.gpu.json");
+    const auto load_with = [&](const json& j) {
+        write_text(path, j.dump());
+        return error_of([&] { io::load_gpu_file(path); });
+    };
+    const auto expect = [&](const json& j, const std::string& field, const std::string& why) {
+        const std::string e = load_with(j);
+        INFO(e);
+        CHECK(e.rfind(path.string() + ": " + field + " = ", 0) == 0);
+        CHECK(e.find(why) != std::string::npos);
+    };
+    json j = good;
+    j.erase("memory_bandwidth_bytes_per_second");
+    expect(j, "memory_bandwidth_bytes_per_second", "required");
+    j = good;
+    j["sm_count"] = "132";
+    expect(j, "sm_count", "must be an integer in [1, 1024]");
+    j = good;
+    j["sm_count"] = 132.5;
+    expect(j, "sm_count", "must be an integer");
+    j = good;
+    j["memory_bytes"] = -80e9;
+    expect(j, "memory_bytes", "must be in [");
+    j = good;
+    j["memory_bandwidth_bytes_per_second"] = 3.35e18;  // a unit slip: 1e6 x too fast
+    expect(j, "memory_bandwidth_bytes_per_second", "must be in [");
+    j = good;
+    j["tdp_watt"] = 700;
+    expect(j, "tdp_watt", "unknown field");
+    j = good;
+    j["peak_dense_flops_per_second"]["bf16"]["rate"] = nullptr;
+    expect(j, "peak_dense_flops_per_second.bf16.rate", "must be a number");
+    j = good;
+    j["peak_dense_flops_per_second"]["fp16"]["accumulate"] = "fp16";
+    expect(j, "peak_dense_flops_per_second.fp16.accumulate", "must be \"fp32\"");
+    j = good;
+    j["peak_dense_flops_per_second"]["fp4"] = nullptr;
+    expect(j, "peak_dense_flops_per_second.fp4", "unknown dtype");
+    j = good;
+    j["gpu_link"]["efficiency"] = 0;
+    expect(j, "gpu_link.efficiency", "(0, 1]");
+    j = good;
+    j["gpu_link"]["kind"] = "ethernet";
+    expect(j, "gpu_link.kind", "unknown");
+    j = good;
+    j["schema"] = "trainperf.model.v1";
+    expect(j, "schema", "trainperf.gpu.v1");
+    j = good;
+    j["name"] = "my gpu";
+    expect(j, "name", "letters, digits");
+
+    // Not JSON, too deep, too large, a repeated key: one message naming the file.
+    write_text(path, "name: h100\n");
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }),
+               Catch::StartsWith("file = " + path.string() + ": is not valid JSON"));
+    write_text(path, std::string(100000, '[') + std::string(100000, ']'));
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("nested deeper than 16"));
+    write_text(path, R"({"schema": "trainperf.gpu.v1", "schema": "trainperf.gpu.v1"})");
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("\"schema\" appears twice"));
+    {
+        // 50 MB of valid JSON: refused by its size before it is read.
+        std::ofstream big(path, std::ios::binary);
+        big << "[";
+        const std::string chunk = std::string(1 << 20, ' ');
+        for (int i = 0; i < 50; ++i) big << chunk;
+        big << "]";
+    }
+    CHECK(std::filesystem::file_size(path) > 50u * 1000 * 1000);
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("at most 1048576 bytes"));
+    std::filesystem::remove(path);
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("does not exist"));
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path.parent_path()); }), Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("bad model, framework and system files name the field", "[descriptions]") {
+    const auto path = temp_file("bad.json");
+    const auto error_with = [&](const json& j, auto load) {
+        write_text(path, j.dump());
+        return error_of([&] { load(path); });
+    };
+    const auto model = [](const std::filesystem::path& p) { return io::load_model_file(p); };
+    json m = io::model_to_json(llama2_70b::config);
+    m["heads"] = 60;  // does not divide hidden 8192: the library's validate() says so
+    CHECK_THAT(error_with(m, model), Catch::StartsWith(path.string() + ": heads = 60: must divide hidden"));
+    m = io::model_to_json(llama2_70b::config);
+    m["layers"] = -80;
+    CHECK_THAT(error_with(m, model), Catch::StartsWith(path.string() + ": layers = -80: must be an integer in [1,"));
+    m = io::model_to_json(llama2_70b::config);
+    m["kv_heads"] = 100;
+    CHECK_THAT(error_with(m, model), Catch::Contains("kv_heads = 100: must be an integer in [0, 64]"));
+    m = io::model_to_json(llama2_70b::config);
+    m.erase("ffn");
+    CHECK_THAT(error_with(m, model), Catch::Contains("ffn = (missing): required"));
+    m = io::model_to_json(llama2_70b::config);
+    m["ffn"] = "geglu";
+    CHECK_THAT(error_with(m, model), Catch::Contains("ffn = \"geglu\": unknown; expected one of gelu, swiglu"));
+    m = io::model_to_json(llama2_70b::config);
+    m["tied_embeddings"] = 1;
+    CHECK_THAT(error_with(m, model), Catch::Contains("tied_embeddings = 1: must be true or false"));
+    m = json{{"layers", 2}};
+    CHECK_THAT(error_with(m, model), Catch::Contains("neither a trainperf.model.v1 description nor a Hugging Face"));
+
+    const auto framework = [](const std::filesystem::path& p) { return io::load_framework_file(p); };
+    json f = io::framework_to_json(megatron_profile);
+    f["memory"]["fragmentation"] = 1.5;
+    CHECK_THAT(error_with(f, framework), Catch::Contains("memory.fragmentation = 1.5: must be in [0, 0.99]"));
+    f = io::framework_to_json(megatron_profile);
+    f["memory"].erase("cuda_context_bytes");
+    CHECK_THAT(error_with(f, framework), Catch::Contains("memory.cuda_context_bytes = (missing): required"));
+    f = io::framework_to_json(megatron_profile);
+    f["gelu_kernel"] = 8;
+    CHECK_THAT(error_with(f, framework), Catch::Contains("gelu_kernel = 8: unknown field"));
+    f = io::framework_to_json(megatron_profile);
+    f["backward_traffic_ratio"] = 0;  // in range for the reader; validate() refuses it
+    CHECK_THAT(error_with(f, framework), Catch::Contains("framework.backward_traffic_ratio = 0"));
+
+    const auto system = [](const std::filesystem::path& p) { return io::load_system_file(p); };
+    json s{{"schema", "trainperf.system.v1"}, {"name", "x"},           {"gpus_per_node", 4},
+           {"intra_node_link", "pcie"},       {"inter_node_link", nullptr}, {"adapters_per_node", 0},
+           {"sockets_per_node", 1}};
+    CHECK(error_with(s, system).empty());
+    s["sockets_per_node"] = 16;
+    CHECK_THAT(error_with(s, system), Catch::Contains("sockets_per_node = 16: must be an integer in [1, 8]"));
+    s["sockets_per_node"] = 1;
+    s["intra_node_link"] = "infiniband";
+    CHECK_THAT(error_with(s, system), Catch::Contains("intra_node_link = \"infiniband\""));
+    s["intra_node_link"] = json{{"kind", "pcie"}, {"per_direction_bytes_per_second", -1},
+                                {"latency_seconds", 1e-5}, {"efficiency", 0.8}};
+    CHECK_THAT(error_with(s, system), Catch::Contains("intra_node_link.per_direction_bytes_per_second = -1"));
+    s.erase("intra_node_link");
+    CHECK_THAT(error_with(s, system), Catch::Contains("intra_node_link = (missing): required"));
+}
+
+// ---------------------------------------------------------------------------------
+// Hugging Face config.json (io/hf_config.hpp), files and sources in tests/data/hf_configs.
+
+namespace {
+std::filesystem::path hf_config(const std::string& file) {
+    return std::filesystem::path(TRAINPERF_TEST_DATA_DIR) / "hf_configs" / file;
+}
+}  // namespace
+
+TEST_CASE("Hugging Face configs give the published parameter counts within 0.1 %", "[descriptions][hf]") {
+    struct published {
+        const char* file;
+        double parameters;  // tests/data/hf_configs/README.md says where each is published
+    };
+    for (const published& p : {published{"TinyLlama-1.1B.json", 1100048384.0},
+                               published{"Mistral-7B-v0.1.json", 7241732096.0},
+                               published{"Qwen2-7B.json", 7615616512.0},
+                               published{"Llama-2-7b-hf.json", 6738415616.0},
+                               published{"Llama-3.1-8B.json", 8030261248.0},
+                               published{"gpt2.json", 124439808.0},
+                               published{"bert-large-uncased.json", 335141888.0},
+                               published{"roberta-base.json", 124645632.0},
+                               published{"gpt-neo-1.3B.json", 1315575808.0},
+                               published{"gpt-neox-20b.json", 20554567680.0},
+                               published{"opt-1.3b.json", 1315758080.0},
+                               published{"gemma-2b.json", 2506172416.0},
+                               published{"gemma-7b.json", 8537680896.0},
+                               published{"gemma-2-2b.json", 2614341888.0},
+                               published{"Phi-3-mini-4k-instruct.json", 3821079552.0}}) {
+        INFO(p.file);
+        const transformer_config m = io::load_model_file(hf_config(p.file));
+        CHECK(std::abs(parameter_count(m) / p.parameters - 1.0) < 1e-3);
+        CHECK(m.name == std::filesystem::path(p.file).stem().string());
+    }
+}
+
+TEST_CASE("Hugging Face configs map onto the architecture options", "[descriptions][hf]") {
+    const auto tiny = io::load_model_file(hf_config("TinyLlama-1.1B.json"));
+    CHECK(tiny.kv_heads == 4);
+    CHECK(tiny.ffn == ffn_kind::swiglu);
+    CHECK(tiny.norm == norm_kind::rmsnorm);
+    CHECK_FALSE(tiny.tied_embeddings);
+    CHECK_FALSE(tiny.dropout);
+    CHECK(tiny.max_seq == 2048);
+    const auto qwen = io::load_model_file(hf_config("Qwen2-7B.json"));
+    CHECK(qwen.qkv_bias_only);
+    CHECK_FALSE(qwen.linear_biases);
+    CHECK(io::load_model_file(hf_config("gemma-2b.json")).tied_embeddings);
+    CHECK(io::load_model_file(hf_config("gemma-2b.json")).kv_heads == 1);
+    const auto bert = io::load_model_file(hf_config("bert-large-uncased.json"));
+    CHECK_FALSE(bert.causal);
+    const auto roberta = io::load_model_file(hf_config("roberta-base.json"));
+    CHECK(roberta.token_types == 1);
+    CHECK(roberta.max_seq == 514);
+    CHECK(io::load_model_file(hf_config("gpt-neox-20b.json")).positions == position_kind::rotary);
+    // Gemma 7B: 16 heads of 256 on a hidden size of 3072; Gemma 2: also 4 norms per layer.
+    const auto gemma7 = io::load_model_file(hf_config("gemma-7b.json"));
+    CHECK(gemma7.attention_head_dim == 256);
+    CHECK(gemma7.q_width() == 4096);
+    CHECK(io::load_model_file(hf_config("gemma-2b.json")).attention_head_dim == 0);  // 8 × 256 = 2048
+    const auto gemma2 = io::load_model_file(hf_config("gemma-2-2b.json"));
+    CHECK(gemma2.norms_per_layer == 4);
+    CHECK(gemma2.q_width() == 2048);
+    CHECK(gemma2.kv_width() == 1024);
+    // The wider attention is in the GEMMs too: Q·Kᵀ of s² × q per sample.
+    CHECK(exact_forward_breakdown(gemma7, 1024).scores.value() == 2.0 * 1024 * 1024 * 4096);
+    CHECK(exact_forward_breakdown(gemma7, 1024).out_proj.value() == 2.0 * 1024 * 4096 * 3072);
+    // The optimizer's tensor list sums to the same parameters.
+    CHECK(parameter_tensors(gemma2).parameters() == parameter_count(gemma2));
+    CHECK(parameter_tensors(gemma7).parameters() == parameter_count(gemma7));
+    // The same models as the catalog's, field by field (apart from the name).
+    const auto same = [](transformer_config a, transformer_config b) {
+        a.name = b.name = "x";
+        a.kv_heads = a.effective_kv_heads();  // 0 and heads mean the same
+        b.kv_heads = b.effective_kv_heads();
+        return io::model_to_json(a) == io::model_to_json(b);
+    };
+    CHECK(same(io::load_model_file(hf_config("gpt2.json")), gpt2::config));
+    CHECK(same(io::load_model_file(hf_config("Llama-2-7b-hf.json")), llama2_7b::config));
+    CHECK(same(bert, bert_large::config));
+
+    // Falcon-7B's architecture keys (tiiuae/falcon-7b config.json): multi-query attention
+    // and one norm per layer feeding attention and MLP in parallel.
+    const json falcon = json::parse(R"({"model_type": "falcon", "alibi": false, "bias": false,
+        "hidden_size": 4544, "multi_query": true, "new_decoder_architecture": false,
+        "num_attention_heads": 71, "num_hidden_layers": 32, "parallel_attn": true, "vocab_size": 65024})");
+    const auto f = io::model_from_hf_config(falcon, "falcon-7b");
+    CHECK(f.kv_heads == 1);
+    CHECK(f.norms_per_layer == 1);
+    CHECK(f.ffn_hidden == 4 * 4544);
+    CHECK_FALSE(f.linear_biases);
+    // One norm per layer: 2 × hidden per layer fewer than with two.
+    auto two = f;
+    two.norms_per_layer = 2;
+    CHECK(parameter_count(two) - parameter_count(f) == 32.0 * 2 * 4544);
+}
+
+TEST_CASE("Hugging Face configs the library cannot describe are refused naming the key", "[descriptions][hf]") {
+    const auto mixtral = error_of([] { io::load_model_file(hf_config("Mixtral-8x7B-v0.1.json")); });
+    CHECK_THAT(mixtral, Catch::Contains("Mixtral-8x7B-v0.1.json: num_local_experts = 8: a mixture-of-experts model"));
+    CHECK_THAT(mixtral, Catch::Contains("experts are not modelled yet"));
+    const json llama = json::parse(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
+        "max_position_embeddings": 4096})");
+    CHECK_NOTHROW(io::model_from_hf_config(llama, "x"));
+    for (const auto& [key, value, why] :
+         {std::tuple{"n_routed_experts", json(64), "mixture-of-experts"},
+          std::tuple{"num_experts", json(60), "mixture-of-experts"},
+          std::tuple{"attention_bias", json(true), "attention projections only"},
+          std::tuple{"head_dim", json("256"), "head_dim = \"256\": must be an integer"},
+          std::tuple{"hidden_act", json("tanh"), "activation not modelled"},
+          std::tuple{"rope_scaling", json("linear"), "must be an object or null"},
+          std::tuple{"num_key_value_heads", json(5), "must divide heads"},
+          std::tuple{"hidden_size", json("4096"), "must be an integer"},
+          std::tuple{"vocab_size", json(-1), "must be an integer in [1,"}}) {
+        json j = llama;
+        j[key] = value;
+        const std::string e = error_of([&] { io::model_from_hf_config(j, "x"); });
+        INFO(key << ": " << e);
+        CHECK(e.find(why) != std::string::npos);
+    }
+    json j = llama;
+    j.erase("num_hidden_layers");
+    CHECK_THAT(error_of([&] { io::model_from_hf_config(j, "x"); }), Catch::Contains("num_hidden_layers = (missing)"));
+    j = llama;
+    j["model_type"] = "mamba";
+    CHECK_THAT(error_of([&] { io::model_from_hf_config(j, "x"); }),
+               Catch::Contains("model_type = \"mamba\": not a known"));
 }

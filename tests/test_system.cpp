@@ -79,7 +79,7 @@ TEST_CASE("build_cluster: nodes, the named link, measured and line rates", "[sys
         CHECK(same(c.intra_node, resolve_link(h100, link_kind::pcie)));
         CHECK_THROWS_WITH(build_cluster({.gpu = h100, .gpus = 8, .link = "ethernet"}),
                           "link = \"ethernet\": unknown; expected one of none, nvlink, nvlink-bridge, pcie, "
-                          "pcie-no-p2p, infiniband");
+                          "pcie-no-p2p, infiniband, infinity-fabric");
     }
     SECTION("a measured intra-node bandwidth is what the link achieves") {
         const cluster_spec c = build_cluster({.gpu = h100, .gpus = 8, .link = "pcie",

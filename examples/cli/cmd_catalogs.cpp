@@ -1,12 +1,18 @@
-// `trainperf gpus` and `trainperf models`: the two catalogs as tables or JSON.
+// `trainperf gpus`, `trainperf models` and `trainperf frameworks`: the catalogs as tables
+// or JSON (one entry's JSON is its description file, docs/extending.md).
 #include "cli.hpp"
 
+#include <trainperf/framework.hpp>
 #include <trainperf/hardware/catalog.hpp>
-#include <trainperf/io/catalog_json.hpp>
+#include <trainperf/io/framework_json.hpp>
+#include <trainperf/io/gpu_json.hpp>
+#include <trainperf/io/model_json.hpp>
 #include <trainperf/models/catalog.hpp>
 
+#include <array>
 #include <memory>
 #include <ostream>
+#include <span>
 #include <string>
 
 namespace trainperf::cli {
@@ -21,7 +27,7 @@ std::string tflops_cell(const gpu_spec& g, dtype t) {
     return fixed(tflops, tflops < 10 ? 2 : 1);
 }
 
-void print_gpus(std::ostream& out) {
+void print_gpus(std::ostream& out, std::span<const gpu_spec> gpu_catalog) {
     out << "GPU catalog (datasheet figures; sources in docs/catalogs.md)\n\n";
     table spec({"gpu", "full name", "arch", "SMs", "boost MHz", "L2 MiB", "memory GB (datasheet)",
                 "memory GiB (device)", "bandwidth GB/s", "TDP W"});
@@ -67,7 +73,7 @@ std::string params_cell(double p) {
     return fixed(p / 1e9, p < 1e11 ? 2 : 1) + " B";
 }
 
-void print_models(std::ostream& out) {
+void print_models(std::ostream& out, std::span<const transformer_config> model_catalog) {
     out << "Model catalog (published configs; sources in docs/catalogs.md)\n\n";
     table t({"model", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "seq",
              "ffn kind", "positions", "norm", "embeddings", "parameters"});
@@ -83,27 +89,62 @@ void print_models(std::ostream& out) {
            "M = 1e6, B = 1e9.\n";
 }
 
-// `trainperf NAME`: the catalog as a table, or with --json as {"NAME": [entries]}.
-template <class Catalog>
+std::string on_off(bool b) { return b ? "yes" : "no"; }
+
+void print_frameworks(std::ostream& out, std::span<const framework_profile> profiles) {
+    out << "Framework profiles (ASSUMPTIONS unless measured: docs/engine.md; every field with "
+           "trainperf frameworks --json NAME)\n\n";
+    table t({"framework", "fused softmax", "fused bias-GELU", "fused bias-dropout-add", "flash attention",
+             "fused optimizer", "overlapped DP sync", "fp32 grads", "step overhead ms", "fragmentation %"});
+    for (const framework_profile& f : profiles)
+        t.add_row({str(f.name), on_off(f.fused_softmax), on_off(f.fused_bias_gelu), on_off(f.fused_bias_dropout_add),
+                   on_off(f.flash_attention), on_off(f.fused_optimizer), on_off(f.overlap_data_parallel_sync),
+                   on_off(f.fp32_gradient_accumulation), fixed(f.per_step_overhead.value() * 1e3, 1),
+                   fixed(100 * f.memory.fragmentation, 1)});
+    t.print(out);
+}
+
+// `trainperf NAME [ENTRY]`: the catalog (or one entry) as a table; with --json the
+// whole catalog as {"NAME": [entries]}, or one entry exactly as its description file.
+template <class Entry, std::size_t N>
 void add_catalog_command(CLI::App& app, std::ostream& out, const std::string& name, const std::string& help,
-                         const Catalog& catalog, void (*print)(std::ostream&)) {
-    auto json = std::make_shared<bool>(false);
+                         const std::array<Entry, N>& catalog, void (*print)(std::ostream&, std::span<const Entry>),
+                         nlohmann::json (*describe)(const Entry&), const char* field) {
+    struct options {
+        bool json = false;
+        std::string entry;
+    };
+    auto opt = std::make_shared<options>();
     auto* sub = app.add_subcommand(name, help);
-    sub->add_flag("--json", *json, "Print one JSON object: {\"" + name + "\": [...]}, base units");
-    sub->callback([json, &out, name, &catalog, print] {
-        if (!*json) return print(out);
+    sub->add_flag("--json", opt->json,
+                  "Print JSON: {\"" + name + "\": [...]}, or with an entry name exactly its description file");
+    sub->add_option("entry", opt->entry, "Show only this entry (" + catalog_names(catalog, ", ") + ")");
+    sub->callback([opt, &out, name, &catalog, print, describe, field] {
+        if (!opt->entry.empty()) {
+            const Entry& e = find_by_name(catalog, field, opt->entry);
+            if (opt->json) return print_json(out, describe(e));
+            return print(out, std::span<const Entry>(&e, 1));
+        }
+        if (!opt->json) return print(out, catalog);
         nlohmann::json list = nlohmann::json::array();
-        for (const auto& entry : catalog) list.push_back(to_json(entry));
+        for (const auto& entry : catalog) list.push_back(describe(entry));
         print_json(out, {{name, list}});
     });
 }
 
 const command_registration gpus_registration{10, [](CLI::App& app, std::ostream& out) {
-    add_catalog_command(app, out, "gpus", "List the GPU catalog (datasheet figures)", gpu_catalog, print_gpus);
+    add_catalog_command(app, out, "gpus", "List the GPU catalog (datasheet figures)", gpu_catalog, print_gpus,
+                        io::gpu_to_json, "gpu");
 }};
 
 const command_registration models_registration{11, [](CLI::App& app, std::ostream& out) {
-    add_catalog_command(app, out, "models", "List the model catalog (published configs)", model_catalog, print_models);
+    add_catalog_command(app, out, "models", "List the model catalog (published configs)", model_catalog, print_models,
+                        io::model_to_json, "model");
+}};
+
+const command_registration frameworks_registration{12, [](CLI::App& app, std::ostream& out) {
+    add_catalog_command(app, out, "frameworks", "List the framework profiles", framework_profiles,
+                        print_frameworks, io::framework_to_json, "framework");
 }};
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <trainperf/enum_names.hpp>
 #include <trainperf/hardware/catalog.hpp>
 #include <trainperf/io/catalog_json.hpp>
+#include <trainperf/io/gpu_json.hpp>
+#include <trainperf/io/system_json.hpp>
 #include <trainperf/system.hpp>
 
 #include <array>
@@ -25,7 +27,7 @@ struct comm_options {
     std::string bytes;
     int gpus = 0;
     std::string link;
-    std::string gpu;
+    std::string gpu, gpu_file, system_file;
     std::string link_bandwidth;
     int gpus_per_node = 0;
     std::string inter_node_bandwidth;
@@ -79,13 +81,18 @@ void run(const comm_options& o, std::ostream& out) {
         throw usage_error("--algorithm = tree: only all-reduce has a tree algorithm");
     if (!o.inter_node_bandwidth.empty() && o.gpus_per_node == 0)
         throw usage_error("--inter-node-bandwidth needs --gpus-per-node");
-    if (o.link.empty() && o.gpu.empty())
-        throw usage_error("comm: give --link (" + enum_name_list<link_kind>(", ") + ") or --gpu");
+    if (o.link.empty() && o.gpu.empty() && o.gpu_file.empty() && o.system_file.empty())
+        throw usage_error("comm: give --link (" + enum_name_list<link_kind>(", ") +
+                          "), --gpu, --gpu-file or --system-file");
 
     // The same system description as predict's (system.hpp); without --gpus-per-node
     // all GPUs share one node.
-    const gpu_spec gpu = o.gpu.empty() ? gpu_spec{} : lookup_gpu(o.gpu);
-    const cluster_spec cluster = build_cluster(
+    const gpu_spec gpu = !o.gpu_file.empty() ? io::load_gpu_file(o.gpu_file)
+                         : o.gpu.empty()     ? gpu_spec{}
+                                             : lookup_gpu(o.gpu);
+    const std::optional<system_description> system =
+        o.system_file.empty() ? std::nullopt : std::optional(io::load_system_file(o.system_file));
+    const cluster_spec cluster = system ? build_cluster(gpu, *system, o.gpus) : build_cluster(
         {.gpu = gpu,
          .gpus = o.gpus,
          .gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : o.gpus,
@@ -98,8 +105,14 @@ void run(const comm_options& o, std::ostream& out) {
                  ? std::nullopt
                  : std::optional(parse_byte_rate("--inter-node-bandwidth", o.inter_node_bandwidth))});
     const link_spec& intra = cluster.intra_node;
-    const std::string intra_source = link_source_text(
-        gpu, o.link.empty() ? gpu.gpu_link.kind : parse_enum<link_kind>("link", o.link), !o.link_bandwidth.empty());
+    const std::string intra_source =
+        system && !system->intra_node_kind
+            ? "system " + std::string(system->name) + " (--system-file)"
+            : link_source_text(gpu,
+                               system            ? *system->intra_node_kind
+                               : o.link.empty() ? gpu.gpu_link.kind
+                                                : parse_enum<link_kind>("link", o.link),
+                               !o.link_bandwidth.empty());
     const bool multi_node = o.gpus > cluster.gpus_per_node;
 
     seconds time = seconds_of(0.0);
@@ -111,7 +124,9 @@ void run(const comm_options& o, std::ostream& out) {
                               ": across nodes only all-reduce is modelled");
         if (algorithm == collective_algorithm::tree)
             throw usage_error("--algorithm = tree: across nodes the hierarchical all-reduce is used");
-        inter_source = gpu.name.empty() ? "default for infiniband (HDR)" : "the adapter of " + std::string(gpu.name) + " systems";
+        inter_source = system           ? "system " + std::string(system->name) + " (--system-file)"
+                       : gpu.name.empty() ? "default for infiniband (HDR)"
+                                          : "the adapter of " + std::string(gpu.name) + " systems";
         if (!o.inter_node_bandwidth.empty()) inter_source += ", line rate from --inter-node-bandwidth";
         time = hierarchical_all_reduce_time(size, cluster, o.gpus);
         flat = flat_ring_all_reduce_time(size, cluster, o.gpus);
@@ -136,7 +151,7 @@ void run(const comm_options& o, std::ostream& out) {
                          {"algorithm_bandwidth_bytes_per_second", algbw},
                          {"bus_bandwidth_bytes_per_second", busbw}};
         if (multi_node) {
-            j["gpus_per_node"] = o.gpus_per_node;
+            j["gpus_per_node"] = cluster.gpus_per_node;
             j["nodes"] = node_count(cluster, o.gpus);
             j["inter_node_link"] = link_json(cluster.inter_node, inter_source);
             j["flat_ring_time_seconds"] = flat->value();
@@ -153,7 +168,7 @@ void run(const comm_options& o, std::ostream& out) {
         out << "  ring waits on:       " << describe(node_ring_link(cluster, in_node))
             << " (an NVLink bridge joins two cards; the ring crosses PCIe between pairs)\n";
     if (multi_node)
-        out << "  nodes:               " << node_count(cluster, o.gpus) << " x " << o.gpus_per_node
+        out << "  nodes:               " << node_count(cluster, o.gpus) << " x " << cluster.gpus_per_node
             << " GPUs\n"
             << "  inter-node link:     " << inter_source << '\n'
             << "                       " << describe(cluster.inter_node) << '\n';
@@ -174,17 +189,22 @@ const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
         ->capture_default_str();
     sub->add_option("--bytes", opt->bytes, "buffer size with a unit, e.g. 1.4GB, 512MiB")->required();
     sub->add_option("--gpus", opt->gpus, "number of GPUs taking part")->required();
-    sub->add_option("--link", opt->link, enum_name_list<link_kind>() + " (default: the GPU's)");
-    sub->add_option("--gpu", opt->gpu, "take link figures from this catalog GPU, e.g. h100-sxm");
-    sub->add_option("--link-bandwidth", opt->link_bandwidth,
+    auto* link = sub->add_option("--link", opt->link, enum_name_list<link_kind>() + " (default: the GPU's)");
+    auto* gpu = sub->add_option("--gpu", opt->gpu, "take link figures from this catalog GPU, e.g. h100-sxm");
+    gpu->excludes(sub->add_option("--gpu-file", opt->gpu_file, "... or from this GPU description file"));
+    auto* system = sub->add_option("--system-file", opt->system_file,
+                                   "System description file: nodes and their links (replaces --link, "
+                                   "--link-bandwidth, --gpus-per-node, --inter-node-bandwidth)");
+    auto* link_bw = sub->add_option("--link-bandwidth", opt->link_bandwidth,
                     "measured bandwidth PER DIRECTION, e.g. 52.8GB/s from p2pBandwidthLatencyTest "
                     "(replaces the datasheet figure and its efficiency)");
-    sub->add_option("--gpus-per-node", opt->gpus_per_node,
-                    "GPUs per node; with more GPUs, all-reduce is hierarchical across nodes")
-        ->check(CLI::Range(1, limits::max_gpus_per_node));
-    sub->add_option("--inter-node-bandwidth", opt->inter_node_bandwidth,
+    auto* per_node = sub->add_option("--gpus-per-node", opt->gpus_per_node,
+                                     "GPUs per node; with more GPUs, all-reduce is hierarchical across nodes")
+                         ->check(CLI::Range(1, limits::max_gpus_per_node));
+    auto* inter_bw = sub->add_option("--inter-node-bandwidth", opt->inter_node_bandwidth,
                     "inter-node line rate per GPU PER DIRECTION, e.g. 50GB/s (default: "
                     "one adapter per GPU as sold with the GPU: 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200; its efficiency applies)");
+    for (CLI::Option* o : {link, link_bw, per_node, inter_bw}) system->excludes(o);
     sub->add_flag("--json", opt->json, "print one JSON object");
     sub->callback([opt, &out] { run(*opt, out); });
 }};

@@ -59,7 +59,7 @@ std::string gib(bytes b) { return fixed(to_gib(b).value(), 2); }
 // profile's overheads; a bare parameter count gives the static state only.
 void run(const memory_options& opt, std::ostream& out) {
     if (opt.model_given == opt.params_given)
-        throw usage_error("memory: give exactly one of --model and --params");
+        throw usage_error("memory: give exactly one of --model (or --model-file) and --params");
     if (opt.params_given && !opt.model_only_flags_given.empty())
         throw usage_error(opt.model_only_flags_given.front() +
                           ": needs --model (--params gives static state only)");
@@ -138,7 +138,6 @@ const command_registration registration{21, [](CLI::App& app, std::ostream& out)
     auto opt = std::make_shared<memory_options>();
     auto* sub = app.add_subcommand("memory", "Memory per GPU and whether it fits");
     opt->flags.add_to(sub, false);
-    sub->get_option("--gpu")->required();
     auto* params = sub->add_option("--params", opt->params,
                                    "Bare parameter count, e.g. 7e9 or 7B (static state only)");
     sub->add_flag("--json", opt->json, "Print one JSON object");
@@ -149,7 +148,7 @@ const command_registration registration{21, [](CLI::App& app, std::ostream& out)
                     "With --plot: batch=VALUES or seq=VALUES, a list (1,2,4) or a range (1..32*2, 512..4096+512); "
                     "at most " + std::to_string(max_plot_points) + " points");
     sub->callback([=, &out] {
-        opt->model_given = sub->get_option("--model")->count() > 0;
+        opt->model_given = opt->flags.model.given();
         opt->params_given = params->count() > 0;
         opt->model_only_flags_given.clear();
         for (const char* name : {"--batch", "--seq", "--recompute", "--sp", "--grad-accum", "--interleave"})

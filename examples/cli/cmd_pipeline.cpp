@@ -4,6 +4,7 @@
 #include "parse_units.hpp"
 
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/io/gpu_json.hpp>
 #include <trainperf/input_pipeline.hpp>
 
 #include <limits>
@@ -38,7 +39,7 @@ void print_pipeline(std::ostream& out, const stage_times& t, const pipeline_repo
 struct pipeline_options {
     std::optional<double> data_ms, pcie_ms, sync_ms;
     double compute_ms = 0;
-    std::string batch_bytes, storage_bandwidth, host_bandwidth, gpu;
+    std::string batch_bytes, storage_bandwidth, host_bandwidth, gpu, gpu_file;
     bool json = false;
 };
 
@@ -58,10 +59,11 @@ void run(const pipeline_options& o, std::ostream& out) {
     t.sync = flag_ms("--sync-ms", o.sync_ms.value_or(0.0));
 
     const bool derive_data = !o.storage_bandwidth.empty();
-    const bool derive_pcie = !o.host_bandwidth.empty() || !o.gpu.empty();
+    const bool gpu_given = !o.gpu.empty() || !o.gpu_file.empty();
+    const bool derive_pcie = !o.host_bandwidth.empty() || gpu_given;
     if (!derive_data && !derive_pcie && !o.batch_bytes.empty())
         throw usage_error("--batch-bytes: used only to derive stage times with --storage-bandwidth, "
-                          "--host-bandwidth or --gpu");
+                          "--host-bandwidth, --gpu or --gpu-file");
     if ((derive_data || derive_pcie) && o.batch_bytes.empty())
         throw usage_error("--storage-bandwidth, --host-bandwidth and --gpu derive stage times "
                           "from --batch-bytes; give it");
@@ -69,8 +71,8 @@ void run(const pipeline_options& o, std::ostream& out) {
         throw usage_error("give either --data-ms or --storage-bandwidth, not both");
     if (derive_pcie && o.pcie_ms)
         throw usage_error("give either --pcie-ms or --host-bandwidth/--gpu, not both");
-    if (!o.host_bandwidth.empty() && !o.gpu.empty())
-        throw usage_error("give either --host-bandwidth or --gpu, not both");
+    if (!o.host_bandwidth.empty() && gpu_given)
+        throw usage_error("give either --host-bandwidth or --gpu/--gpu-file, not both");
 
     // Parsed only when a derived stage needs it (checked above).
     const auto batch = [&o] { return parse_bytes("--batch-bytes", o.batch_bytes); };
@@ -81,8 +83,8 @@ void run(const pipeline_options& o, std::ostream& out) {
         link_spec host{.kind = link_kind::pcie,
                        .per_direction = parse_byte_rate("--host-bandwidth", o.host_bandwidth)};
         t.pcie = host_to_device_time(batch(), host);
-    } else if (!o.gpu.empty()) {
-        const gpu_spec& g = lookup_gpu(o.gpu);
+    } else if (gpu_given) {
+        const gpu_spec g = o.gpu_file.empty() ? lookup_gpu(o.gpu) : io::load_gpu_file(o.gpu_file);
         // Memory shared with the host (Jetson): nothing is copied.
         t.pcie = g.memory_shared_with_host ? seconds_of(0.0) : host_to_device_time(batch(), g.host_link);
     } else {
@@ -123,7 +125,8 @@ const command_registration reg{42, [](CLI::App& app, std::ostream& out) {
                     "sustained storage read rate, e.g. 3GB/s: data = batch / rate");
     sub->add_option("--host-bandwidth", opt->host_bandwidth,
                     "host->device bandwidth per direction, e.g. 25GB/s: pcie = batch / rate");
-    sub->add_option("--gpu", opt->gpu, "derive the pcie stage from this catalog GPU's host link");
+    sub->add_option("--gpu", opt->gpu, "derive the pcie stage from this catalog GPU's host link")
+        ->excludes(sub->add_option("--gpu-file", opt->gpu_file, "... or from this GPU description file's"));
     sub->add_flag("--json", opt->json, "print one JSON object");
     sub->callback([opt, &out] { run(*opt, out); });
 }};

@@ -32,7 +32,7 @@ struct plan_flags {
     int max_gpus = 0;
 };
 
-std::string days_text(const training_run& run) { return fixed(run.time.value() / 86400.0, 1); }
+std::string days_text(const training_run& run) { return fixed(run.days(), 1); }
 std::string mwh_text(const training_run& run) { return fixed(run.energy.value() / joules_per_kwh / 1e3, 1); }
 
 // --train-tokens: every GPU count up to --max-gpus, the fastest layout of each, and
@@ -40,6 +40,8 @@ std::string mwh_text(const training_run& run) { return fixed(run.energy.value() 
 void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     if (sub->get_option("--gpus")->count() > 0)
         throw usage_error("--gpus: with --train-tokens the GPU count is searched; give --max-gpus instead");
+    if (sub->get_option("--top")->count() > 0)
+        throw usage_error("--top: with --train-tokens each GPU count shows its fastest layout; leave --top out");
     if (opt.max_gpus == 0) throw usage_error("--max-gpus: required with --train-tokens (the largest GPU count tried)");
     training_plan_request request;
     request.layouts.base = opt.flags.build();

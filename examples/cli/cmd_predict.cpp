@@ -29,7 +29,7 @@ struct predict_options {
 };
 
 void print_run(std::ostream& out, const training_run& run) {
-    out << "\nTraining on " << run.tokens << " tokens: " << fixed(run.time.value() / 86400.0, 2) << " days, "
+    out << "\nTraining on " << run.tokens << " tokens: " << fixed(run.days(), 2) << " days, "
         << fixed(run.gpu_hours, 0) << " GPU-hours, " << fixed(run.energy.value() / joules_per_kwh, 0)
         << " kWh at board power (upper bound)";
     if (run.cost > 0) out << ", cost " << fixed(run.cost, 0) << " (price per GPU-hour x GPU-hours)";
@@ -105,6 +105,8 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
         const double train_tokens = tokens_given ? parse_count("--train-tokens", opt->train_tokens) : 0.0;
         if (tokens_given && !(train_tokens >= 1))
             throw usage_error("--train-tokens = " + opt->train_tokens + ": must be at least one token");
+        if (tokens_given && opt->csv)
+            throw usage_error("--train-tokens: the CSV row has no training-run columns (use --json, or plan --csv)");
         if (opt->price_per_gpu_hour != 0 && train_tokens == 0)
             throw usage_error("--price-per-gpu-hour: needs --train-tokens");
         // A layout that does not fit cannot run: no days, GPU-hours or cost for it.

@@ -119,7 +119,8 @@ const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
                     "plot the speedup (engine and formula) to FILE.svg or FILE.png with gnuplot; its data beside "
                     "it as FILE.csv");
     sub->callback([opt, r, sub, &out] {
-        if (!opt->flags.model.name.empty() || !opt->flags.gpu.empty()) return print_engine_scaling(out, *opt, r);
+        const bool engine = opt->flags.model.given() || !opt->flags.gpu.empty() || !opt->flags.gpu_file.empty();
+        if (engine) return print_engine_scaling(out, *opt, r);
         if (r->count() == 0) throw usage_error("--r: required unless --gpu and --model are given");
         // The formula takes N and r only: any other flag would be silently ignored.
         for (const CLI::Option* o : sub->get_options())

@@ -1,6 +1,7 @@
 #include "model_flags.hpp"
 
 #include <trainperf/enum_names.hpp>
+#include <trainperf/io/model_file.hpp>
 #include <trainperf/models/catalog.hpp>
 
 #include <algorithm>
@@ -8,8 +9,13 @@
 namespace trainperf::cli {
 
 CLI::Option* model_flags::add_to(CLI::App* sub, bool required) {
-    auto* m = sub->add_option("--model", name, "Model name (trainperf models), or 'custom' with the sizes below");
-    if (required) m->required();
+    auto* m = sub->add_option("--model", name,
+                              std::string(required ? "Required unless --model-file: m" : "M") +
+                                  "odel name (trainperf models), or 'custom' with the sizes below");
+    auto* f = sub->add_option("--model-file", file,
+                              "Model description file (trainperf models --json NAME prints one) or a Hugging Face "
+                              "config.json (docs/extending.md)");
+    m->excludes(f);
     custom_options = {
         sub->add_option("--layers", layers, "custom model: transformer layers"),
         sub->add_option("--hidden", hidden, "custom model: hidden size"),
@@ -33,6 +39,8 @@ transformer_config model_flags::build(int seq) const {
                                           [](const CLI::Option* o) { return o->count() > 0; });
     if (name != "custom") {
         if (custom_given) throw usage_error("--layers/--hidden/--ffn/...: only with --model custom");
+        if (!file.empty()) return io::load_model_file(file);
+        if (name.empty()) throw usage_error("--model or --model-file: required");
         return lookup_model(name);
     }
     for (const char* needed : {"--layers", "--hidden", "--heads", "--ffn-hidden", "--vocab"})

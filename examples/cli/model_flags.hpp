@@ -1,6 +1,7 @@
-// The flags that name a model: a catalog name, or `custom` with its sizes and every
-// architecture option the library has (SwiGLU, GQA, untied head, rotary positions,
-// RMSNorm, no biases, no dropout). Shared by every command that takes a model.
+// The flags that name a model: a catalog name, a description file (or a Hugging Face
+// config.json), or `custom` with its sizes and the architecture options (SwiGLU, GQA,
+// untied head, rotary positions, RMSNorm, no biases, no dropout). Shared by every
+// command that takes a model.
 #pragma once
 
 #include "cli.hpp"
@@ -13,15 +14,19 @@
 namespace trainperf::cli {
 
 struct model_flags {
-    std::string name;
+    std::string name, file;  // --model NAME, or --model-file PATH (a description or a HF config.json)
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
     std::string ffn = "gelu", positions = "learned", norm = "layernorm";
     bool untied = false, no_biases = false, no_dropout = false;
     std::vector<CLI::Option*> custom_options;  // only with --model custom
 
-    // Adds --model and the custom-model flags; `required` makes --model required.
+    // Adds --model, --model-file and the custom-model flags; `required` says one of
+    // --model and --model-file is required (build checks it). Returns --model.
     CLI::Option* add_to(CLI::App* sub, bool required);
-    // The model: from the catalog, or custom (then `seq`, required, is its max_seq).
+    // Whether --model or --model-file was given.
+    bool given() const { return !name.empty() || !file.empty(); }
+    // The model: from the catalog, from a file, or custom (then `seq`, required, is its
+    // max_seq).
     transformer_config build(int seq) const;
 };
 

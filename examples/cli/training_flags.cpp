@@ -4,7 +4,10 @@
 
 #include <trainperf/limits.hpp>
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/io/framework_json.hpp>
+#include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/json.hpp>
+#include <trainperf/io/system_json.hpp>
 #include <trainperf/layout_text.hpp>
 #include <trainperf/models/catalog.hpp>
 #include <trainperf/system.hpp>
@@ -38,19 +41,18 @@ std::string exact(double v) {
 }  // namespace
 
 void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
-    auto* g = sub->add_option("--gpu", gpu, "GPU name (trainperf gpus)");
-    auto* m = model.add_to(sub, false);
-    if (require_model) {
-        g->required();
-        m->required();
-    }
+    auto* g = sub->add_option("--gpu", gpu, "GPU name (trainperf gpus); or --gpu-file");
+    auto* gf = sub->add_option("--gpu-file", gpu_file,
+                               "GPU description file (trainperf gpus --json NAME prints one; docs/extending.md)");
+    g->excludes(gf);
+    model.add_to(sub, require_model);
     if (set == flag_set::all) sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
     sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)")
         ->check(CLI::Range(1, limits::max_sequence));
     sub->add_option("--gpus", gpus, "Total GPUs (default tp x pp); dp = gpus / (tp x pp)")
         ->check(CLI::Range(1, max_gpus));
-    sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))")
-        ->check(CLI::Range(1, limits::max_gpus_per_node));
+    auto* per_node = sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))")
+                         ->check(CLI::Range(1, limits::max_gpus_per_node));
     if (set != flag_set::system_only) {
         sub->add_option("--tp", tp, "Tensor-parallel size (inside a node)");
         sub->add_option("--pp", pp, "Pipeline stages");
@@ -67,19 +69,30 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     }
     sub->add_option("--precision", precision, enum_name_list<precision_kind>() + " (default bf16)");
     sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
-    sub->add_option("--framework", framework, catalog_names(framework_profiles) + " (default pytorch-eager)");
+    auto* fw =
+        sub->add_option("--framework", framework, catalog_names(framework_profiles) + " (default pytorch-eager)");
+    fw->excludes(sub->add_option("--framework-file", framework_file,
+                                 "Framework profile file (trainperf frameworks --json NAME prints one)"));
     sub->add_flag("--fp32-grads", fp32_grads, "Keep fp32 main gradients (as Megatron and DeepSpeed do) in any framework");
-    sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() + " (default: the GPU's)");
-    sub->add_option("--link-bandwidth", link_bandwidth, "Measured link bandwidth per direction, e.g. 52.8GB/s");
-    sub->add_option("--inter-node-bandwidth", inter_node_bandwidth,
-                    "Line rate per GPU, per direction, e.g. 50GB/s (default: the adapter sold with the GPU, 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200)");
+    auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
+                                                          " (default: the GPU's)");
+    auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
+                                    "Measured link bandwidth per direction, e.g. 52.8GB/s");
+    auto* inter_bw = sub->add_option(
+        "--inter-node-bandwidth", inter_node_bandwidth,
+        "Line rate per GPU, per direction, e.g. 50GB/s (default: the adapter sold with the GPU, 25GB/s HDR for A100, "
+        "50GB/s NDR for H100/H200/B200)");
     sub->add_option("--rank-order", rank_order,
                     enum_name_list<trainperf::rank_order>() +
                         ": how the job numbers its ranks, fastest first (default tp-dp-pp, as Megatron-Core)");
-    sub->add_option("--sockets-per-node", sockets_per_node,
-                    "CPU sockets the node's cards are split over (PCIe machines; default 1)");
-    sub->add_option("--adapters-per-node", adapters_per_node,
-                    "Network adapters per node, shared by its GPUs (default 0: one per GPU)");
+    auto* sockets = sub->add_option("--sockets-per-node", sockets_per_node,
+                                    "CPU sockets the node's cards are split over (PCIe machines; default 1)");
+    auto* adapters = sub->add_option("--adapters-per-node", adapters_per_node,
+                                     "Network adapters per node, shared by its GPUs (default 0: one per GPU)");
+    auto* system = sub->add_option("--system-file", system_file,
+                                   "System description file: GPUs per node, links inside and between nodes, "
+                                   "adapters, sockets (docs/extending.md); replaces the flags it describes");
+    for (CLI::Option* o : {per_node, link_opt, link_bw, inter_bw, sockets, adapters}) system->excludes(o);
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
     sub->add_option("--data-ms", data_ms, "Loading one step's batch from storage, ms per step (default 0)");
     sub->add_option("--pcie-ms", pcie_ms, "Copying it host to device, ms per step (default 0)");
@@ -88,7 +101,8 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
 
 training_setup training_flags::build_without_model() const {
     training_setup s;
-    const gpu_spec& g = lookup_gpu(gpu);
+    if (gpu.empty() && gpu_file.empty()) throw usage_error("--gpu or --gpu-file: required");
+    const gpu_spec g = gpu_file.empty() ? lookup_gpu(gpu) : io::load_gpu_file(gpu_file);
     const int total = gpus == 0 ? model_parallel_size(tp, pp) : gpus;
     s.layout = {.dp = data_parallel_size(total, tp, pp), .tp = tp, .pp = pp, .interleave = interleave, .sp = sp,
                 .zero = zero, .offload = parse_offload(offload), .micro_batch = batch,
@@ -98,9 +112,13 @@ training_setup training_flags::build_without_model() const {
     s.precision = parse_precision(precision);
     check_supported(g, s.precision);
     s.optimizer = parse_optimizer(optimizer);
-    s.framework = lookup_framework(framework);
+    s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
     if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
-    s.cluster = build_cluster(
+    const auto order = parse_enum<trainperf::rank_order>("rank_order", rank_order);
+    if (!system_file.empty())
+        s.cluster = build_cluster(g, io::load_system_file(system_file), total, order);
+    else
+        s.cluster = build_cluster(
         {.gpu = g,
          .gpus = total,
          .gpus_per_node = gpus_per_node,
@@ -111,7 +129,7 @@ training_setup training_flags::build_without_model() const {
                                      ? std::nullopt
                                      : std::optional(parse_byte_rate("--inter-node-bandwidth", inter_node_bandwidth)),
          .adapters_per_node = adapters_per_node,
-         .order = parse_enum<trainperf::rank_order>("rank_order", rank_order),
+         .order = order,
          .sockets_per_node = sockets_per_node});
     require(data_ms >= 0 && data_ms < 1e12, "data_ms", data_ms, "must be finite and not negative");
     require(pcie_ms >= 0 && pcie_ms < 1e12, "pcie_ms", pcie_ms, "must be finite and not negative");
@@ -138,18 +156,39 @@ training_setup training_flags::build() const {
     return s;
 }
 
+namespace {
+// The flags of setup_flags, each part given: the GPU, the model, the framework and the
+// nodes as flags, and whether --fp32-grads is needed.
+std::string setup_text(const training_setup& s, const std::string& gpu, const std::string& model,
+                       const std::string& framework, bool fp32_grads, const std::string& nodes) {
+    return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
+           std::string(s.precision.name) + " --optimizer " + std::string(to_string(s.optimizer)) + " " + framework +
+           (fp32_grads ? " --fp32-grads" : "") + " " + nodes;
+}
+}  // namespace
+
 std::string setup_flags(const training_setup& s) {
-    const std::string t = "--gpu " + std::string(s.cluster.gpu.name) + " " + model_text(s.model);
-    return t + " --seq " + std::to_string(sequence_length(s)) + " --precision " + std::string(s.precision.name) +
-           " --optimizer " + std::string(to_string(s.optimizer)) + " --framework " + std::string(s.framework.name) +
-           (s.framework.fp32_gradient_accumulation && !lookup_framework(s.framework.name).fp32_gradient_accumulation
-                ? " --fp32-grads"
-                : "") +
-           " --gpus-per-node " + std::to_string(s.cluster.gpus_per_node);
+    return setup_text(s, "--gpu " + std::string(s.cluster.gpu.name), model_text(s.model),
+                      "--framework " + std::string(s.framework.name),
+                      s.framework.fp32_gradient_accumulation &&
+                          !lookup_framework(s.framework.name).fp32_gradient_accumulation,
+                      "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node));
 }
 
 std::string training_flags::run_text(const training_setup& s) const {
-    std::string t = setup_flags(s);
+    // The description files given stand where setup_flags would name the catalog entry.
+    const std::string gpu_flag =
+        gpu_file.empty() ? "--gpu " + std::string(s.cluster.gpu.name) : "--gpu-file " + shell_word(gpu_file);
+    const std::string model_flag = model.file.empty() ? model_text(s.model) : "--model-file " + shell_word(model.file);
+    const std::string framework_flag = framework_file.empty() ? "--framework " + std::string(s.framework.name)
+                                                              : "--framework-file " + shell_word(framework_file);
+    const bool fp32_grads_flag =
+        framework_file.empty()
+            ? s.framework.fp32_gradient_accumulation && !lookup_framework(s.framework.name).fp32_gradient_accumulation
+            : fp32_grads;
+    const std::string nodes_flag = system_file.empty() ? "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node)
+                                                       : "--system-file " + shell_word(system_file);
+    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, fp32_grads_flag, nodes_flag);
     if (!link.empty()) t += " --link " + shell_word(link);
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);

@@ -19,7 +19,7 @@ namespace trainperf::cli {
 enum class flag_set { all, all_but_batch, system_only };
 
 struct training_flags {
-    std::string gpu;
+    std::string gpu, gpu_file, system_file, framework_file;  // a catalog name or a description file
     model_flags model;
     int batch = 1, seq = 0, gpus = 0, gpus_per_node = 0, tp = 1, pp = 1, interleave = 1, zero = 0;
     int grad_accum = 1, adapters_per_node = 0, sockets_per_node = 1;
@@ -31,7 +31,8 @@ struct training_flags {
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false, fp32_grads = false;
 
-    // Adds the flags to a subcommand; `require_model` makes --gpu and --model required.
+    // Adds the flags to a subcommand; `require_model` makes a GPU (--gpu or --gpu-file)
+    // and a model (--model or --model-file) required.
     void add_to(CLI::App* sub, bool require_model = true, flag_set set = flag_set::all);
     // Builds the setup; throws usage_error / trainperf::invalid_argument on bad input.
     training_setup build() const;
@@ -39,7 +40,8 @@ struct training_flags {
     // framework and layout, validated without the model's shape.
     training_setup build_without_model() const;
     // The flags that describe `s` (built from these flags, its layout and node size
-    // possibly changed since) apart from its layout: setup_flags(s) and the link,
+    // possibly changed since) apart from its layout: setup_flags(s) (with the
+    // description files in place of the names they replaced) and the link,
     // bandwidth, calibration and input-pipeline flags that were given. With
     // to_string(s.layout) after it, `trainperf predict` rebuilds s.
     std::string run_text(const training_setup& s) const;

@@ -139,25 +139,28 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     return out;
 }
 
+// ASSUMPTION: advice may search up to 10^7 layouts (about a second, docs/engine.md);
+// a larger space is left out of the advice rather than making a prediction slow.
+inline constexpr long long advice_max_candidates = 10'000'000;
+
 // The fastest layout of the setup's GPUs and global batch that fits (offload tried
-// too), when there is one.
+// too), when there is one and the space is small enough to search in passing.
 inline std::optional<training_setup> best_layout(const training_setup& s) {
     plan_request r;
     r.base = s;
     r.gpus = s.layout.gpus();
     r.global_batch = s.layout.global_batch();
     r.allow_offload = !s.cluster.gpu.memory_shared_with_host;
-    const plan_result found = plan(r, 1);
+    plan_result found;
+    try {
+        found = plan(r, {.top = 1, .max_candidates = advice_max_candidates});
+    } catch (const invalid_argument&) {
+        return std::nullopt;  // a space too large to search in passing
+    }
     if (found.best.empty()) return std::nullopt;
     training_setup t = s;
     t.layout = found.best.front().layout;
     return t;
-}
-
-constexpr bool same_layout(const parallel_layout& a, const parallel_layout& b) {
-    return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.interleave == b.interleave && a.sp == b.sp &&
-           a.zero == b.zero && a.offload == b.offload && a.micro_batch == b.micro_batch &&
-           a.grad_accum == b.grad_accum && a.recompute == b.recompute && a.dp_overlap == b.dp_overlap;
 }
 
 // Keeps the best option of each kind, the most tokens/s per GPU first, and a layout
@@ -169,7 +172,7 @@ inline void best_of_each_kind(std::vector<fit_option>& options) {
     std::vector<fit_option> kept;
     for (const fit_option& o : options)
         if (std::none_of(kept.begin(), kept.end(), [&](const fit_option& k) {
-                return k.change == o.change || (same_layout(k.setup.layout, o.setup.layout) &&
+                return k.change == o.change || (k.setup.layout == o.setup.layout &&
                                                 k.setup.cluster.gpus_per_node == o.setup.cluster.gpus_per_node);
             }))
             kept.push_back(o);

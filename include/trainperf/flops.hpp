@@ -85,10 +85,10 @@ struct flop_options {
 
 // Forward GEMM FLOPs of one layer (per sample) and of the output layer.
 struct flop_breakdown {
-    flops qkv = flops_of(0);          // 2·s·h·(h + 2·kv_width)
-    flops scores = flops_of(0);       // Q·Kᵀ: 2·s²·h
-    flops context = flops_of(0);      // P·V:  2·s²·h
-    flops out_proj = flops_of(0);     // 2·s·h²
+    flops qkv = flops_of(0);          // 2·s·h·(q + 2·kv_width), q = heads·head_dim (= h)
+    flops scores = flops_of(0);       // Q·Kᵀ: 2·s²·q
+    flops context = flops_of(0);      // P·V:  2·s²·q
+    flops out_proj = flops_of(0);     // 2·s·q·h
     flops ffn = flops_of(0);          // 2·s·h·f per matrix: 2 (GELU) or 3 (SwiGLU) matrices
     flops logits = flops_of(0);       // 2·s·h·V, once per model (tied or untied: same)
 
@@ -99,13 +99,13 @@ struct flop_breakdown {
 constexpr flop_breakdown exact_forward_breakdown(const transformer_config& m, int seq,
                                                  const flop_options& o = {}) {
     flops_detail::check_seq(m, seq);
-    const double h = m.hidden, s = seq, f = m.ffn_hidden, kv = m.kv_width();
+    const double h = m.hidden, s = seq, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double causal = (o.causal_savings && m.causal) ? (s + 1) / (2 * s) : 1.0;
     const double ffn_matrices = m.ffn == ffn_kind::swiglu ? 3 : 2;
-    return {.qkv = flops_of(2 * s * h * (h + 2 * kv)),
-            .scores = flops_of(2 * s * s * h * causal),
-            .context = flops_of(2 * s * s * h * causal),
-            .out_proj = flops_of(2 * s * h * h),
+    return {.qkv = flops_of(2 * s * h * (q + 2 * kv)),
+            .scores = flops_of(2 * s * s * q * causal),
+            .context = flops_of(2 * s * s * q * causal),
+            .out_proj = flops_of(2 * s * q * h),
             .ffn = flops_of(ffn_matrices * 2 * s * h * f),
             .logits = flops_of(2 * s * h * double(m.vocab))};
 }
@@ -139,7 +139,8 @@ constexpr flops model_flops_per_sample(const transformer_config& m, int seq,
 // ---- MFU by its standard definition ---------------------------------------------
 // PaLM (Chowdhery et al. 2022, "PaLM: Scaling Language Modeling with Pathways",
 // appendix B): a token costs 6·N + 12·L·H·Q·T model FLOPs in training, N the
-// parameters, L layers, H heads of size Q (H·Q = hidden), T the sequence length; no
+// parameters, L layers, H heads of size Q (H·Q = hidden, or wider where the model sets
+// its head size), T the sequence length; no
 // recomputation counted. N here is the parameters that take part in a matmul: every
 // layer's and the output projection over the vocabulary (tied or not); lookups
 // (token, position, segment embeddings) do no matmul. It holds for any FFN width,
@@ -151,7 +152,7 @@ constexpr double matmul_parameters(const transformer_config& m) {
 constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
     flops_detail::check_seq(m, seq);
     const double t = seq;
-    return flops_of(t * (6.0 * matmul_parameters(m) + 12.0 * m.layers * double(m.hidden) * t));
+    return flops_of(t * (6.0 * matmul_parameters(m) + 12.0 * m.layers * double(m.q_width()) * t));
 }
 
 // What recomputation adds on top (the forward of what it repeats, exact per-op

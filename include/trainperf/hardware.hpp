@@ -15,16 +15,18 @@
 
 namespace trainperf {
 
-enum class link_kind { none, nvlink, nvlink_bridge, pcie, pcie_no_p2p, infiniband };
+// infinity_fabric: AMD Instinct GPUs joined peer to peer (xGMI) in a fully connected node.
+enum class link_kind { none, nvlink, nvlink_bridge, pcie, pcie_no_p2p, infiniband, infinity_fabric };
 
 template <>
 struct enum_names<link_kind> {
-    static constexpr std::array<enum_name<link_kind>, 6> table{{{link_kind::none, "none"},
+    static constexpr std::array<enum_name<link_kind>, 7> table{{{link_kind::none, "none"},
                                                                 {link_kind::nvlink, "nvlink"},
                                                                 {link_kind::nvlink_bridge, "nvlink-bridge"},
                                                                 {link_kind::pcie, "pcie"},
                                                                 {link_kind::pcie_no_p2p, "pcie-no-p2p"},
-                                                                {link_kind::infiniband, "infiniband"}}};
+                                                                {link_kind::infiniband, "infiniband"},
+                                                                {link_kind::infinity_fabric, "infinity-fabric"}}};
 };
 
 // A point-to-point or switched link as seen by one GPU. Datasheets often quote the
@@ -95,15 +97,20 @@ struct peak_rates {
     }
 };
 
-enum class gpu_architecture { volta, ampere, ada, hopper, blackwell };
+// NVIDIA generations (compute capability 7.0, 7.5, 8.0/8.6/8.7, 8.9, 9.0, 10.0), and AMD
+// CDNA 3 (Instinct MI300X: a catalog entry for the analytic model; the cuBLASLt harness
+// and calibration stay NVIDIA-only).
+enum class gpu_architecture { volta, turing, ampere, ada, hopper, blackwell, cdna3 };
 
 template <>
 struct enum_names<gpu_architecture> {
-    static constexpr std::array<enum_name<gpu_architecture>, 5> table{{{gpu_architecture::volta, "volta"},
+    static constexpr std::array<enum_name<gpu_architecture>, 7> table{{{gpu_architecture::volta, "volta"},
+                                                                       {gpu_architecture::turing, "turing"},
                                                                        {gpu_architecture::ampere, "ampere"},
                                                                        {gpu_architecture::ada, "ada"},
                                                                        {gpu_architecture::hopper, "hopper"},
-                                                                       {gpu_architecture::blackwell, "blackwell"}}};
+                                                                       {gpu_architecture::blackwell, "blackwell"},
+                                                                       {gpu_architecture::cdna3, "cdna3"}}};
 };
 
 struct gpu_spec {

@@ -42,6 +42,7 @@ constexpr void validate(const kernel_params& p) {
 constexpr kernel_params default_kernel_params(gpu_architecture a) {
     switch (a) {
         case gpu_architecture::volta:
+        case gpu_architecture::turing:  // ASSUMPTION: as Volta (same tensor-core generation of tiles)
             return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 128, .k_half = 64,
                     .memory_efficiency = 0.85, .launch_overhead = microseconds_of(5.0)};
         case gpu_architecture::ampere:
@@ -50,6 +51,7 @@ constexpr kernel_params default_kernel_params(gpu_architecture a) {
                     .memory_efficiency = 0.85, .launch_overhead = microseconds_of(4.0)};
         case gpu_architecture::hopper:
         case gpu_architecture::blackwell:
+        case gpu_architecture::cdna3:  // ASSUMPTION: as Hopper; no AMD measurement behind it
             return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 256, .k_half = 128,
                     .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0)};
     }

@@ -79,6 +79,13 @@ constexpr link_spec default_link(link_kind kind) {
             // InfiniBand HDR, one 200 Gb/s adapter per GPU: 25 GB/s each way
             // (NVIDIA ConnectX-6 VPI datasheet).
             return infiniband_adapter(200);
+        case link_kind::infinity_fabric:
+            // AMD Instinct MI300X: 7 Infinity Fabric links of 128 GB/s (both ways) to the
+            // other 7 GPUs of a node, 896 GB/s aggregate (AMD Instinct MI300X data sheet).
+            // ASSUMPTION: collectives spread over all 7 links (RCCL's rings over the full
+            // mesh), so a GPU sends 448 GB/s each way; latency and efficiency as NVLink's.
+            return {link_kind::infinity_fabric, gb_per_second(896.0 / 2.0), microseconds_of(links::nvlink_latency_us),
+                    links::link_efficiency};
         case link_kind::none: break;
     }
     require(false, "link", to_string(kind), "has no default: name a GPU-to-GPU link");
@@ -108,12 +115,15 @@ constexpr link_spec intra_node_link(const cluster_spec& c) {
 // datasheet); H100/H200: 8× ConnectX-7 400 Gb/s NDR (NVIDIA DGX H100 datasheet; S.
 // Bekman, "Machine Learning Engineering Open Book", compute/accelerator/README.md);
 // B200: 8× 400 Gb/s (NVIDIA DGX B200 datasheet, ConnectX-7; AWS P6-B200, 8× 400 Gb/s
-// EFA, the same book). ASSUMPTION: older and GeForce generations as the A100's.
+// EFA, the same book); MI300X: 8× 400 Gb/s InfiniBand per 8-GPU VM (Microsoft Azure ND
+// MI300X v5 announcement, 2024). ASSUMPTION: older and GeForce generations as the A100's.
 constexpr link_spec default_inter_node_link(const gpu_spec& gpu) {
     switch (gpu.architecture) {
         case gpu_architecture::hopper:
-        case gpu_architecture::blackwell: return infiniband_adapter(400);
+        case gpu_architecture::blackwell:
+        case gpu_architecture::cdna3: return infiniband_adapter(400);
         case gpu_architecture::volta:
+        case gpu_architecture::turing:
         case gpu_architecture::ampere:
         case gpu_architecture::ada: break;
     }

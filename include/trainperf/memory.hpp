@@ -150,15 +150,17 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype ac
                                            int micro_batch, int seq, int tp, bool sp,
                                            recompute_mode r, const framework_profile& fw = pytorch_eager_profile) {
     const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
-    const double f = m.ffn_hidden, kv = m.kv_width();
+    const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double e = size_of(activations) / 2.0;
     const double sbh = s * b * h;
     if (r == recompute_mode::full) return bytes_of(2 * e * sbh / (sp ? t : 1.0));
     const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
     const double masks = dropout ? 2 * sbh : 0.0;
-    const double unsplit = 8 * e * sbh + masks;
+    // Norm inputs 2·sbh each (norms_per_layer of them; 2 in Korthikanti's layer), QKV and
+    // FFN inputs 2·sbh each.
+    const double unsplit = (2.0 * m.norms_per_layer + 4) * e * sbh + masks;
     const double ffn_terms = m.ffn == ffn_kind::swiglu ? 6.0 : 4.0;
-    const double split = e * s * b * (4 * h + 4 * kv + ffn_terms * f);
+    const double split = e * s * b * (4 * q + 4 * kv + ffn_terms * f);  // Q and the out-projection input: q wide
     double core = 0;
     if (r != recompute_mode::selective) {
         if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row

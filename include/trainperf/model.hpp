@@ -49,9 +49,19 @@ struct transformer_config {
     bool pooler = false;         // BERT pooler (hidden × hidden dense + bias)
     bool qkv_biases = true;      // with linear_biases; GPT-Neo has none on Q, K, V only
     bool dropout = true;         // trained with dropout (LLaMA is not): masks kept for backward
+    // Biases on Q, K and V and on no other linear layer (Qwen2); needs linear_biases off.
+    bool qkv_bias_only = false;
+    // Norms in each layer: 2 (before attention and before the FFN), 1 where attention and
+    // FFN run in parallel off one norm (Falcon-7B), up to 4 with extra post-norms.
+    int norms_per_layer = 2;
+    // Width of one attention head where it is not hidden / heads (Gemma 7B: 16 heads of
+    // 256 on a hidden size of 3072); 0: hidden / heads. Q, the attention context and the
+    // output projection's input are heads × head_dim wide.
+    int attention_head_dim = 0;
 
     constexpr int effective_kv_heads() const { return kv_heads == 0 ? heads : kv_heads; }
-    constexpr int head_dim() const { return hidden / heads; }
+    constexpr int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
+    constexpr int q_width() const { return heads * head_dim(); }  // = hidden unless attention_head_dim is set
     constexpr int kv_width() const { return effective_kv_heads() * head_dim(); }
 };
 
@@ -60,7 +70,9 @@ constexpr void validate(const transformer_config& m) {
     require(m.layers > 0 && m.layers <= limits::max_layers, "layers", m.layers, "must be between 1 and 65536");
     require(m.hidden > 0 && m.hidden <= limits::max_width, "hidden", m.hidden, "must be between 1 and 2^22");
     require(m.heads > 0 && m.heads <= limits::max_heads, "heads", m.heads, "must be between 1 and 65536");
-    require(m.hidden % m.heads == 0, "heads", m.heads, "must divide hidden");
+    require(m.attention_head_dim > 0 || m.hidden % m.heads == 0, "heads", m.heads, "must divide hidden");
+    require(m.attention_head_dim >= 0 && m.attention_head_dim <= 65536, "attention_head_dim", m.attention_head_dim,
+            "must be between 0 (hidden / heads) and 65536");
     require(m.kv_heads >= 0 && m.kv_heads <= m.heads, "kv_heads", m.kv_heads,
             "must be between 0 (= heads) and heads");
     require(m.heads % m.effective_kv_heads() == 0, "kv_heads", m.kv_heads,
@@ -72,18 +84,27 @@ constexpr void validate(const transformer_config& m) {
             "must be between 0 (none) and 2^24");
     require(m.token_types >= 0 && m.token_types <= limits::max_token_types, "token_types", m.token_types,
             "must be between 0 and 1024");
+    require(!(m.qkv_bias_only && m.linear_biases), "qkv_bias_only", m.qkv_bias_only,
+            "means no biases besides Q, K, V: needs linear_biases false");
+    require(m.norms_per_layer >= 1 && m.norms_per_layer <= 4, "norms_per_layer", m.norms_per_layer,
+            "must be between 1 and 4");
+}
+
+// Whether Q, K and V carry biases.
+constexpr bool has_qkv_biases(const transformer_config& m) {
+    return (m.linear_biases && m.qkv_biases) || m.qkv_bias_only;
 }
 
 // Parameters of one transformer layer.
 constexpr double layer_parameters(const transformer_config& m) {
-    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width();
+    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const bool b = m.linear_biases;
-    const double qkv = h * (h + 2 * kv) + (b && m.qkv_biases ? h + 2 * kv : 0);
-    const double out = h * h + (b ? h : 0);
+    const double qkv = h * (q + 2 * kv) + (has_qkv_biases(m) ? q + 2 * kv : 0);
+    const double out = q * h + (b ? h : 0);
     const double matrices_in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
     const double ffn = matrices_in * (h * f + (b ? f : 0)) + f * h + (b ? h : 0);
     const double norm = m.norm == norm_kind::layernorm ? 2 * h : h;
-    return qkv + out + ffn + 2 * norm;
+    return qkv + out + ffn + m.norms_per_layer * norm;
 }
 
 // Input embedding, positions, segment types, final norm, untied head and pooler.

@@ -70,27 +70,27 @@ struct parameter_tensor_list {
 // Q, K, V projections (GPT-2's fused c_attn has the same elements; Adafactor's
 // factored state differs by 2·hidden per layer). Sums to parameter_count(m).
 constexpr parameter_tensor_list parameter_tensors(const transformer_config& m) {
-    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), n = m.layers;
+    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), n = m.layers, q = m.q_width();
     const bool b = m.linear_biases;
     const double norm_vectors = m.norm == norm_kind::layernorm ? 2 : 1;  // scale (+ bias)
     parameter_tensor_list l;
-    l.add({"q_proj", h, h, n});
+    l.add({"q_proj", q, h, n});
     l.add({"k_proj", kv, h, n});
     l.add({"v_proj", kv, h, n});
-    l.add({"o_proj", h, h, n});
+    l.add({"o_proj", h, q, n});
     if (m.ffn == ffn_kind::swiglu) l.add({"gate_proj", f, h, n});
     l.add({"up_proj", f, h, n});
     l.add({"down_proj", h, f, n});
+    if (has_qkv_biases(m)) {
+        l.add({"q_bias", q, 0, n});
+        l.add({"kv_bias", kv, 0, 2 * n});
+    }
     if (b) {
-        if (m.qkv_biases) {
-            l.add({"q_bias", h, 0, n});
-            l.add({"kv_bias", kv, 0, 2 * n});
-        }
         l.add({"o_bias", h, 0, n});
         l.add({"up_bias", f, 0, n * (m.ffn == ffn_kind::swiglu ? 2 : 1)});
         l.add({"down_bias", h, 0, n});
     }
-    l.add({"layer_norms", h, 0, 2 * norm_vectors * n});
+    l.add({"layer_norms", h, 0, m.norms_per_layer * norm_vectors * n});
     l.add({"token_embedding", double(m.vocab), h, 1});
     if (m.positions == position_kind::learned) l.add({"position_embedding", double(m.max_seq), h, 1});
     if (m.token_types > 0) {

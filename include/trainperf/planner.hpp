@@ -52,6 +52,7 @@ struct plan_options {
     std::size_t top = 10;          // layouts kept, fastest first
     unsigned threads = 0;          // 0: one per hardware thread
     bool prune = true;             // false: predict every candidate (for checking the bounds)
+    long long max_candidates = max_plan_candidates;  // a larger space is refused before searching
     // Called from the calling thread about ten times a second with the fraction of the
     // space done, once the search has run for a second.
     std::function<void(double fraction)> progress;
@@ -325,8 +326,12 @@ inline plan_result plan(const plan_request& request, const plan_options& options
     require(options.top >= 1 && options.top <= max_plan_top, "top", options.top, "must be between 1 and 2^24");
     const auto start = std::chrono::steady_clock::now();
     const space sp = build_space(request);
-    require(sp.candidates <= max_plan_candidates, "candidates", sp.candidates,
-            "the search space exceeds 2^36 layouts (hours of search): cap the micro-batch or fix part of the layout");
+    require(options.max_candidates >= 1 && options.max_candidates <= max_plan_candidates, "max_candidates",
+            options.max_candidates, "must be between 1 and 2^36");
+    if (sp.candidates > options.max_candidates)
+        detail::fail("candidates", sp.candidates,
+                     "the search space exceeds " + std::to_string(options.max_candidates) +
+                         " layouts: cap the micro-batch or fix part of the layout");
     const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
     const unsigned threads =
         std::max(1u, std::min<unsigned>(options.threads == 0 ? hardware : options.threads,

@@ -246,7 +246,7 @@ inline report_table plan_table(const plan_request& request, const plan_result& r
 
 // An end-to-end plan (training_plan.hpp): per GPU count tried, whether it meets the
 // deadline and is the cheapest or the fastest that does, the whole run (days,
-// GPU-hours, energy at board power in kWh, cost), then the step row of its fastest
+// GPU-hours, energy at board power in kWh, cost — empty without a price), then the step row of its fastest
 // layout. A count where no layout fits keeps only its system and GPU count.
 inline report_table training_plan_table(const training_plan_request& request, const training_plan& plan) {
     std::vector<std::string> columns{"meets_deadline", "cheapest", "fastest", "train_days", "train_gpu_hours",
@@ -259,7 +259,8 @@ inline report_table training_plan_table(const training_plan_request& request, co
         if (c.best) {
             const training_run& run = *c.run;
             row = {c.meets_deadline, plan.cheapest == i, plan.fastest == i, plan.days(i), run.gpu_hours,
-                   run.energy.value() / joules_per_kwh, run.cost};
+                   run.energy.value() / joules_per_kwh};
+            row.push_back(run.cost > 0 ? table_cell(run.cost) : table_cell(std::monostate{}));
             report_table_detail::append(row, step_row(setup_of(request, c), c.best->report));
         } else {
             const training_setup& s = request.layouts.base;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "links.hpp"
@@ -115,6 +116,53 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
     require(r.sockets_per_node >= 1 && r.sockets_per_node <= 8, "sockets_per_node", r.sockets_per_node,
             "must be between 1 and 8");
     c.sockets_per_node = r.sockets_per_node;
+    return c;
+}
+
+// A system as a file describes it (io/system_json.hpp): nodes and their links, for any
+// GPU. The GPU comes separately (a catalog name or a GPU file), as does the job's size.
+struct system_description {
+    std::string_view name = "custom";
+    int gpus_per_node = 1;
+    // The link between GPUs of a node: a kind resolved against the GPU (resolve_link, as
+    // `--link` does), or, without a kind, the explicit intra_node link.
+    std::optional<link_kind> intra_node_kind;
+    link_spec intra_node{};
+    // One network adapter's link between nodes; kind none: one node, no network.
+    link_spec inter_node{};
+    int adapters_per_node = 0;  // 0: one per GPU
+    int sockets_per_node = 1;   // CPU sockets the node's cards are split over
+};
+
+constexpr void validate(const system_description& d) {
+    require(d.gpus_per_node >= 1 && d.gpus_per_node <= 1024, "gpus_per_node", d.gpus_per_node,
+            "must be between 1 and 1024");
+    if (!d.intra_node_kind && d.intra_node.kind != link_kind::none) validate(d.intra_node);
+    if (d.inter_node.kind != link_kind::none) validate(d.inter_node);
+    require(d.adapters_per_node >= 0 && d.adapters_per_node <= 1024, "adapters_per_node", d.adapters_per_node,
+            "must be between 0 (one per GPU) and 1024");
+    require(d.sockets_per_node >= 1 && d.sockets_per_node <= 8, "sockets_per_node", d.sockets_per_node,
+            "must be between 1 and 8");
+}
+
+// The cluster of `gpus` GPUs of model `gpu` on the described system.
+inline cluster_spec build_cluster(const gpu_spec& gpu, const system_description& d, int gpus,
+                                  rank_order order = rank_order::tp_dp_pp) {
+    validate(d);
+    require(gpus >= 1, "gpus", gpus, "must be at least 1");
+    cluster_spec c;
+    c.gpu = gpu;
+    c.gpus_per_node = d.gpus_per_node;
+    c.intra_node = d.intra_node_kind ? resolve_link(gpu, *d.intra_node_kind) : d.intra_node;
+    require(c.intra_node.kind != link_kind::none || gpus == 1, "intra_node_link", to_string(c.intra_node.kind),
+            "no GPU-to-GPU link: name one to use more than one GPU");
+    require(d.inter_node.kind != link_kind::none || gpus <= d.gpus_per_node, "inter_node_link", "none",
+            "one node only (" + std::to_string(d.gpus_per_node) + " GPUs), but " + std::to_string(gpus) +
+                " GPUs span several nodes");
+    c.inter_node = d.inter_node;
+    c.adapters_per_node = d.adapters_per_node;
+    c.order = order;
+    c.sockets_per_node = d.sockets_per_node;
     return c;
 }
 

@@ -52,13 +52,17 @@ struct training_plan {
     std::optional<std::size_t> fastest;   // index into counts: fewest days that meet the deadline
     seconds wall = seconds_of(0.0);
 
-    double days(std::size_t i) const { return counts[i].run->time.value() / 86400.0; }
+    double days(std::size_t i) const {
+        require(i < counts.size() && counts[i].run.has_value(), "count", i, "has no layout that fits: no days");
+        return counts[i].run->days();
+    }
 };
 
 // The GPU counts tried: 1, 2, 4, … below a node, then 1, 2, 3, 4, 6, 8, 12, … nodes, up to
 // max_gpus.
 inline std::vector<int> training_plan_gpu_counts(int gpus_per_node, int max_gpus) {
-    require(gpus_per_node >= 1 && gpus_per_node <= 1024, "gpus_per_node", gpus_per_node, "must be between 1 and 1024");
+    require(gpus_per_node >= 1 && gpus_per_node <= limits::max_gpus_per_node, "gpus_per_node", gpus_per_node,
+            "must be between 1 and 4096");
     require(max_gpus >= 1 && max_gpus <= max_training_plan_gpus, "max_gpus", max_gpus,
             "must be between 1 and 65536");
     std::vector<int> counts;
@@ -107,7 +111,7 @@ inline training_plan plan_training(const training_plan_request& r, plan_options 
             c.best = found.best.front();
             c.run = estimate_training_run(c.best->report, request.base.cluster.gpu, r.train_tokens,
                                           r.price_per_gpu_hour);
-            c.meets_deadline = r.deadline_days == 0 || c.run->time.value() <= r.deadline_days * 86400.0;
+            c.meets_deadline = r.deadline_days == 0 || c.run->days() <= r.deadline_days;
         }
         result.counts.push_back(c);
     }

@@ -17,12 +17,16 @@ using watts = boost::units::quantity<boost::units::si::power, double>;
 
 constexpr double joules_per_kwh = 3.6e6;
 
+inline constexpr double seconds_per_day = 86400.0;
+
 struct training_run {
     double tokens = 0;
     seconds time = seconds_of(0.0);   // wall clock
     double gpu_hours = 0;
     joules energy{};                  // GPUs at board power (TDP) for the whole run: an upper bound
     double cost = 0;                  // gpu_hours × price per GPU-hour (the caller's currency)
+
+    constexpr double days() const { return time.value() / seconds_per_day; }
 };
 
 // `price_per_gpu_hour` may be 0 (no cost wanted).

@@ -52,7 +52,7 @@ using layer_memory_list = op_list<memory_op, 32>;
 inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
     validate(c, m);
     const double tokens = double(c.micro_batch) * c.seq;
-    const double h = m.hidden, t = c.tp, d = m.head_dim(), s = c.seq;
+    const double h = m.hidden, t = c.tp, d = m.head_dim(), s = c.seq, q = m.q_width();
     // Grouped-query attention: kv heads shard over tp, or are replicated when fewer.
     const double kv = m.kv_width();
     const double kv_per_rank = m.effective_kv_heads() >= c.tp ? kv / t : d;
@@ -60,10 +60,10 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     const double f = m.ffn_hidden / t;
     const dtype x = c.math;
     layer_gemm_list ops;
-    ops.push_back({"qkv", {tokens, h / t + 2 * kv_per_rank, h, 1, x}});
+    ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, x}});
     ops.push_back({"attention_scores", {s, s, d, attention_batch, x}, op_phase::forward, op_region::attention_core});
     ops.push_back({"attention_context", {s, d, s, attention_batch, x}, op_phase::forward, op_region::attention_core});
-    ops.push_back({"attention_out", {tokens, h, h / t, 1, x}});
+    ops.push_back({"attention_out", {tokens, h, q / t, 1, x}});
     if (m.ffn == ffn_kind::swiglu) {
         ops.push_back({"ffn_gate", {tokens, f, h, 1, x}});
         ops.push_back({"ffn_up", {tokens, f, h, 1, x}});
@@ -109,7 +109,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double mask = 1.0;  // dropout masks are one byte per element
     const double tokens = double(c.micro_batch) * c.seq;
     const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
-    const double hidden_tp = tokens * m.hidden / c.tp;               // inside the TP region
+    const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
     const double ffn = tokens * m.ffn_hidden / c.tp;
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * double(c.seq) * c.seq;
     const auto op = [](std::string_view name, double moved, op_region region = op_region::other) {
@@ -146,7 +146,9 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         }
     };
     residual_block("bias_dropout_add_attention", "dropout_attention", "residual_add_attention");
-    sink(op(norm, 2 * hidden * a));
+    // The second norm (before the FFN); one norm feeding attention and FFN in parallel
+    // (Falcon-7B) has none, and extra post-norms (norms_per_layer 3-4) are passes like it.
+    for (int k = 1; k < m.norms_per_layer; ++k) sink(op(norm, 2 * hidden * a));
     if (m.ffn == ffn_kind::swiglu) {
         // silu(gate) · up: one fused kernel, or silu then multiply.
         if (fw.fused_bias_gelu) {

@@ -27,6 +27,7 @@
 #include "../catalog_lookup.hpp"
 #include "../error.hpp"
 #include "../hardware.hpp"
+#include "../links.hpp"
 #include "../units.hpp"
 
 namespace trainperf {
@@ -344,19 +345,299 @@ struct b200 {
     };
 };
 
+// ---------------------------------------------------------------------------------
+// Grace Hopper and the export-compliant H20.
+// GH200 source: "NVIDIA GH200 Grace Hopper Superchip" datasheet (96 GB HBM3 version):
+// GPU FP32 67 TFLOPS, TF32 989 / BF16 1,979 / FP16 1,979 / FP8 3,958 TFLOPS and INT8
+// 3,958 TOPS with sparsity (dense: half), 96 GB HBM3 at 4 TB/s, NVLink-C2C 900 GB/s to
+// the Grace CPU, NVLink 900 GB/s to other GPUs, configurable module power 450-1000 W
+// (CPU, GPU and memory together). The GPU is the GH100 of the H100 SXM5 (132 SMs,
+// 1980 MHz, 50 MB L2: H100 whitepaper).
+struct gh200 {
+    static constexpr gpu_spec spec{
+        .name = "gh200",
+        .full_name = "NVIDIA GH200 Grace Hopper Superchip 96GB",
+        .architecture = gpu_architecture::hopper,         // compute capability 9.0
+        .sm_count = 132,                                  // GH100 as in H100 SXM5
+        .boost_clock = megahertz(1980),                   // as H100 SXM5
+        .l2_cache = mebibytes_of(50),                     // as H100 SXM5: 50 MB
+        .memory_capacity = gigabytes_of(96),              // datasheet: 96 GB HBM3
+        .memory_reported = gibibytes_of(96),              // ASSUMPTION: 96 GiB of chips (see the top)
+        .memory_bandwidth = tb_per_second(4.0),           // datasheet: 4 TB/s
+        .peak = h100_sxm::spec.peak,                      // datasheet: the same rates as H100 SXM5
+        .gpu_link = links::nvlink(900),                   // datasheet: NVLink 900 GB/s (total)
+        // datasheet: NVLink-C2C 900 GB/s (total) between the Grace CPU and the GPU.
+        .host_link = {link_kind::nvlink, gb_per_second(900.0 / 2.0), microseconds_of(links::nvlink_latency_us),
+                      links::link_efficiency},
+        // datasheet: 450-1000 W for the whole superchip; the upper end stands for the GPU.
+        .tdp_watts = 1000,
+    };
+};
+
+// H20 source: NVIDIA HGX H20 specifications as published in public reports (no public
+// NVIDIA datasheet): 96 GB HBM3 at 4.0 TB/s, FP8 296 TFLOPS, BF16/FP16 148 TFLOPS,
+// TF32 74 TFLOPS, FP32 44 TFLOPS, INT8 296 TOPS (dense), NVLink 900 GB/s, 400 W.
+// APPROXIMATE: SM count, clock and L2 are reported figures, not NVIDIA's.
+struct h20 {
+    static constexpr gpu_spec spec{
+        .name = "h20",
+        .full_name = "NVIDIA H20 96GB",
+        .architecture = gpu_architecture::hopper,         // compute capability 9.0
+        .sm_count = 78,                                   // APPROXIMATE: public reports
+        .boost_clock = megahertz(1980),                   // APPROXIMATE: as H100 SXM5
+        .l2_cache = mebibytes_of(60),                     // APPROXIMATE: public reports
+        .memory_capacity = gigabytes_of(96),              // reports: 96 GB HBM3
+        .memory_reported = gibibytes_of(96),              // ASSUMPTION: 96 GiB of chips (see the top)
+        .memory_bandwidth = tb_per_second(4.0),           // reports: 4.0 TB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(44),           // reports: 44 TFLOPS
+            .tf32 = hardware_detail::tflops(74),           // reports: 74 TFLOPS
+            .fp16 = hardware_detail::tflops(148),          // reports: 148 TFLOPS
+            .bf16 = hardware_detail::tflops(148),          // reports: 148 TFLOPS
+            .fp8 = hardware_detail::tflops(296),           // reports: 296 TFLOPS
+            .int8 = hardware_detail::tflops(296),          // reports: 296 TOPS
+        },
+        .gpu_link = links::nvlink(900),                   // reports: NVLink 900 GB/s (total)
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
+        .tdp_watts = 400,                                 // reports: 400 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Ada (AD102, AD104). Sources: "NVIDIA Ada GPU Architecture" whitepaper (RTX 4090
+// column: 128 SMs, 2520 MHz boost, 72 MB L2, 24 GB GDDR6X at 1008 GB/s, FP32 82.6,
+// TF32 82.6, FP16 and BF16 with fp32 accumulate 165.2 (330.3 with fp16 accumulate),
+// FP8 with fp32 accumulate 330.3, INT8 660.6 TOPS, 450 W, no NVLink);
+// "NVIDIA L40S GPU" datasheet; "NVIDIA L4 Tensor Core GPU" datasheet. The data-center
+// boards run fp32-accumulate tensor math at the full rate; GeForce at half of it.
+struct rtx_4090 {
+    static constexpr gpu_spec spec{
+        .name = "rtx-4090",
+        .full_name = "NVIDIA GeForce RTX 4090",
+        .architecture = gpu_architecture::ada,            // compute capability 8.9
+        .sm_count = 128,                                  // Ada whitepaper: 128 SMs
+        .boost_clock = megahertz(2520),                   // Ada whitepaper: 2520 MHz
+        .l2_cache = mebibytes_of(72),                     // Ada whitepaper: 73728 KB
+        .memory_capacity = gigabytes_of(24),              // Ada whitepaper: 24 GB GDDR6X
+        .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
+        .memory_bandwidth = gb_per_second(1008),          // Ada whitepaper: 1008 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(82.6),         // Ada whitepaper: 82.6
+            .tf32 = hardware_detail::tflops(82.6),         // Ada whitepaper: 82.6 (165.2 sparse)
+            .fp16 = hardware_detail::tflops(165.2),        // Ada whitepaper: 165.2 fp32 acc (330.3 fp16 acc)
+            .bf16 = hardware_detail::tflops(165.2),        // Ada whitepaper: 165.2 fp32 acc
+            .fp8 = hardware_detail::tflops(330.3),         // Ada whitepaper: 330.3 fp32 acc
+            .int8 = hardware_detail::tflops(660.6),        // Ada whitepaper: 660.6 TOPS
+        },
+        // Ada whitepaper: no NVLink on the 4090. Cards meet over PCIe, staged through host
+        // memory (no peer-to-peer on GeForce, see the GA102 note above).
+        .gpu_link = staged_through_host(links::pcie(links::pcie4_x16_gb_per_s)),
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
+        .tdp_watts = 450,                                 // Ada whitepaper: 450 W
+        .pcie_peer_to_peer = false,                       // GeForce: see the GA102 note above
+    };
+};
+
+// Source: "NVIDIA L40S GPU" datasheet: FP32 91.6 TFLOPS; TF32 183 | 366, BF16/FP16
+// 362.05 | 733, FP8 733 | 1,466 TFLOPS, INT8 733 | 1,466 TOPS (dense | sparse); 48 GB
+// GDDR6 at 864 GB/s; 350 W; PCIe Gen4 x16; no NVLink; 18,176 CUDA cores (142 SMs).
+// Boost clock DERIVED: 91.6 TFLOPS / (142 × 256 FLOP/clk) = 2520 MHz. L2 APPROXIMATE:
+// the full AD102's 96 MB (Ada whitepaper).
+struct l40s {
+    static constexpr gpu_spec spec{
+        .name = "l40s",
+        .full_name = "NVIDIA L40S 48GB",
+        .architecture = gpu_architecture::ada,            // compute capability 8.9
+        .sm_count = 142,                                  // datasheet: 18,176 cores / 128
+        .boost_clock = megahertz(2520),                   // DERIVED, see above
+        .l2_cache = mebibytes_of(96),                     // APPROXIMATE, see above
+        .memory_capacity = gigabytes_of(48),              // datasheet: 48 GB GDDR6
+        .memory_reported = gibibytes_of(48),              // ASSUMPTION: 48 GiB of chips (see the top)
+        .memory_bandwidth = gb_per_second(864),           // datasheet: 864 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(91.6),         // datasheet: 91.6
+            .tf32 = hardware_detail::tflops(183),          // datasheet: 183 (366 sparse)
+            .fp16 = hardware_detail::tflops(362.05),       // datasheet: 362.05 (733 sparse)
+            .bf16 = hardware_detail::tflops(362.05),       // datasheet: 362.05 (733 sparse)
+            .fp8 = hardware_detail::tflops(733),           // datasheet: 733 (1,466 sparse)
+            .int8 = hardware_detail::tflops(733),          // datasheet: 733 TOPS (1,466 sparse)
+        },
+        .gpu_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: no NVLink; PCIe peer-to-peer
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: PCIe Gen4 x16
+        .tdp_watts = 350,                                 // datasheet: 350 W
+    };
+};
+
+// Source: "NVIDIA L4 Tensor Core GPU" datasheet: FP32 30.3 TFLOPS; TF32 120, BF16/FP16
+// 242, FP8 485 TFLOPS and INT8 485 TOPS with sparsity (dense: half); 24 GB GDDR6 at
+// 300 GB/s; 72 W; PCIe Gen4 x16; 7,424 CUDA cores (58 SMs). Boost DERIVED: 30.3 TFLOPS /
+// (58 × 256) = 2040 MHz. L2 APPROXIMATE: AD104's 48 MB (public reports).
+struct l4 {
+    static constexpr gpu_spec spec{
+        .name = "l4",
+        .full_name = "NVIDIA L4 24GB",
+        .architecture = gpu_architecture::ada,            // compute capability 8.9
+        .sm_count = 58,                                   // datasheet: 7,424 cores / 128
+        .boost_clock = megahertz(2040),                   // DERIVED, see above
+        .l2_cache = mebibytes_of(48),                     // APPROXIMATE, see above
+        .memory_capacity = gigabytes_of(24),              // datasheet: 24 GB GDDR6
+        .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
+        .memory_bandwidth = gb_per_second(300),           // datasheet: 300 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(30.3),         // datasheet: 30.3
+            .tf32 = hardware_detail::tflops(60),           // datasheet: 120 sparse → 60
+            .fp16 = hardware_detail::tflops(121),          // datasheet: 242 sparse → 121
+            .bf16 = hardware_detail::tflops(121),          // datasheet: 242 sparse → 121
+            .fp8 = hardware_detail::tflops(242.5),         // datasheet: 485 sparse → 242.5
+            .int8 = hardware_detail::tflops(242.5),        // datasheet: 485 TOPS sparse → 242.5
+        },
+        .gpu_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: no NVLink; PCIe peer-to-peer
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: PCIe Gen4 x16
+        .tdp_watts = 72,                                  // datasheet: 72 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Professional and data-center Ampere (GA102). Sources: "NVIDIA Ampere GA102 GPU
+// Architecture" whitepaper (RTX A6000 column: 84 SMs, 1800 MHz, 6144 KB L2, FP32 38.7,
+// TF32 77.4, FP16/BF16 with fp32 accumulate 154.8, INT8 309.7 TOPS), "NVIDIA RTX A6000"
+// datasheet (48 GB GDDR6 at 768 GB/s, 300 W, PCIe Gen4 x16, NVLink bridge joining two
+// cards at 112.5 GB/s total), "NVIDIA A10 Tensor Core GPU" datasheet (FP32 31.2, TF32
+// 62.5, BF16/FP16 125, INT8 250 TOPS dense; 24 GB GDDR6 at 600 GB/s; 150 W; PCIe Gen4;
+// 9,216 CUDA cores = 72 SMs at 1695 MHz). Unlike GeForce, these boards allow PCIe
+// peer-to-peer between cards.
+struct rtx_a6000 {
+    static constexpr gpu_spec spec{
+        .name = "rtx-a6000",
+        .full_name = "NVIDIA RTX A6000",
+        .architecture = gpu_architecture::ampere,         // compute capability 8.6
+        .sm_count = 84,                                   // GA102 whitepaper: 84 SMs
+        .boost_clock = megahertz(1800),                   // GA102 whitepaper: 1800 MHz
+        .l2_cache = mebibytes_of(6),                      // GA102 whitepaper: 6144 KB
+        .memory_capacity = gigabytes_of(48),              // datasheet: 48 GB GDDR6
+        .memory_reported = gibibytes_of(48),              // ASSUMPTION: 48 GiB of chips (see the top)
+        .memory_bandwidth = gb_per_second(768),           // datasheet: 768 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(38.7),         // GA102 whitepaper: 38.7
+            .tf32 = hardware_detail::tflops(77.4),         // GA102 whitepaper: 77.4 (154.8 sparse)
+            .fp16 = hardware_detail::tflops(154.8),        // GA102 whitepaper: 154.8 fp32 acc
+            .bf16 = hardware_detail::tflops(154.8),        // GA102 whitepaper: 154.8 fp32 acc
+            .fp8 = {},                                    // Ampere has no fp8 tensor cores
+            .int8 = hardware_detail::tflops(309.7),        // GA102 whitepaper: 309.7 TOPS
+        },
+        .gpu_link = links::nvlink_bridge(112.5),          // datasheet: NVLink bridge, 112.5 GB/s total
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: PCIe Gen4 x16
+        .tdp_watts = 300,                                 // datasheet: 300 W
+    };
+};
+
+struct a10 {
+    static constexpr gpu_spec spec{
+        .name = "a10",
+        .full_name = "NVIDIA A10 24GB",
+        .architecture = gpu_architecture::ampere,         // compute capability 8.6
+        .sm_count = 72,                                   // datasheet: 9,216 cores / 128
+        .boost_clock = megahertz(1695),                   // 31.2 TFLOPS / (72 × 256)
+        .l2_cache = mebibytes_of(6),                      // GA102: 6144 KB
+        .memory_capacity = gigabytes_of(24),              // datasheet: 24 GB GDDR6
+        .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
+        .memory_bandwidth = gb_per_second(600),           // datasheet: 600 GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(31.2),         // datasheet: 31.2
+            .tf32 = hardware_detail::tflops(62.5),         // datasheet: 62.5 (125 sparse)
+            .fp16 = hardware_detail::tflops(125),          // datasheet: 125 (250 sparse)
+            .bf16 = hardware_detail::tflops(125),          // datasheet: 125 (250 sparse)
+            .fp8 = {},                                    // Ampere has no fp8 tensor cores
+            .int8 = hardware_detail::tflops(250),          // datasheet: 250 TOPS (500 sparse)
+        },
+        .gpu_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: no NVLink; PCIe peer-to-peer
+        .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // datasheet: PCIe Gen4
+        .tdp_watts = 150,                                 // datasheet: 150 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// Turing (TU104). Sources: "NVIDIA T4 Tensor Core GPU" datasheet (2,560 CUDA cores and
+// 320 tensor cores = 40 SMs; FP32 8.1 TFLOPS; mixed precision FP16/FP32 65 TFLOPS; INT8
+// 130 TOPS; 16 GB GDDR6 at 320 GB/s; 70 W; PCIe Gen3 x16) and "NVIDIA Turing GPU
+// Architecture" whitepaper (TU104: 4096 KB L2). Boost DERIVED: 8.1 TFLOPS / (40 × 128)
+// = 1590 MHz. Turing tensor cores do fp16 and int8: no tf32, bf16 or fp8.
+struct t4 {
+    static constexpr gpu_spec spec{
+        .name = "t4",
+        .full_name = "NVIDIA T4 16GB",
+        .architecture = gpu_architecture::turing,         // compute capability 7.5
+        .sm_count = 40,                                   // datasheet: 320 tensor cores / 8
+        .boost_clock = megahertz(1590),                   // DERIVED, see above
+        .l2_cache = mebibytes_of(4),                      // Turing whitepaper: 4096 KB
+        .memory_capacity = gigabytes_of(16),              // datasheet: 16 GB GDDR6
+        .memory_reported = gibibytes_of(16),              // ASSUMPTION: 16 GiB of chips (see the top)
+        .memory_bandwidth = gb_per_second(320),           // datasheet: 320+ GB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(8.1),          // datasheet: 8.1
+            .tf32 = {},                                   // no tf32 before Ampere
+            .fp16 = hardware_detail::tflops(65),           // datasheet: 65 mixed FP16/FP32
+            .bf16 = {},                                   // no bf16 before Ampere
+            .fp8 = {},
+            .int8 = hardware_detail::tflops(130),          // datasheet: 130 TOPS
+        },
+        .gpu_link = links::pcie(links::pcie3_x16_gb_per_s),  // datasheet: no NVLink; PCIe peer-to-peer
+        .host_link = links::pcie(links::pcie3_x16_gb_per_s),  // datasheet: PCIe Gen3 x16
+        .tdp_watts = 70,                                  // datasheet: 70 W
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// AMD CDNA 3. Source: "AMD Instinct MI300X Accelerator" data sheet: 304 compute units,
+// 2100 MHz peak engine clock, 192 GB HBM3 at 5.3 TB/s, 256 MB Infinity Cache, FP32
+// vector 81.7 TFLOPS, matrix TF32 653.7, FP16/BF16 1,307.4, FP8 2,614.9 TFLOPS, INT8
+// 2,614.9 TOPS (dense; twice with sparsity), 7 Infinity Fabric links of 128 GB/s, PCIe
+// Gen5 x16, 750 W. A model entry only: the cuBLASLt harness and calibration are NVIDIA's.
+// The L2 stored is the 4 MB per XCD × 8 XCDs (CDNA 3 white paper); the Infinity Cache
+// sits behind it. sm_count holds compute units.
+struct mi300x {
+    static constexpr gpu_spec spec{
+        .name = "mi300x",
+        .full_name = "AMD Instinct MI300X 192GB",
+        .architecture = gpu_architecture::cdna3,          // gfx942
+        .sm_count = 304,                                  // data sheet: 304 compute units
+        .boost_clock = megahertz(2100),                   // data sheet: 2100 MHz peak engine clock
+        .l2_cache = mebibytes_of(32),                     // CDNA 3 white paper: 4 MB × 8 XCDs
+        .memory_capacity = gigabytes_of(192),             // data sheet: 192 GB HBM3
+        .memory_reported = gibibytes_of(192),             // ASSUMPTION: 192 GiB of chips (see the top)
+        .memory_bandwidth = tb_per_second(5.3),           // data sheet: 5.3 TB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(81.7),         // data sheet: 81.7 (vector)
+            .tf32 = hardware_detail::tflops(653.7),        // data sheet: 653.7 (matrix)
+            .fp16 = hardware_detail::tflops(1307.4),       // data sheet: 1,307.4
+            .bf16 = hardware_detail::tflops(1307.4),       // data sheet: 1,307.4
+            .fp8 = hardware_detail::tflops(2614.9),        // data sheet: 2,614.9
+            .int8 = hardware_detail::tflops(2614.9),       // data sheet: 2,614.9 TOPS
+        },
+        .gpu_link = default_link(link_kind::infinity_fabric),  // data sheet: 7 × 128 GB/s, see links.hpp
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // data sheet: PCIe Gen5 x16
+        .tdp_watts = 750,                                 // data sheet: 750 W
+    };
+};
+
 static_assert(hardware<h100_sxm> && hardware<h100_pcie> && hardware<h200_sxm> &&
               hardware<a100_sxm_80gb> && hardware<a100_sxm_40gb> &&
               hardware<v100_sxm2_32gb> && hardware<rtx_3090_ti> && hardware<rtx_3090> &&
-              hardware<jetson_orin_nx_16gb> && hardware<b200>);
+              hardware<jetson_orin_nx_16gb> && hardware<b200> && hardware<gh200> && hardware<h20> &&
+              hardware<rtx_4090> && hardware<l40s> && hardware<l4> && hardware<rtx_a6000> && hardware<a10> &&
+              hardware<t4> && hardware<mi300x>);
 
 // ---------------------------------------------------------------------------------
 // Lookup by CLI name.
 
-inline constexpr std::array<gpu_spec, 10> gpu_catalog{
+inline constexpr std::array<gpu_spec, 19> gpu_catalog{
     h100_sxm::spec,      h100_pcie::spec,  h200_sxm::spec,
     a100_sxm_80gb::spec, a100_sxm_40gb::spec,
     v100_sxm2_32gb::spec, rtx_3090_ti::spec, rtx_3090::spec,
     jetson_orin_nx_16gb::spec, b200::spec,
+    gh200::spec,         h20::spec,        rtx_4090::spec,
+    l40s::spec,          l4::spec,         rtx_a6000::spec,
+    a10::spec,           t4::spec,         mi300x::spec,
 };
 
 constexpr std::array<std::string_view, gpu_catalog.size()> gpu_names() {

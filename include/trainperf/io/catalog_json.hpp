@@ -1,6 +1,7 @@
-// Catalog entries as JSON (`trainperf gpus --json`, `trainperf models --json`, and the
-// links `trainperf comm --json` reports): every figure in base units, names from the
-// enums' name tables.
+// Catalog entries as JSON (`trainperf gpus --json`, `trainperf models --json`: the
+// description-file formats) and links as reports show them (`trainperf comm --json`,
+// predict's links: with the derived two-way total): every figure in base units, names
+// from the enums' name tables.
 #pragma once
 
 #include <string>
@@ -9,6 +10,8 @@
 
 #include "../hardware.hpp"
 #include "../model.hpp"
+#include "gpu_json.hpp"
+#include "model_json.hpp"
 
 namespace trainperf {
 
@@ -20,47 +23,10 @@ inline nlohmann::json to_json(const link_spec& l) {
             {"efficiency", l.efficiency}};
 }
 
-// Peaks are dense; int8 in integer ops/s; null where the GPU has no such math mode.
-inline nlohmann::json to_json(const gpu_spec& g) {
-    nlohmann::json peaks = nlohmann::json::object();
-    for (dtype t : all_dtypes)
-        peaks[std::string(to_string(t))] = g.supports(t) ? nlohmann::json(g.peak_for(t).value()) : nlohmann::json();
-    return {{"name", std::string(g.name)},
-            {"full_name", std::string(g.full_name)},
-            {"architecture", std::string(to_string(g.architecture))},
-            {"sm_count", g.sm_count},
-            {"boost_clock_hertz", g.boost_clock.value()},
-            {"l2_cache_bytes", g.l2_cache.value()},
-            {"memory_bytes", g.memory_capacity.value()},
-            {"memory_reported_bytes", g.device_memory().value()},
-            {"memory_bandwidth_bytes_per_second", g.memory_bandwidth.value()},
-            {"peak_flops_per_second", peaks},
-            {"gpu_link", to_json(g.gpu_link)},
-            {"host_link", to_json(g.host_link)},
-            {"tdp_watts", g.tdp_watts},
-            {"memory_shared_with_host", g.memory_shared_with_host}};
-}
-
-inline nlohmann::json to_json(const transformer_config& m) {
-    return {{"name", std::string(m.name)},
-            {"layers", m.layers},
-            {"hidden", m.hidden},
-            {"heads", m.heads},
-            {"kv_heads", m.effective_kv_heads()},
-            {"head_dim", m.head_dim()},
-            {"ffn_hidden", m.ffn_hidden},
-            {"vocab", m.vocab},
-            {"max_seq", m.max_seq},
-            {"ffn", std::string(to_string(m.ffn))},
-            {"positions", std::string(to_string(m.positions))},
-            {"norm", std::string(to_string(m.norm))},
-            {"tied_embeddings", m.tied_embeddings},
-            {"linear_biases", m.linear_biases},
-            {"qkv_biases", m.linear_biases && m.qkv_biases},
-            {"causal", m.causal},
-            {"token_types", m.token_types},
-            {"pooler", m.pooler},
-            {"parameters", parameter_count(m)}};
-}
+// A GPU and a model as their description files hold them (io/gpu_json.hpp,
+// io/model_json.hpp): what `trainperf gpus --json` and `models --json` print reads back
+// through --gpu-file and --model-file.
+inline nlohmann::json to_json(const gpu_spec& g) { return io::gpu_to_json(g); }
+inline nlohmann::json to_json(const transformer_config& m) { return io::model_to_json(m); }
 
 }  // namespace trainperf

@@ -52,7 +52,7 @@ inline nlohmann::json to_json(const training_plan_request& request, const traini
         if (c.best) {
             j["best"] = to_json(*c.best);
             j.update(to_json(*c.run));
-            j["train_days"] = c.run->time.value() / 86400.0;
+            j["train_days"] = c.run->days();
             j["meets_deadline"] = c.meets_deadline;
         }
         counts.push_back(std::move(j));

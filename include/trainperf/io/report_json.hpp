@@ -73,7 +73,7 @@ inline nlohmann::json to_json(const training_run& run) {
             {"train_time_seconds", run.time.value()},
             {"train_gpu_hours", run.gpu_hours},
             {"train_energy_kwh", run.energy.value() / joules_per_kwh},
-            {"train_cost", run.cost}};
+            {"train_cost", run.cost > 0 ? nlohmann::json(run.cost) : nlohmann::json(nullptr)}};  // null: no price
 }
 
 // How far over the memory a setup is, and each change that makes it fit.

@@ -1,0 +1,113 @@
+// A framework profile as a JSON description (schema "trainperf.framework.v1"): every
+// field of framework_profile and its memory_overheads, times and sizes in base units
+// (seconds, bytes). `trainperf frameworks --json NAME` prints it, `--framework-file`
+// reads it. Every field is required; unknown fields, wrong types and values out of range
+// are errors naming the field.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "../framework.hpp"
+#include "../units.hpp"
+#include "description_file.hpp"
+
+namespace trainperf::io {
+
+inline constexpr std::string_view framework_schema = "trainperf.framework.v1";
+
+inline nlohmann::json framework_to_json(const framework_profile& f) {
+    const memory_overheads& o = f.memory;
+    return {{"schema", std::string(framework_schema)},
+            {"name", std::string(f.name)},
+            {"fused_softmax", f.fused_softmax},
+            {"fused_bias_gelu", f.fused_bias_gelu},
+            {"fused_bias_dropout_add", f.fused_bias_dropout_add},
+            {"flash_attention", f.flash_attention},
+            {"gelu_kernels", f.gelu_kernels},
+            {"head_layout_copies", f.head_layout_copies},
+            {"backward_traffic_ratio", f.backward_traffic_ratio},
+            {"fused_optimizer", f.fused_optimizer},
+            {"unfused_optimizer_passes", f.unfused_optimizer_passes},
+            {"unfused_kernels_per_tensor", f.unfused_kernels_per_tensor},
+            {"overlap_data_parallel_sync", f.overlap_data_parallel_sync},
+            {"overlappable_backward_fraction", f.overlappable_backward_fraction},
+            {"fp32_gradient_accumulation", f.fp32_gradient_accumulation},
+            {"per_step_overhead_seconds", f.per_step_overhead.value()},
+            {"memory",
+             {{"fp32_logits", o.fp32_logits},
+              {"loss_buffers", o.loss_buffers},
+              {"dropout", o.dropout},
+              {"workspace_bytes", o.workspace.value()},
+              {"temporaries_bytes", o.temporaries.value()},
+              {"gradient_buckets_bytes", o.gradient_buckets.value()},
+              {"gradient_bucket_copy", o.gradient_bucket_copy},
+              {"optimizer_temporaries", o.optimizer_temporaries},
+              {"fragmentation", o.fragmentation},
+              {"host_reserve_bytes", o.host_reserve.value()},
+              {"cuda_context_bytes", o.cuda_context.value()}}}};
+}
+
+inline framework_profile framework_from_json(const nlohmann::json& j) {
+    namespace dd = description_detail;
+    dd::only_keys(j, "",
+                  {"schema", "name", "fused_softmax", "fused_bias_gelu", "fused_bias_dropout_add", "flash_attention",
+                   "gelu_kernels", "head_layout_copies", "backward_traffic_ratio", "fused_optimizer",
+                   "unfused_optimizer_passes", "unfused_kernels_per_tensor", "overlap_data_parallel_sync",
+                   "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
+                   "memory"});
+    dd::schema(j, framework_schema);
+    framework_profile f;
+    f.name = keep_text(dd::name_text(j, "", "name"));
+    f.fused_softmax = dd::boolean(j, "", "fused_softmax");
+    f.fused_bias_gelu = dd::boolean(j, "", "fused_bias_gelu");
+    f.fused_bias_dropout_add = dd::boolean(j, "", "fused_bias_dropout_add");
+    f.flash_attention = dd::boolean(j, "", "flash_attention");
+    f.gelu_kernels = dd::integer(j, "", "gelu_kernels", 1, 16);
+    f.head_layout_copies = dd::boolean(j, "", "head_layout_copies");
+    f.backward_traffic_ratio = dd::number(j, "", "backward_traffic_ratio", 0, 16, "(ratio)");
+    f.fused_optimizer = dd::boolean(j, "", "fused_optimizer");
+    f.unfused_optimizer_passes = dd::number(j, "", "unfused_optimizer_passes", 1, 16, "(passes)");
+    f.unfused_kernels_per_tensor = dd::integer(j, "", "unfused_kernels_per_tensor", 1, 64);
+    f.overlap_data_parallel_sync = dd::boolean(j, "", "overlap_data_parallel_sync");
+    f.overlappable_backward_fraction = dd::number(j, "", "overlappable_backward_fraction", 0, 1, "(a fraction)");
+    f.fp32_gradient_accumulation = dd::boolean(j, "", "fp32_gradient_accumulation");
+    f.per_step_overhead = seconds_of(dd::number(j, "", "per_step_overhead_seconds", 0, 3600, "s"));
+
+    const auto& m = dd::field(j, "", "memory");
+    const std::string_view ctx = "memory";
+    dd::only_keys(m, ctx,
+                  {"fp32_logits", "loss_buffers", "dropout", "workspace_bytes", "temporaries_bytes",
+                   "gradient_buckets_bytes", "gradient_bucket_copy", "optimizer_temporaries", "fragmentation",
+                   "host_reserve_bytes", "cuda_context_bytes"});
+    constexpr double max_bytes = 1e13;  // 10 TB: more than any device holds
+    memory_overheads& o = f.memory;
+    o.fp32_logits = dd::boolean(m, ctx, "fp32_logits");
+    o.loss_buffers = dd::number(m, ctx, "loss_buffers", 0, 64, "(logit-sized buffers)");
+    o.dropout = dd::boolean(m, ctx, "dropout");
+    o.workspace = bytes_of(dd::number(m, ctx, "workspace_bytes", 0, max_bytes, "bytes"));
+    o.temporaries = bytes_of(dd::number(m, ctx, "temporaries_bytes", 0, max_bytes, "bytes"));
+    o.gradient_buckets = bytes_of(dd::number(m, ctx, "gradient_buckets_bytes", 0, max_bytes, "bytes"));
+    o.gradient_bucket_copy = dd::number(m, ctx, "gradient_bucket_copy", 0, 4, "(copies of the gradients)");
+    o.optimizer_temporaries = dd::number(m, ctx, "optimizer_temporaries", 0, 16, "(x local fp32 parameter bytes)");
+    o.fragmentation = dd::number(m, ctx, "fragmentation", 0, 0.99, "(a fraction of the peak)");
+    o.host_reserve = bytes_of(dd::number(m, ctx, "host_reserve_bytes", 0, max_bytes, "bytes"));
+    o.cuda_context = bytes_of(dd::number(m, ctx, "cuda_context_bytes", 0, max_bytes, "bytes"));
+    validate(f);
+    return f;
+}
+
+// `trainperf --framework-file PATH`: the profile the file describes; errors name the file.
+inline framework_profile load_framework_file(const std::filesystem::path& path) {
+    const auto j = read_description_file(path);
+    return with_file_context(path, [&] { return framework_from_json(j); });
+}
+
+inline void save_framework_file(const std::filesystem::path& path, const framework_profile& f) {
+    write_description_file(path, framework_to_json(f));
+}
+
+}  // namespace trainperf::io

@@ -1,0 +1,259 @@
+// A Hugging Face transformers `config.json` as a transformer_config, chosen by its
+// `model_type`: llama (LLaMA 1/2/3/3.1, TinyLlama), mistral, qwen2, gemma, gemma2, phi3,
+// gpt2, gpt_neo, gpt_neox, bert, roberta, opt, falcon. The keys read are the ones the
+// transformers configuration classes define (LlamaConfig, GPT2Config, ...); where a key
+// is absent, the class's own default applies, as transformers itself would load the
+// file, and each such default is written next to its key below. Keys that do not change
+// the parameter count or the kernels (token ids, initialisers, rope_theta, rope_scaling,
+// sliding_window, torch_dtype, ...) are not read. Architectures the library does not
+// model are refused with a message saying what is missing: mixture-of-experts configs
+// (num_local_experts, n_routed_experts, num_experts), biases on attention only, OPT's
+// embedding projection or post-norm, ALiBi. Gemma 2's logit soft-capping and
+// query_pre_attn_scalar change no parameter and no GEMM and are not read.
+//
+// Approximations, all without parameters: gated FFNs with GELU (Gemma) are costed as
+// SwiGLU, ungated ReLU FFNs (OPT) as GELU; local or sliding-window attention (GPT-Neo,
+// Mistral, Phi-3) as full attention. OPT's learned position table has 2 rows beyond
+// max_position_embeddings (an offset of its padding scheme), not counted: 2 × hidden
+// parameters (0.0003 % of OPT-1.3B).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "../model.hpp"
+#include "description_file.hpp"
+
+namespace trainperf::io {
+
+namespace hf_detail {
+
+using json = nlohmann::json;
+namespace dd = description_detail;
+
+// The config's positive integer `key` (required).
+inline int positive(const json& j, std::string_view key, long long max = 1LL << 26) {
+    return dd::integer(j, "", key, 1, max);
+}
+
+// `key` if present and not null, else the configuration class's default `otherwise`.
+inline int positive_or(const json& j, std::string_view key, int otherwise, long long max = 1LL << 26) {
+    const auto it = j.find(std::string(key));
+    if (it == j.end() || it->is_null()) return otherwise;
+    return dd::integer_in(*it, std::string(key), 1, max);
+}
+
+inline bool flag_or(const json& j, std::string_view key, bool otherwise) {
+    const auto it = j.find(std::string(key));
+    if (it == j.end() || it->is_null()) return otherwise;
+    require(it->is_boolean(), key, dd::shown(*it), "must be true or false");
+    return it->get<bool>();
+}
+
+inline std::string text_or(const json& j, std::string_view key, std::string otherwise) {
+    const auto it = j.find(std::string(key));
+    if (it == j.end() || it->is_null()) return otherwise;
+    return dd::text_in(*it, std::string(key), 64);
+}
+
+// Trained with dropout: any of the configuration's dropout probabilities above 0. Absent
+// keys take the class defaults, which `otherwise` gives (true where they are 0.1).
+inline bool trained_with_dropout(const json& j, bool otherwise) {
+    bool seen = false, any = false;
+    for (const char* key : {"attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
+                            "hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "activation_dropout",
+                            "resid_dropout", "embed_dropout"}) {
+        const auto it = j.find(key);
+        if (it == j.end() || it->is_null()) continue;
+        const double p = dd::number_in(*it, key, 0, 1, "(a probability)");
+        seen = true;
+        any = any || p > 0;
+    }
+    return seen ? any : otherwise;
+}
+
+inline void activation_is(const json& j, std::string_view key, std::initializer_list<std::string_view> known) {
+    const auto it = j.find(std::string(key));
+    if (it == j.end() || it->is_null()) return;
+    const std::string a = dd::text_in(*it, std::string(key), 64);
+    std::string list;
+    for (std::string_view k : known) {
+        if (a == k) return;
+        list += (list.empty() ? "" : ", ") + std::string(k);
+    }
+    detail::fail(key, "\"" + a + "\"", "activation not modelled; known: " + list);
+}
+
+// Mixture-of-experts configurations name their experts with one of these keys.
+inline void refuse_experts(const json& j, const std::string& type) {
+    for (const char* key : {"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"}) {
+        const auto it = j.find(key);
+        if (it == j.end() || it->is_null()) continue;
+        if (it->is_number() && it->get<double>() <= 1) continue;  // 0 or 1 expert: a dense model
+        detail::fail(key, dd::shown(*it),
+                     "a mixture-of-experts model (model_type \"" + type +
+                         "\"): experts are not modelled yet; only dense transformers can be described");
+    }
+    require(type.find("moe") == std::string::npos, "model_type", "\"" + type + "\"",
+            "a mixture-of-experts model: experts are not modelled yet; only dense transformers can be described");
+}
+
+// head_dim, where the config gives one: kept when it is not hidden / heads (Gemma 7B,
+// Gemma 2: heads × head_dim differs from hidden_size).
+inline void read_head_dim(const json& j, transformer_config& m) {
+    const auto it = j.find("head_dim");
+    if (it == j.end() || it->is_null()) return;
+    const int d = dd::integer_in(*it, "head_dim", 1, 1 << 16);
+    if (std::int64_t(d) * m.heads != m.hidden) m.attention_head_dim = d;
+}
+
+// LLaMA-like decoders: RMSNorm, gated FFN, rotary positions, no biases.
+inline transformer_config llama_like(const json& j, const std::string& type, bool tied_default) {
+    transformer_config m;
+    m.layers = positive(j, "num_hidden_layers", 1000);
+    m.hidden = positive(j, "hidden_size", 1 << 20);
+    m.heads = positive(j, "num_attention_heads", 1 << 14);
+    // transformers: num_key_value_heads None means num_attention_heads (no GQA).
+    m.kv_heads = positive_or(j, "num_key_value_heads", m.heads, m.heads);
+    m.ffn_hidden = positive(j, "intermediate_size", 1 << 23);
+    m.vocab = positive(j, "vocab_size", 1 << 24);
+    m.max_seq = positive(j, "max_position_embeddings");
+    m.ffn = ffn_kind::swiglu;
+    m.positions = position_kind::rotary;
+    m.norm = norm_kind::rmsnorm;
+    m.tied_embeddings = flag_or(j, "tie_word_embeddings", tied_default);
+    m.linear_biases = false;
+    m.dropout = trained_with_dropout(j, false);  // these classes default every dropout to 0.0
+    activation_is(j, "hidden_act", {"silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new"});
+    activation_is(j, "hidden_activation", {"gelu", "gelu_pytorch_tanh", "gelu_new"});
+    if (type == "qwen2") {
+        m.qkv_bias_only = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj and MLP none
+    } else {
+        require(!flag_or(j, "attention_bias", false), "attention_bias", true,
+                "biases on the attention projections only are not modelled");
+        require(!flag_or(j, "mlp_bias", false), "mlp_bias", true, "biases on the MLP only are not modelled");
+    }
+    if (type == "gemma2") m.norms_per_layer = 4;  // pre- and post-norms around attention and MLP
+    read_head_dim(j, m);
+    if (j.contains("rope_scaling"))  // LLaMA 3.1: changes positions, not the parameters
+        require(j.at("rope_scaling").is_null() || j.at("rope_scaling").is_object(), "rope_scaling",
+                dd::shown(j.at("rope_scaling")), "must be an object or null");
+    return m;
+}
+
+}  // namespace hf_detail
+
+// The model a Hugging Face config.json describes, named `name`. Throws
+// trainperf::invalid_argument naming the key for anything it cannot describe.
+inline transformer_config model_from_hf_config(const nlohmann::json& j, std::string_view name) {
+    namespace dd = description_detail;
+    namespace hd = hf_detail;
+    dd::require_object(j, "");
+    const std::string type = dd::text(j, "", "model_type", 64);
+    hd::refuse_experts(j, type);
+    transformer_config m;
+    if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") {
+        m = hd::llama_like(j, type, false);  // LlamaConfig, MistralConfig, Qwen2Config, Phi3Config: untied
+    } else if (type == "gemma" || type == "gemma2") {
+        m = hd::llama_like(j, type, true);  // GemmaConfig, Gemma2Config: tie_word_embeddings=True
+    } else if (type == "gpt2") {
+        m.layers = hd::positive(j, "n_layer", 1000);
+        m.hidden = hd::positive(j, "n_embd", 1 << 20);
+        m.heads = hd::positive(j, "n_head", 1 << 14);
+        m.ffn_hidden = hd::positive_or(j, "n_inner", 4 * m.hidden, 1 << 23);  // GPT2Config: None → 4 × n_embd
+        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
+        m.max_seq = hd::positive(j, "n_positions");
+        m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
+        m.dropout = hd::trained_with_dropout(j, true);  // GPT2Config: 0.1 dropouts
+        hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh", "relu"});
+    } else if (type == "gpt_neo") {
+        m.layers = hd::positive(j, "num_layers", 1000);
+        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
+        m.heads = hd::positive(j, "num_heads", 1 << 14);
+        m.ffn_hidden = hd::positive_or(j, "intermediate_size", 4 * m.hidden, 1 << 23);  // None → 4 × hidden
+        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
+        m.max_seq = hd::positive(j, "max_position_embeddings");
+        m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
+        m.qkv_biases = false;  // GPTNeoSelfAttention: q/k/v_proj bias=False, out_proj bias=True
+        m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoConfig: 0.0 dropouts
+        hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "relu"});
+    } else if (type == "gpt_neox") {
+        m.layers = hd::positive(j, "num_hidden_layers", 1000);
+        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
+        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
+        m.ffn_hidden = hd::positive(j, "intermediate_size", 1 << 23);
+        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
+        m.max_seq = hd::positive(j, "max_position_embeddings");
+        m.positions = position_kind::rotary;  // rotary on rotary_pct of each head: no parameters
+        m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", false);
+        require(hd::flag_or(j, "attention_bias", true), "attention_bias", false,
+                "attention without biases but an MLP with them is not modelled");
+        m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoXConfig: 0.0 dropouts
+        hd::activation_is(j, "hidden_act", {"gelu", "gelu_fast", "gelu_new", "gelu_pytorch_tanh", "relu"});
+    } else if (type == "bert" || type == "roberta") {
+        m.layers = hd::positive(j, "num_hidden_layers", 1000);
+        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
+        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
+        m.ffn_hidden = hd::positive(j, "intermediate_size", 1 << 23);
+        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
+        m.max_seq = hd::positive(j, "max_position_embeddings");
+        m.token_types = hd::positive(j, "type_vocab_size", 1024);
+        m.causal = false;
+        m.pooler = true;  // BertModel / RobertaModel: add_pooling_layer=True
+        m.dropout = hd::trained_with_dropout(j, true);  // BertConfig: 0.1 dropouts
+        const std::string pos = hd::text_or(j, "position_embedding_type", "absolute");
+        require(pos == "absolute", "position_embedding_type", "\"" + pos + "\"",
+                "only absolute (learned) positions are modelled");
+        hd::activation_is(j, "hidden_act", {"gelu", "gelu_new", "relu"});
+    } else if (type == "opt") {
+        m.layers = hd::positive(j, "num_hidden_layers", 1000);
+        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
+        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
+        m.ffn_hidden = hd::positive(j, "ffn_dim", 1 << 23);
+        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
+        m.max_seq = hd::positive(j, "max_position_embeddings");
+        m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
+        require(hd::flag_or(j, "enable_bias", true), "enable_bias", false, "OPT without biases is not modelled");
+        require(hd::flag_or(j, "do_layer_norm_before", true), "do_layer_norm_before", false,
+                "OPT's post-norm variant (OPT-350M) is not modelled");
+        const int proj = hd::positive_or(j, "word_embed_proj_dim", m.hidden, 1 << 20);
+        require(proj == m.hidden, "word_embed_proj_dim", proj,
+                "differs from hidden_size: OPT's embedding projections are not modelled");
+        m.dropout = hd::trained_with_dropout(j, true);  // OPTConfig: dropout=0.1
+        hd::activation_is(j, "activation_function", {"relu", "gelu"});
+    } else if (type == "falcon") {
+        m.layers = hd::positive(j, "num_hidden_layers", 1000);
+        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
+        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
+        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
+        m.ffn_hidden = hd::positive_or(j, "ffn_hidden_size", 4 * m.hidden, 1 << 23);  // FalconConfig: 4 × hidden
+        m.max_seq = hd::positive_or(j, "max_position_embeddings", 2048);  // FalconConfig default 2048
+        m.positions = position_kind::rotary;
+        require(!hd::flag_or(j, "alibi", false), "alibi", true, "ALiBi positions are not modelled");
+        const bool new_arch = hd::flag_or(j, "new_decoder_architecture", false);
+        if (new_arch) {
+            m.kv_heads = hd::positive_or(j, "num_kv_heads", m.heads, m.heads);
+            m.norms_per_layer = 2;  // ln_attn and ln_mlp
+        } else {
+            m.kv_heads = hd::flag_or(j, "multi_query", true) ? 1 : m.heads;  // FalconConfig: multi_query=True
+            // parallel_attn: attention and MLP both read the one input_layernorm.
+            m.norms_per_layer = hd::flag_or(j, "parallel_attn", true) ? 1 : 2;
+        }
+        m.linear_biases = hd::flag_or(j, "bias", false);
+        m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
+        m.dropout = hd::trained_with_dropout(j, false);  // FalconConfig: 0.0 dropouts
+        hd::activation_is(j, "activation", {"gelu"});
+    } else {
+        detail::fail("model_type", "\"" + type + "\"",
+                     "not a known architecture; known: llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neo, "
+                     "gpt_neox, bert, roberta, opt, falcon (or write a trainperf.model.v1 file)");
+    }
+    m.name = keep_text(std::string(name));
+    validate(m);
+    return m;
+}
+
+}  // namespace trainperf::io
