@@ -417,7 +417,7 @@ TEST_CASE("bad description files throw std::invalid_argument naming the file and
     CHECK_THAT(error_of([&] { io::load_gpu_file(path); }),
                Catch::StartsWith("file = " + path.string() + ": is not valid JSON"));
     write_text(path, std::string(100000, '[') + std::string(100000, ']'));
-    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("nested deeper than 16"));
+    CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("nests deeper than 16"));
     write_text(path, R"({"schema": "trainperf.gpu.v1", "schema": "trainperf.gpu.v1"})");
     CHECK_THAT(error_of([&] { io::load_gpu_file(path); }), Catch::Contains("\"schema\" appears twice"));
     {

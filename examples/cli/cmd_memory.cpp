@@ -46,7 +46,12 @@ void plot_over(const memory_options& opt) {
     for (const auto& v : values) {
         training_flags f = opt.flags;
         (name == "batch" ? f.batch : f.seq) = parse_whole_number("--plot-over", v);
-        const training_setup s = f.build();
+        training_setup s;
+        try {
+            s = f.build();
+        } catch (const std::invalid_argument& e) {
+            throw usage_error("--plot-over at " + name + " = " + v + ": " + e.what());
+        }
         add_memory(t, s, memory_of(s));
     }
     plot_memory(opt.plot, t, name == "batch" ? "micro_batch" : "seq");
@@ -130,7 +135,7 @@ void run(const memory_options& opt, std::ostream& out) {
         if (mb.stage > 0) out << "pipeline stage reported: " << mb.stage << " (the one that peaks)\n";
         out << "largest micro-batch that fits: " << max_batch << "\n";
     }
-    if (!opt.plot.empty()) out << "Plot written to " << opt.plot << ", its data to " << plot_data_path(opt.plot) << "\n";
+    if (!opt.plot.empty()) out << plot_written_note(opt.plot);
     out << "GB = 1e9 bytes, GiB = 2^30 bytes.\n";
 }
 

@@ -145,7 +145,7 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
             print_text(out, opt->flags, s, r);
             if (run && r.fits) print_run(out, *run);
             if (run && !r.fits) out << "\nNo training-run estimate: the layout does not fit.\n";
-            if (!opt->plot.empty()) out << "\nPlot written to " << opt->plot << ", its data to " << plot_data_path(opt->plot) << "\n";
+            if (!opt->plot.empty()) out << '\n' << plot_written_note(opt->plot);
         }
     });
 }};

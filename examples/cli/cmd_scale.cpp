@@ -56,7 +56,7 @@ void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json,
                        fixed(p.wasted_gpus, 3)});
         t.print(out);
     }
-    if (!plot.empty()) out << "\nPlot written to " << plot << ", its data to " << plot_data_path(plot) << "\n";
+    if (!plot.empty()) out << '\n' << plot_written_note(plot);
 }
 
 struct scale_options {
@@ -102,7 +102,7 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
             t.add_row({std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.engine_speedup, 3),
                        fixed(p.formula_speedup, 3), fixed(100 * p.engine_speedup / p.replicas, 1)});
     t.print(out);
-    if (!opt.plot.empty()) out << "\nPlot written to " << opt.plot << ", its data to " << plot_data_path(opt.plot) << "\n";
+    if (!opt.plot.empty()) out << '\n' << plot_written_note(opt.plot);
 }
 
 const command_registration reg{40, [](CLI::App& app, std::ostream& out) {

@@ -229,7 +229,7 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
            "backward); tokens_per_s for all GPUs; TFLOP/s per GPU (PaLM model FLOPs); memory per GPU in GiB\n"
            "(2^30 B). A point that does not fit cannot run: it has no step figures (-). --csv or --json give\n"
            "every column.\n";
-    if (!opt.plot.empty()) out << "Plot written to " << opt.plot << ", its data to " << plot_data_path(opt.plot) << "\n";
+    if (!opt.plot.empty()) out << plot_written_note(opt.plot);
 }
 
 const command_registration registration{33, [](CLI::App& app, std::ostream& out) {

@@ -377,4 +377,8 @@ void plot_step(const std::string& path, const report_table& t) {
     render(path, script + "\n", t);
 }
 
+std::string plot_written_note(const std::string& plot) {
+    return "Plot written to " + plot + ", its data to " + plot_data_path(plot) + "\n";
+}
+
 }  // namespace trainperf::cli

@@ -20,6 +20,9 @@ void check_plot_path(const std::string& path);
 // FILE.svg -> FILE.csv: where the data behind a plot is written.
 std::string plot_data_path(const std::string& plot_path);
 
+// The line a command prints after writing a plot: where the picture and its data are.
+std::string plot_written_note(const std::string& plot);
+
 // tokens/s (top) and memory per GPU with the device's capacity (bottom) against the
 // column `varied[0]`, one series per value of `varied[1]` when given. Points that do
 // not fit have no tokens/s.

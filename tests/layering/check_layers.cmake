@@ -11,7 +11,7 @@ set(layer_5 step training_run)
 set(layer_6 planner scaling_sweep fit_advice validation report_table training_plan)
 set(layer_7 io/json io/report_json io/memory_json io/plan_json io/calibration_json io/catalog_json io/csv io/table_json
             io/description_file io/gpu_json io/system_json io/model_json io/framework_json io/hf_config
-            io/model_file)
+            io/model_file io/json_file)
 set(layer_8 trainperf)
 set(layer_names "base" "specs" "ops" "workload" "costs" "schedule" "searches" "io" "umbrella")
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <filesystem>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
@@ -23,6 +22,7 @@
 #include "../kernel_model.hpp"
 #include "../measurement.hpp"
 #include "../units.hpp"
+#include "json_file.hpp"
 
 namespace trainperf {
 
@@ -38,26 +38,10 @@ inline constexpr int max_json_depth = 64;
 
 namespace json_detail {
 
-// A value as shown in a message: its JSON text, cut short.
-inline std::string shown(const nlohmann::json& j) {
-    std::string s = j.dump();
-    if (s.size() > 60) {
-        s.resize(57);
-        s.append(3, '.');
-    }
-    return s;
-}
-
-inline std::string path_of(std::string_view context, std::string_view key) {
-    return context.empty() ? std::string(key) : std::string(context) + "." + std::string(key);
-}
-
-inline const nlohmann::json& field(const nlohmann::json& j, std::string_view context, std::string_view key) {
-    require(j.is_object(), context.empty() ? "json" : context, shown(j), "must be a JSON object");
-    const auto it = j.find(std::string(key));
-    require(it != j.end(), path_of(context, key), "(missing)", "required");
-    return *it;
-}
+using io::json_file_detail::field;
+using io::json_file_detail::only_keys;
+using io::json_file_detail::path_of;
+using io::json_file_detail::shown;
 
 inline double number(const nlohmann::json& j, std::string_view context, std::string_view key) {
     const auto& v = field(j, context, key);
@@ -84,15 +68,6 @@ inline std::string optional_text(const nlohmann::json& j, std::string_view conte
     return text(j, context, key);
 }
 
-inline void only_keys(const nlohmann::json& j, std::string_view context,
-                      std::initializer_list<std::string_view> known) {
-    for (const auto& [key, value] : j.items()) {
-        (void)value;
-        require(std::find(known.begin(), known.end(), key) != known.end(), path_of(context, key),
-                shown(value), "unknown field (misspelt?)");
-    }
-}
-
 // A whole number in [lo, hi], converted without undefined behaviour.
 inline long long integer(const nlohmann::json& j, std::string_view context, std::string_view key, long long lo,
                          long long hi) {
@@ -103,49 +78,18 @@ inline long long integer(const nlohmann::json& j, std::string_view context, std:
     return static_cast<long long>(d);
 }
 
-// Parses JSON text with the depth limit; `name` says where it came from in messages.
+// Parses JSON text with the depth limit, refusing a key given twice in one object;
+// `name` says where it came from in messages.
 inline nlohmann::json parse_text(std::string_view text, std::string_view name) {
-    struct too_deep {};
-    try {
-        return nlohmann::json::parse(
-            text.begin(), text.end(), [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-                if (depth > max_json_depth) throw too_deep{};
-                return true;
-            });
-    } catch (const too_deep&) {
-        detail::fail("file", name, "nests deeper than " + std::to_string(max_json_depth) + " levels");
-    } catch (const nlohmann::json::exception& e) {
-        detail::fail("file", name, std::string("is not valid JSON: ") + e.what());
-    }
+    return io::parse_json_text(text, name, max_json_depth);
 }
 
 inline nlohmann::json read_file(const std::filesystem::path& path) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    require(!ec && std::filesystem::exists(status), "file", path.string(), "does not exist");
-    require(std::filesystem::is_regular_file(status), "file", path.string(), "is not a regular file");
-    const auto size = std::filesystem::file_size(path, ec);
-    require(!ec, "file", path.string(), "cannot be read");
-    require(size <= max_json_file_bytes, "file", path.string(),
-            "is larger than 16 MiB (" + std::to_string(size) + " B): not a file trainperf writes");
-    std::ifstream in(path, std::ios::binary);
-    require(in.good(), "file", path.string(), "cannot be opened for reading");
-    std::string text(static_cast<std::size_t>(size), '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
-    require(in.gcount() == static_cast<std::streamsize>(size), "file", path.string(), "cannot be read");
-    return parse_text(text, path.string());
+    return io::read_json_file(path, max_json_file_bytes, max_json_depth);
 }
 
 inline void write_file(const std::filesystem::path& path, const nlohmann::json& j) {
-    std::error_code ec;
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-    require(!ec, "file", path.string(), "its directory cannot be created: " + ec.message());
-    require(!std::filesystem::is_directory(path, ec), "file", path.string(), "is a directory");
-    std::ofstream out(path);
-    require(out.good(), "file", path.string(), "cannot be opened for writing");
-    out << j.dump(2) << '\n' << std::flush;
-    out.close();
-    require(!out.fail(), "file", path.string(), "write failed (disk full?)");
+    io::write_json_file(path, j);
 }
 
 }  // namespace json_detail
