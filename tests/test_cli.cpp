@@ -28,6 +28,19 @@ namespace {
 
 using trainperf_test::run_cli;
 
+// Each command line is bad input: exit code 2, one line on stderr, nothing on stdout.
+template <class Lines>
+void check_refused(const Lines& cases) {
+    for (const auto& args : cases) {
+        const auto r = run_cli(args);
+        INFO(args << " -> exit " << r.exit_code << ", stderr: " << r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.rfind("trainperf: ", 0) == 0);
+    }
+}
+
 nlohmann::json run_json(const std::string& args) {
     const auto r = run_cli(args);
     INFO(args << "\n" << r.err);
@@ -112,14 +125,7 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
         "comm --bytes 1GB --gpus 8",
         "plan --gpu h100-sxm --model gpt2 --gpus 8 --global-batch 64 --precision fp64",
     };
-    for (const char* args : cases) {
-        const auto r = run_cli(args);
-        INFO(args << " -> exit " << r.exit_code << ", stderr: " << r.err);
-        CHECK(r.exit_code == 2);
-        CHECK(r.out.empty());
-        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-        CHECK(r.err.rfind("trainperf: ", 0) == 0);
-    }
+    check_refused(cases);
 }
 
 TEST_CASE("the program and every subcommand take --version", "[cli]") {
@@ -419,14 +425,7 @@ TEST_CASE("sweep: bad --vary is one line on stderr and exit code 2", "[cli][swee
         "memory --gpu h100-sxm --model gpt2 --batch 2 --plot out.svg --plot-over batch=1,2",
         "memory --gpu h100-sxm --params 7B --plot out.svg --plot-over batch=1,2",
     };
-    for (const char* args : cases) {
-        const auto r = run_cli(args);
-        INFO(args << " -> exit " << r.exit_code << ", stderr: " << r.err);
-        CHECK(r.exit_code == 2);
-        CHECK(r.out.empty());
-        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-        CHECK(r.err.rfind("trainperf: ", 0) == 0);
-    }
+    check_refused(cases);
 }
 
 TEST_CASE("plan --csv and scale --csv give the rows of their JSON", "[cli][sweep]") {

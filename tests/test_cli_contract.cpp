@@ -16,7 +16,6 @@
 #include <future>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -33,6 +32,20 @@ struct flag_info {
     bool positional = false;
 };
 
+// The words of a help line: "  --seq INT   Sequence length" gives {"--seq", "INT", ...}.
+std::vector<std::string> words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+// A CLI11 type name: an upper-case word such as TEXT, INT or FLOAT ("Excludes:" is not).
+bool is_type_name(const std::string& w) {
+    const std::string type = w.substr(0, w.find(':'));  // "INT:INT in [1 - 16]": a checked INT
+    return !type.empty() && std::all_of(type.begin(), type.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
 // Subcommand names from `trainperf --help`.
 std::vector<std::string> commands() {
     const auto r = run_cli("--help");
@@ -40,10 +53,8 @@ std::vector<std::string> commands() {
     std::vector<std::string> out;
     std::istringstream lines(r.out.substr(r.out.find("Subcommands:")));
     std::string line;
-    const std::regex entry(R"(^  ([a-z][a-z0-9-]*)\s)");
-    std::smatch m;
     while (std::getline(lines, line))
-        if (std::regex_search(line, m, entry)) out.push_back(m[1]);
+        if (line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] >= 'a' && line[2] <= 'z') out.push_back(words(line)[0]);
     return out;
 }
 
@@ -54,20 +65,20 @@ std::vector<flag_info> flags_of(const std::string& command) {
     std::vector<flag_info> out;
     std::istringstream lines(r.out);
     std::string line;
-    const std::regex option(R"(^  (?:-[a-zA-Z],)?(--[a-z0-9-]+)( [A-Z]+(?=[\s:]|$))?)");
-    const std::regex positional(R"(^  ([a-z][a-z0-9_-]*) [A-Z]+)");
     bool in_positionals = false;
-    std::smatch m;
     while (std::getline(lines, line)) {
         if (line.rfind("Positionals:", 0) == 0) in_positionals = true;
         if (line.rfind("Options:", 0) == 0) in_positionals = false;
-        if (in_positionals && std::regex_search(line, m, positional)) {
-            out.push_back({m[1], true, true});
-        } else if (!in_positionals && std::regex_search(line, m, option)) {
-            const std::string name = m[1];
-            if (name == "--help" || name == "--version") continue;
-            out.push_back({name, m[2].matched, false});
+        if (line.rfind("  ", 0) != 0 || line.size() < 3 || line[2] == ' ') continue;
+        const auto w = words(line);
+        if (in_positionals) {
+            if (w.size() >= 2 && is_type_name(w[1])) out.push_back({w[0], true, true});
+            continue;
         }
+        if (w[0].rfind("-", 0) != 0) continue;
+        std::string name = w[0].substr(w[0].rfind(',') == std::string::npos ? 0 : w[0].rfind(',') + 1);
+        if (name == "--help" || name == "--version") continue;
+        out.push_back({name, w.size() >= 2 && is_type_name(w[1]), false});
     }
     return out;
 }

@@ -46,6 +46,17 @@ inline int positive_or(const json& j, std::string_view key, int otherwise, long 
     return dd::integer_in(*it, std::string(key), 1, max);
 }
 
+// The sizes most configs name alike (transformers' PretrainedConfig attributes): layers,
+// hidden size, heads, the FFN's inner size under `ffn_key`, vocabulary and context.
+inline void common_sizes(const json& j, transformer_config& m, std::string_view ffn_key) {
+    m.layers = positive(j, "num_hidden_layers", 1000);
+    m.hidden = positive(j, "hidden_size", 1 << 20);
+    m.heads = positive(j, "num_attention_heads", 1 << 14);
+    m.ffn_hidden = positive(j, ffn_key, 1 << 23);
+    m.vocab = positive(j, "vocab_size", 1 << 24);
+    m.max_seq = positive(j, "max_position_embeddings");
+}
+
 inline bool flag_or(const json& j, std::string_view key, bool otherwise) {
     const auto it = j.find(std::string(key));
     if (it == j.end() || it->is_null()) return otherwise;
@@ -181,12 +192,7 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoConfig: 0.0 dropouts
         hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "relu"});
     } else if (type == "gpt_neox") {
-        m.layers = hd::positive(j, "num_hidden_layers", 1000);
-        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
-        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
-        m.ffn_hidden = hd::positive(j, "intermediate_size", 1 << 23);
-        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
-        m.max_seq = hd::positive(j, "max_position_embeddings");
+        hd::common_sizes(j, m, "intermediate_size");
         m.positions = position_kind::rotary;  // rotary on rotary_pct of each head: no parameters
         m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", false);
         require(hd::flag_or(j, "attention_bias", true), "attention_bias", false,
@@ -194,12 +200,7 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoXConfig: 0.0 dropouts
         hd::activation_is(j, "hidden_act", {"gelu", "gelu_fast", "gelu_new", "gelu_pytorch_tanh", "relu"});
     } else if (type == "bert" || type == "roberta") {
-        m.layers = hd::positive(j, "num_hidden_layers", 1000);
-        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
-        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
-        m.ffn_hidden = hd::positive(j, "intermediate_size", 1 << 23);
-        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
-        m.max_seq = hd::positive(j, "max_position_embeddings");
+        hd::common_sizes(j, m, "intermediate_size");
         m.token_types = hd::positive(j, "type_vocab_size", 1024);
         m.causal = false;
         m.pooler = true;  // BertModel / RobertaModel: add_pooling_layer=True
@@ -209,12 +210,7 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
                 "only absolute (learned) positions are modelled");
         hd::activation_is(j, "hidden_act", {"gelu", "gelu_new", "relu"});
     } else if (type == "opt") {
-        m.layers = hd::positive(j, "num_hidden_layers", 1000);
-        m.hidden = hd::positive(j, "hidden_size", 1 << 20);
-        m.heads = hd::positive(j, "num_attention_heads", 1 << 14);
-        m.ffn_hidden = hd::positive(j, "ffn_dim", 1 << 23);
-        m.vocab = hd::positive(j, "vocab_size", 1 << 24);
-        m.max_seq = hd::positive(j, "max_position_embeddings");
+        hd::common_sizes(j, m, "ffn_dim");
         m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
         require(hd::flag_or(j, "enable_bias", true), "enable_bias", false, "OPT without biases is not modelled");
         require(hd::flag_or(j, "do_layer_norm_before", true), "do_layer_norm_before", false,

@@ -76,16 +76,22 @@ inline nlohmann::json to_json(const training_run& run) {
             {"train_cost", run.cost > 0 ? nlohmann::json(run.cost) : nlohmann::json(nullptr)}};  // null: no price
 }
 
+namespace report_json_detail {
+// One suggested change: its kind, layout and what it predicts.
+inline nlohmann::json option_json(const fit_option& o) {
+    return {{"change", std::string(to_string(o.change))},
+            {"layout", to_json(o.setup.layout)},
+            {"memory_per_gpu_bytes", o.report.memory.total().value()},
+            {"step_time_seconds", o.report.step_time.value()},
+            {"tokens_per_second", o.report.tokens_per_second},
+            {"global_batch", o.report.global_batch}};
+}
+}  // namespace report_json_detail
+
 // How far over the memory a setup is, and each change that makes it fit.
 inline nlohmann::json to_json(const fit_advice& a) {
     nlohmann::json options = nlohmann::json::array();
-    for (const fit_option& o : a.options)
-        options.push_back({{"change", std::string(to_string(o.change))},
-                           {"layout", to_json(o.setup.layout)},
-                           {"memory_per_gpu_bytes", o.report.memory.total().value()},
-                           {"step_time_seconds", o.report.step_time.value()},
-                           {"tokens_per_second", o.report.tokens_per_second},
-                           {"global_batch", o.report.global_batch}});
+    for (const fit_option& o : a.options) options.push_back(report_json_detail::option_json(o));
     return {{"memory_excess_bytes", a.excess().value()}, {"ways_to_fit", options}};
 }
 
@@ -93,14 +99,10 @@ inline nlohmann::json to_json(const fit_advice& a) {
 // each faster layout with its gain in tokens/s per GPU (a fraction: 0.25 = 25 % more).
 inline nlohmann::json to_json(const speed_advice& a) {
     nlohmann::json options = nlohmann::json::array();
-    for (const fit_option& o : a.options)
-        options.push_back({{"change", std::string(to_string(o.change))},
-                           {"layout", to_json(o.setup.layout)},
-                           {"memory_per_gpu_bytes", o.report.memory.total().value()},
-                           {"step_time_seconds", o.report.step_time.value()},
-                           {"tokens_per_second", o.report.tokens_per_second},
-                           {"tokens_per_second_per_gpu_gain", o.gain},
-                           {"global_batch", o.report.global_batch}});
+    for (const fit_option& o : a.options) {
+        options.push_back(report_json_detail::option_json(o));
+        options.back()["tokens_per_second_per_gpu_gain"] = o.gain;
+    }
     return {{"largest_cost", std::string(to_string(a.largest))},
             {"largest_cost_share", a.largest_share},
             {"dominated", a.dominated()},
