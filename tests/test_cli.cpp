@@ -730,7 +730,8 @@ TEST_CASE("gpus/models/frameworks --json NAME print the file format: read back, 
         CHECK(run_json("predict --gpu-file " + file + run)["step_time_seconds"] ==
               run_json(std::string("predict --gpu ") + gpu + run)["step_time_seconds"]);
     }
-    for (const auto& m : run_json("models --json")["models"]) {
+    const nlohmann::json models = run_json("models --json");  // the loop below reads into it
+    for (const auto& m : models["models"]) {
         const std::string name = m["name"];
         INFO(name);
         const std::string file = write_file(name + ".model.json", cli_output("models --json " + name));
