@@ -853,14 +853,7 @@ TEST_CASE("bad description files and conflicting flags: one line on stderr, exit
         "frameworks --json tensorflow",
         "predict --gpu t4 --model gpt2",  // T4 has no bf16 (the default precision)
     };
-    for (const std::string& args : cases) {
-        const auto r = run_cli(args);
-        INFO(args << " -> exit " << r.exit_code << ", stderr: " << r.err);
-        CHECK(r.exit_code == 2);
-        CHECK(r.out.empty());
-        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-        CHECK(r.err.rfind("trainperf: ", 0) == 0);
-    }
+    check_refused(cases);
     // The message names the file and the field.
     CHECK(run_cli("predict --model gpt2 --gpu-file " + missing).err ==
           "trainperf: " + missing + ": memory_bytes = (missing): required\n");

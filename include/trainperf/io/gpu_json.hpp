@@ -35,7 +35,9 @@ inline constexpr std::string_view gpu_schema = "trainperf.gpu.v1";
 // is not this one), int8 in int32, fp32 on the CUDA cores in fp32.
 constexpr std::string_view peak_accumulate(dtype t) { return t == dtype::int8 ? "int32" : "fp32"; }
 
-// Ranges a real device falls in; anything outside is a typo or a unit mistake.
+// Ranges a real device falls in; anything outside is a typo or a unit mistake. ASSUMPTION:
+// tighter than limits.hpp's (which bound what the engine can compute), since a file is
+// typed by hand: each is one to two orders of magnitude beyond the catalog's extremes.
 namespace gpu_ranges {
 inline constexpr double min_rate = 1e9, max_rate = 1e17;          // FLOP/s: 1 GFLOP/s .. 100 PFLOP/s
 inline constexpr double min_memory = 1e8, max_memory = 1e13;      // bytes: 100 MB .. 10 TB
@@ -164,6 +166,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     g.tdp_watts = dd::number(j, "", "tdp_watts", 1, r::max_tdp, "W");
     g.memory_shared_with_host = dd::boolean(j, "", "memory_shared_with_host");
     g.pcie_peer_to_peer = dd::boolean(j, "", "pcie_peer_to_peer");
+    validate(g);  // the library's own ranges (limits.hpp) besides the stricter ones above
     return g;
 }
 
