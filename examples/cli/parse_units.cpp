@@ -58,13 +58,19 @@ std::pair<double, std::string_view> split_number(std::string_view flag, std::str
     return {value, trim(std::string_view(end, std::size_t(last - end)))};
 }
 
+// A number times its unit stays finite: 1e308 MB/s is refused, not infinity.
+double in_range(std::string_view flag, std::string_view text, double scaled) {
+    if (!(scaled <= 1e18)) fail(flag, text, "must be at most 1e18 bytes (per second)");
+    return scaled;
+}
+
 }  // namespace
 
 bytes parse_bytes(std::string_view flag, std::string_view text) {
     const auto [value, unit] = split_number(flag, text);
     if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "/s")
         fail(flag, text, "expected an amount of data, not a rate");
-    return bytes_of(value * unit_factor(flag, text, unit));
+    return bytes_of(in_range(flag, text, value * unit_factor(flag, text, unit)));
 }
 
 byte_rate parse_byte_rate(std::string_view flag, std::string_view text) {
@@ -74,7 +80,7 @@ byte_rate parse_byte_rate(std::string_view flag, std::string_view text) {
         unit.substr(unit.size() - per_second.size()) != per_second)
         fail(flag, text, "expected a rate per second, e.g. 52.8GB/s or 25GiB/s");
     const std::string_view amount = trim(unit.substr(0, unit.size() - per_second.size()));
-    return byte_rate::from_value(value * unit_factor(flag, text, amount));
+    return byte_rate::from_value(in_range(flag, text, value * unit_factor(flag, text, amount)));
 }
 
 double parse_count(std::string_view flag, std::string_view text) {

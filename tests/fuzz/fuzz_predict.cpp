@@ -13,6 +13,8 @@
 #include <trainperf/step.hpp>
 #include <trainperf/system.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 namespace {
@@ -36,6 +38,11 @@ public:
         }
     }
     bool flag() { return byte() & 1; }
+    // count() × unit, saturated to the int range (the harness must not overflow itself).
+    int scaled(long long unit) {
+        const long long v = 1LL * count() * unit;
+        return static_cast<int>(std::clamp<long long>(v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    }
 
 private:
     const std::uint8_t* data_;
@@ -49,11 +56,11 @@ transformer_config model_from(bytes_reader& in) {
     m.name = "fuzzed";
     m.layers = in.count();
     m.heads = in.count();
-    m.hidden = m.heads * in.count();
+    m.hidden = in.scaled(m.heads);
     m.kv_heads = in.flag() ? 0 : in.count();
-    m.ffn_hidden = in.count() * 64;
-    m.vocab = in.count() * 128;
-    m.max_seq = in.count() * 16;
+    m.ffn_hidden = in.scaled(64);
+    m.vocab = in.scaled(128);
+    m.max_seq = in.scaled(16);
     m.ffn = in.flag() ? ffn_kind::swiglu : ffn_kind::gelu;
     m.positions = in.flag() ? position_kind::rotary : position_kind::learned;
     m.norm = in.flag() ? norm_kind::rmsnorm : norm_kind::layernorm;
@@ -88,7 +95,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool valid = true;
     refused_or_fine([&] {
         valid = false;
-        s.cluster = build_cluster({.gpu = gpu, .gpus = s.layout.gpus(), .gpus_per_node = in.count(), .link = link,
+        // The layout's GPU count, computed without overflow before the layout is validated.
+        const long long gpus = product_capped(product_capped(s.layout.dp, s.layout.tp, max_gpus), s.layout.pp, max_gpus);
+        s.cluster = build_cluster({.gpu = gpu, .gpus = int(std::min<long long>(gpus, max_gpus + 1LL)),
+                                   .gpus_per_node = in.count(), .link = link,
                                    .adapters_per_node = int(in.index(3)),
                                    .order = in.flag() ? rank_order::tp_pp_dp : rank_order::tp_dp_pp,
                                    .sockets_per_node = int(in.index(3)) + 1});
