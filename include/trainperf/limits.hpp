@@ -89,11 +89,4 @@ constexpr long long product_capped(long long a, long long b, long long cap) {
     return a > cap / b ? cap + 1 : a * b;
 }
 
-// A double that converts to an integer type without undefined behaviour.
-template <class Int>
-constexpr bool fits_integer(double v) {
-    constexpr double upper = static_cast<double>(std::numeric_limits<Int>::max() / 2 + 1) * 2.0;  // 2^digits
-    return v >= static_cast<double>(std::numeric_limits<Int>::min()) && v < upper;  // false for NaN
-}
-
 }  // namespace trainperf
