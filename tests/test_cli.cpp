@@ -297,7 +297,7 @@ TEST_CASE("a custom model takes every architecture option, in every command that
     // LLaMA-3 8B written out: GQA, SwiGLU, rotary, RMSNorm, untied, no biases, no dropout.
     const std::string custom = "--model custom --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn-hidden 14336 "
                                "--vocab 128256 --ffn swiglu --positions rotary --norm rmsnorm --untied --no-biases "
-                               "--no-dropout --seq 8192";
+                               "--no-dropout --activation silu --code llama --seq 8192";
     const std::string named = "--model llama3-8b --seq 8192";
     const std::string layout = " --gpu h100-sxm --gpus 8 --zero 3 --recompute full --json";
     CHECK(run_json("memory " + custom + layout)["total_bytes"] == run_json("memory " + named + layout)["total_bytes"]);

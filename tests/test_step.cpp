@@ -319,3 +319,51 @@ TEST_CASE("the op lists price to what the streamed ops price to", "[step][worklo
         CHECK(w.collectives.size() == (rc == recompute_mode::full ? 2u : 3u));
     }
 }
+
+TEST_CASE("a pass takes the larger of the GPU's time and the host's issue time", "[step]") {
+    // Host costs in bare ops (framework.hpp defaults): a forward GEMM 1.4 · 2.4, a forward
+    // kernel 1.4, a module call 2.76, a backward launch 0.5, an autograd node 3.9.
+    const eager_host_costs c{};
+    const auto& gpu = rtx_3090_ti::spec;
+    stage_pricer pricer(gpu, default_kernel_params(gpu), nullptr, c, microseconds_of(5.0));
+    const gemm_op tiny{"tiny", {64, 64, 64, 1, dtype::fp16}};
+    pricer(stage_op<gemm_op>{tiny, 1, 0, step_part::forward});
+    pricer(stage_op<gemm_op>{{"tiny", dgrad_of(tiny.shape), op_phase::backward_data}, 2, 0, step_part::backward});
+    pricer(stage_op<memory_op>{{"gelu_new", bytes_of(1024), op_phase::forward, op_region::other, 8}, 1, 0,
+                               step_part::forward});
+    pricer(stage_op<host_op>{{"modules", host_call::module, 2}, 1, 0, step_part::forward});
+    pricer(stage_op<host_op>{{"nodes", host_call::backward_node, 10, op_phase::backward}, 1, 0, step_part::backward});
+    const micro_batch_times t = pricer.result();
+    // Forward: (1.4 · 2.4 + 8 · 1.4 + 2 · 2.76) · 5 µs = 100.4 µs; backward: (2 · 0.5 + 10 · 3.9) · 5 µs = 200 µs.
+    CHECK(t.host_forward.value() == Approx(100.4e-6));
+    CHECK(t.host_backward.value() == Approx(200e-6));
+    // Kernels this small take the GPU a few µs: the host bounds both passes.
+    CHECK(t.gpu_forward < t.host_forward);
+    CHECK(t.forward == t.host_forward);
+    CHECK(t.backward == t.host_backward);
+    CHECK(t.host_bound());
+}
+
+TEST_CASE("small batches of a small model are host-bound in eager mode, large ones are not", "[step]") {
+    training_setup s;
+    s.cluster.gpu = rtx_3090_ti::spec;
+    s.model = bert_large::config;
+    s.framework = pytorch_eager_profile;
+    s.precision = recipe(precision_kind::fp16);
+    s.optimizer = optimizer_kind::adamw_fused;
+    s.seq = 128;
+    s.layout.micro_batch = 1;
+    const step_report small = predict(s);
+    CHECK(small.micro_batch.host_bound());
+    CHECK(small.bottleneck == bottleneck_kind::host);
+    s.layout.micro_batch = 64;
+    const step_report large = predict(s);
+    CHECK_FALSE(large.micro_batch.host_bound());
+    CHECK(large.bottleneck != bottleneck_kind::host);
+    // A slower host (a bare op of 11 µs, as the V100 system of the micro-benchmarks)
+    // stretches the host-bound step in proportion.
+    s.layout.micro_batch = 1;
+    s.cluster.eager_op_time = microseconds_of(10.0);
+    const step_report slow = predict(s);
+    CHECK(slow.micro_batch.host_forward.value() == Approx(2 * small.micro_batch.host_forward.value()));
+}

@@ -30,6 +30,12 @@ CLI::Option* model_flags::add_to(CLI::App* sub, bool required) {
         sub->add_flag("--untied", untied, "custom model: output projection not tied to the input embedding"),
         sub->add_flag("--no-biases", no_biases, "custom model: no biases on the linear layers"),
         sub->add_flag("--no-dropout", no_dropout, "custom model: trained without dropout"),
+        sub->add_option("--activation", activation,
+                        "custom model: FFN activation as its code computes it, " + enum_name_list<activation_kind>() +
+                            " (default gelu)"),
+        sub->add_option("--code", code,
+                        "custom model: the implementation an eager framework runs, " + enum_name_list<model_code>() +
+                            " (default generic)"),
     };
     return m;
 }
@@ -56,6 +62,8 @@ transformer_config model_flags::build(int seq) const {
     m.tied_embeddings = !untied;
     m.linear_biases = !no_biases;
     m.dropout = !no_dropout;
+    m.activation = parse_enum<activation_kind>("activation", activation);
+    m.code = parse_enum<model_code>("code", code);
     validate(m);
     return m;
 }
@@ -71,6 +79,8 @@ std::string model_text(const transformer_config& m) {
     if (!m.tied_embeddings) t += " --untied";
     if (!m.linear_biases) t += " --no-biases";
     if (!m.dropout) t += " --no-dropout";
+    if (m.activation != activation_kind::gelu) t += " --activation " + std::string(to_string(m.activation));
+    if (m.code != model_code::generic) t += " --code " + std::string(to_string(m.code));
     return t;
 }
 

@@ -17,6 +17,7 @@ struct model_flags {
     std::string name, file;  // --model NAME, or --model-file PATH (a description or a HF config.json)
     int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
     std::string ffn = "gelu", positions = "learned", norm = "layernorm";
+    std::string activation = "gelu", code = "generic";
     bool untied = false, no_biases = false, no_dropout = false;
     std::vector<CLI::Option*> custom_options;  // only with --model custom
 

@@ -72,7 +72,8 @@ inline std::vector<features> make_features(const gpu_spec& gpu, std::span<const 
     out.reserve(data.size());
     for (const auto& d : data) {
         const double u = quantize(d.shape, gpu.sm_count, p).utilization;
-        const double x1 = (gemm_flops(d.shape) / gpu.peak_for(d.shape.math)).value() / u;
+        // The peak at the clock the board holds (gpu_spec::sustained_clock), as the model prices it.
+        const double x1 = (gemm_flops(d.shape) / gpu.peak_for(d.shape.math)).value() / gpu.clock_ratio() / u;
         out.push_back({x1, x1 / d.shape.k, (gemm_bytes(d.shape) / gpu.memory_bandwidth).value(),
                        d.measured.value()});
     }

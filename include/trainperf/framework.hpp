@@ -5,6 +5,7 @@
 
 #include <array>
 #include <string_view>
+#include <utility>
 
 #include "catalog_lookup.hpp"
 #include "error.hpp"
@@ -72,6 +73,49 @@ constexpr void validate(const memory_overheads& o) {
     require(o.cuda_context.value() >= 0, "cuda_context", o.cuda_context.value(), "must not be negative");
 }
 
+// What the host spends issuing work in eager mode (PyTorch runs every op from Python:
+// the interpreter, the dispatcher, autograd's recording, the CUDA launch). Kernels are
+// queued asynchronously, so a pass takes the larger of the GPU's time and the host's
+// (step.hpp). Costs are in units of the host's bare op (host_spec::eager_op_time: one
+// `y = x * 1.2` on a small CUDA tensor from Python, no autograd), so that one profile
+// describes PyTorch and the system description its CPU.
+struct eager_host_costs {
+    // An op that launches a kernel, called from a module's Python with autograd
+    // recording: 7 µs per op with requires_grad against 5 µs without on the same
+    // CPU (PyTorch issue #41383, `y = 2*x`, 1M calls).
+    double op = 1.4;
+    // A matmul/addmm/bmm relative to an elementwise op (cuBLAS's handle, workspace and
+    // heuristic on top of the dispatch). FITTED: the bare n = 128 fp16 matmul (its GPU
+    // time a few % of it) over the bare elementwise op on the same host, RTX 3090 Ti
+    // system (docs/validation.md, single GPU).
+    double gemm = 2.4;
+    // An op that launches nothing (view, permute, split, slicing): "x*x without grad
+    // ≈ 2 µs ... approx half of it is python parsing overhead" against 5 µs for an op
+    // with a launch (PyTorch issue #41383, maintainer's reply): ASSUMPTION 0.4.
+    double view = 0.4;
+    // One nn.Module call with the modeling code's Python around its ops (hook checks,
+    // argument handling, HF's apply_chunking_to_forward). FITTED on the host-bound
+    // BERT-large layer forward rows (batch 2 and 4, sequence 128) of the RTX 3090 Ti.
+    double module = 2.76;
+    // One autograd node in backward, its dispatch and bookkeeping (the engine is C++:
+    // no Python). FITTED on the host-bound BERT-large forward+backward rows (batch 2
+    // and 4, sequence 128) of the RTX 3090 Ti.
+    double backward_node = 3.90;
+    // A kernel launched from the C++ backward: the CUDA launch without Python.
+    // ASSUMPTION: half a bare op (the launch is 2-5 µs of a 5-20 µs op, Holistic Trace
+    // Analysis docs, cuda_kernel_launch_stats.rst@0c2146a8).
+    double backward_launch = 0.5;
+};
+
+constexpr void validate(const eager_host_costs& c) {
+    for (const auto& [name, v] : {std::pair<const char*, double>{"framework.host.op", c.op},
+                                  {"framework.host.gemm", c.gemm}, {"framework.host.view", c.view},
+                                  {"framework.host.module", c.module},
+                                  {"framework.host.backward_node", c.backward_node},
+                                  {"framework.host.backward_launch", c.backward_launch}})
+        require(v >= 0 && v <= 1000, name, v, "must be between 0 and 1000 bare ops");
+}
+
 // The numeric constants below (traffic ratios, kernel counts, overlap share, per-step
 // overhead, fragmentation) are ASSUMPTIONS, not measurements: only the megatron profile
 // has been checked against published times (docs/validation.md); the others are
@@ -84,7 +128,10 @@ struct framework_profile {
     bool fused_bias_gelu = false;     // bias + GELU in one kernel (Megatron)
     bool fused_bias_dropout_add = false;  // bias + dropout + residual add in one kernel
     bool flash_attention = false;     // attention core in one kernel, no s² tensor in memory
-    int gelu_kernels = 1;             // kernels of an unfused GELU (HF gelu_new is written in Python ops)
+    // Runs the model's own (Hugging Face) code op by op: its activation, attention and
+    // norm as PyTorch launches them (model_code, activation_kind); otherwise the
+    // framework's own layer (unfused ops are one kernel each).
+    bool runs_model_code = false;
     bool head_layout_copies = false;  // split/merge-heads permute + contiguous copies (HF eager)
     double backward_traffic_ratio = 1.5;  // bytes of an elementwise backward / its forward
                                           // (reads output grad and saved input, writes input grad)
@@ -99,6 +146,7 @@ struct framework_profile {
     double overlappable_backward_fraction = 0.0;  // share of backward time that can hide sync
     bool fp32_gradient_accumulation = false;  // Megatron/DeepSpeed keep a fp32 main_grad
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
+    eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
 
     // --- memory held beyond the model state and activations ---
     memory_overheads memory{};
@@ -108,8 +156,7 @@ struct framework_profile {
 // has one op per kernel), shares in [0, 1], times and ratios finite.
 constexpr void validate(const framework_profile& fw) {
     validate(fw.memory);
-    require(fw.gelu_kernels >= 1 && fw.gelu_kernels <= 16, "framework.gelu_kernels", fw.gelu_kernels,
-            "must be between 1 and 16");
+    validate(fw.host);
     require(fw.backward_traffic_ratio > 0 && fw.backward_traffic_ratio <= 16, "framework.backward_traffic_ratio",
             fw.backward_traffic_ratio, "must be in (0, 16]");
     require(fw.unfused_optimizer_passes >= 1 && fw.unfused_optimizer_passes <= 16,
@@ -131,9 +178,7 @@ inline constexpr framework_profile pytorch_eager_profile{
     .fused_bias_gelu = false,
     .fused_bias_dropout_add = false,
     .flash_attention = false,
-    // HF's NewGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) as PyTorch
-    // ops: pow, mul, add, mul, tanh, add, mul, mul.
-    .gelu_kernels = 8,
+    .runs_model_code = true,
     .head_layout_copies = true,
     .fused_optimizer = false,
     .overlap_data_parallel_sync = true,
@@ -165,7 +210,7 @@ inline constexpr framework_profile megatron_profile{
     .fused_bias_gelu = true,
     .fused_bias_dropout_add = true,
     .flash_attention = false,
-    .gelu_kernels = 1,
+    .runs_model_code = false,
     .head_layout_copies = false,
     .fused_optimizer = true,
     .overlap_data_parallel_sync = false,
@@ -193,7 +238,7 @@ inline constexpr framework_profile deepspeed_profile{
     .fused_bias_gelu = false,
     .fused_bias_dropout_add = false,
     .flash_attention = false,
-    .gelu_kernels = 8,
+    .runs_model_code = true,
     .head_layout_copies = true,
     .fused_optimizer = true,
     .overlap_data_parallel_sync = true,

@@ -117,8 +117,15 @@ struct gpu_spec {
     std::string_view name;          // CLI name, e.g. "h100-sxm"
     std::string_view full_name;     // e.g. "NVIDIA H100 SXM5 80GB"
     gpu_architecture architecture = gpu_architecture::ampere;
+    // CUDA compute capability as major·10 + minor (86 for sm_86); 0 where there is none
+    // (not an NVIDIA part): the kernel model's defaults are keyed by it (kernel_params.hpp).
+    int compute_capability = 0;
     int sm_count = 0;
     hertz boost_clock = hertz::from_value(0.0);
+    // The clock the board holds under sustained load, where it is not the rated boost
+    // clock (GeForce boards boost above it); 0: the boost clock. Peak rates are quoted
+    // at the boost clock and scale with this one (peak_under_load).
+    hertz sustained_clock = hertz::from_value(0.0);
     bytes l2_cache = bytes::from_value(0.0);
     bytes memory_capacity = bytes::from_value(0.0);  // the datasheet's figure ("80 GB": decimal)
     // What the device holds as the driver reports it (nvidia-smi memory.total); 0 when
@@ -142,6 +149,13 @@ struct gpu_spec {
         return *p;
     }
     constexpr bool supports(dtype t) const { return peak.of(t).has_value(); }
+    // The clock under load, and a datasheet peak scaled to it.
+    constexpr hertz clock_under_load() const {
+        return sustained_clock.value() > 0 ? sustained_clock : boost_clock;
+    }
+    constexpr double clock_ratio() const {
+        return sustained_clock.value() > 0 && boost_clock.value() > 0 ? sustained_clock.value() / boost_clock.value() : 1.0;
+    }
     // The device's memory: as reported where known, else the datasheet's figure.
     constexpr bytes device_memory() const {
         return memory_reported.value() > 0 ? memory_reported : memory_capacity;
@@ -163,6 +177,9 @@ constexpr void validate(const gpu_spec& g) {
     require(g.sm_count >= 1 && g.sm_count <= limits::max_sm_count, "gpu.sm_count", g.sm_count,
             "must be between 1 and 16384");
     require_in(g.boost_clock.value(), limits::clock, "gpu.boost_clock_hz");
+    if (g.sustained_clock.value() != 0) require_in(g.sustained_clock.value(), limits::clock, "gpu.sustained_clock_hz");
+    require(g.compute_capability == 0 || (g.compute_capability >= 30 && g.compute_capability <= 199),
+            "gpu.compute_capability", g.compute_capability, "must be 0 (none) or between 30 and 199 (major*10 + minor)");
     require_in(g.l2_cache.value(), limits::cache_size, "gpu.l2_cache_bytes");
     require_in(g.memory_capacity.value(), limits::memory_capacity, "gpu.memory_capacity_bytes");
     if (g.memory_reported.value() != 0)
@@ -211,6 +228,12 @@ struct cluster_spec {
     // CPU sockets the node's cards are split over (PCIe workstations and servers); 0 or
     // 1: one. Cards under different sockets reach each other across the CPUs' link.
     int sockets_per_node = 1;
+    // The host's time for one bare eager PyTorch op: the Python call, the dispatcher and
+    // the CUDA launch of `y = x * 1.2` on a small CUDA tensor without autograd (the
+    // elementwise rows of a micro-benchmark at small n measure it). The unit of a
+    // framework's host costs (framework.hpp). ASSUMPTION: 5 µs, "about 5 µs per op"
+    // without autograd in PyTorch issue #41383.
+    seconds eager_op_time = microseconds_of(5.0);
 };
 
 }  // namespace trainperf

@@ -54,7 +54,8 @@ public:
           full_m_{p.tile_m, exact_inverse(p.tile_m)}, full_n_{p.tile_n, exact_inverse(p.tile_n)} {
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
             const auto peak = gpu.peak.of(dtype(i));
-            seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * p.peak_fraction) : 0.0;
+            const double fraction = dtype(i) == dtype::fp32 ? p.cuda_core_fraction : p.peak_fraction;
+            seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * gpu.clock_ratio() * fraction) : 0.0;
         }
     }
 
@@ -78,8 +79,44 @@ public:
     //   flops / (peak · peak_fraction · k/(k + k_half) · utilization)
     // with utilization = m·n·batch / launched tile elements, which simplifies to
     //   2 · (k + k_half) · launched / (peak · peak_fraction).
+    //
+    // With small_tile_efficiency set, cuBLAS's other choices are tried too and the
+    // fastest taken: each tile side halved down to 32 (both orientations; a tile of
+    // half the area at small_tile_efficiency of the rate), and split-K, which cuts k
+    // into s slices so that tiles·s CTAs fill idle SMs, at the cost of writing and
+    // reducing s fp32 partial results. A configured tile that already fills the SMs
+    // at a utilization above small_tile_efficiency cannot be beaten: that is the
+    // common large-GEMM case, answered without the search.
     seconds gemm_compute_time(const gemm_shape& g) const {
-        return seconds_of(2.0 * (g.k + p_.k_half) * quantize(g).launched * seconds_per_flop(g.math));
+        const wave_quantization base = quantize(g);
+        const double spf = seconds_per_flop(g.math);
+        double best = 2.0 * (g.k + p_.k_half) * base.launched * spf;
+        const double eff = p_.small_tile_efficiency;
+        if (eff <= 0 || (base.utilization >= eff && base.tiles >= sms_)) return seconds_of(best);
+        for (int hm = 0; hm <= 2; ++hm) {
+            for (int hn = 0; hn <= 2; ++hn) {
+                const double tm = p_.tile_m / double(1 << hm), tn = p_.tile_n / double(1 << hn);
+                if (tm < 32 || tn < 32) continue;
+                const double rate = hm + hn == 0 ? 1.0 : hm + hn == 1 ? eff : hm + hn == 2 ? eff * eff
+                                                   : hm + hn == 3 ? eff * eff * eff : eff * eff * eff * eff;
+                for (int orientation = 0; orientation < 2; ++orientation) {
+                    const tile a{orientation ? tn : tm, exact_inverse(orientation ? tn : tm)};
+                    const tile b{orientation ? tm : tn, exact_inverse(orientation ? tm : tn)};
+                    const tile ta = covering(g.m, a), tb = covering(g.n, b);
+                    const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
+                    for (double split = 1; split <= 16; split *= 2) {
+                        if (split > 1 && (tiles * split > 2 * sms_ || g.k / split < 64)) break;
+                        const double waves = kernel_detail::ceil_count(tiles * split / sms_);
+                        const double launched = waves * sms_ * ta.size * tb.size;
+                        double t = 2.0 * (g.k / split + p_.k_half) * launched * spf / rate;
+                        // Split-K: s fp32 partial tiles written and read back by the reduction.
+                        if (split > 1) t += 2.0 * split * g.m * g.n * g.batch * 4.0 * seconds_per_byte_;
+                        if (t < best) best = t;
+                    }
+                }
+            }
+        }
+        return seconds_of(best);
     }
 
     seconds gemm_memory_time(const gemm_shape& g) const {

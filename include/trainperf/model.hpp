@@ -30,6 +30,39 @@ struct enum_names<norm_kind> {
         {{norm_kind::layernorm, "layernorm"}, {norm_kind::rmsnorm, "rmsnorm"}}};
 };
 
+// How the model's code computes the FFN activation, by its Hugging Face name
+// (config.json hidden_act / activation_function; transformers src/transformers/
+// activations.py@00e12e7c). "gelu" is the exact erf GELU, one ATen op
+// (nn.functional.gelu); "gelu_new" is the tanh approximation written as PyTorch ops,
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): eight elementwise kernels in eager mode;
+// "gelu_pytorch_tanh" the same approximation as one ATen op. swiglu FFNs use silu.
+enum class activation_kind { gelu, gelu_new, gelu_tanh, relu, silu };
+
+template <>
+struct enum_names<activation_kind> {
+    static constexpr std::array<enum_name<activation_kind>, 5> table{{{activation_kind::gelu, "gelu"},
+                                                                     {activation_kind::gelu_new, "gelu_new"},
+                                                                     {activation_kind::gelu_tanh, "gelu_pytorch_tanh"},
+                                                                     {activation_kind::relu, "relu"},
+                                                                     {activation_kind::silu, "silu"}}};
+};
+
+// Which implementation of the layer an eager framework runs, as far as it changes the
+// op sequence (workload.hpp): the Hugging Face modeling code of BERT (three Linear
+// projections, scores divided by √d, an additive padding mask), of GPT-2 (Conv1D
+// projections through addmm, the scale as a tensor, the causal mask by torch.where),
+// of LLaMA (RMSNorm and rotary embedding written as PyTorch ops), or generic (one
+// QKV projection, scale, mask, softmax, dropout).
+enum class model_code { generic, bert, gpt2, llama };
+
+template <>
+struct enum_names<model_code> {
+    static constexpr std::array<enum_name<model_code>, 4> table{{{model_code::generic, "generic"},
+                                                                {model_code::bert, "bert"},
+                                                                {model_code::gpt2, "gpt2"},
+                                                                {model_code::llama, "llama"}}};
+};
+
 struct transformer_config {
     std::string_view name = "custom";
     int layers = 0;
@@ -58,6 +91,10 @@ struct transformer_config {
     // 256 on a hidden size of 3072); 0: hidden / heads. Q, the attention context and the
     // output projection's input are heads × head_dim wide.
     int attention_head_dim = 0;
+    // The FFN activation (a gelu FFN; swiglu is silu whatever this says) and the code
+    // that runs the layer in eager mode.
+    activation_kind activation = activation_kind::gelu;
+    model_code code = model_code::generic;
 
     constexpr int effective_kv_heads() const { return kv_heads == 0 ? heads : kv_heads; }
     constexpr int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }

@@ -66,11 +66,23 @@ struct enum_names<op_region> {
         {{op_region::attention_core, "attention-core"}, {op_region::other, "other"}}};
 };
 
+// Which block of a layer an op belongs to (the attention block: its norm, the
+// projections, the core, the residual; the MLP block likewise); other: embedding,
+// head, loss, optimizer.
+enum class layer_block { attention, mlp, other };
+
+template <>
+struct enum_names<layer_block> {
+    static constexpr std::array<enum_name<layer_block>, 3> table{
+        {{layer_block::attention, "attention"}, {layer_block::mlp, "mlp"}, {layer_block::other, "other"}}};
+};
+
 struct gemm_op {
     std::string_view name;
     gemm_shape shape;
     op_phase phase = op_phase::forward;
     op_region region = op_region::other;
+    layer_block block = layer_block::other;
 };
 
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update):
@@ -81,6 +93,7 @@ struct memory_op {
     op_phase phase = op_phase::forward;
     op_region region = op_region::other;
     double launches = 1;
+    layer_block block = layer_block::other;
 };
 
 // ---- Collectives -------------------------------------------------------------------
@@ -132,6 +145,31 @@ struct host_transfer_op {
 struct host_compute_op {
     std::string_view name;
     bytes moved = bytes_of(0.0);
+};
+
+// ---- Host-side issue work (eager mode) --------------------------------------------
+
+// What the host does to issue a step's GPU work in eager mode (Python, PyTorch's
+// dispatcher, autograd): every kernel a GPU op launches is a call too (counted from
+// the GPU ops); these are the calls that launch nothing of their own.
+enum class host_call {
+    view,            // an op from Python that launches no kernel (view, permute, split, slicing)
+    module,          // one nn.Module call with the model's Python around its ops
+    backward_node,   // one node the autograd engine runs in backward (its kernels counted apart)
+};
+
+template <>
+struct enum_names<host_call> {
+    static constexpr std::array<enum_name<host_call>, 3> table{{{host_call::view, "view"},
+                                                                {host_call::module, "module"},
+                                                                {host_call::backward_node, "backward-node"}}};
+};
+
+struct host_op {
+    std::string_view name;
+    host_call call = host_call::view;
+    double count = 0;
+    op_phase phase = op_phase::forward;
 };
 
 // ---- Op lists ----------------------------------------------------------------------

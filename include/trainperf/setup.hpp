@@ -41,9 +41,9 @@ struct training_setup {
 };
 
 // The kernel-model parameters in force: calibrated ones when given, else the
-// defaults of the GPU's architecture.
+// defaults of the GPU's compute capability.
 constexpr kernel_params kernel_params_of(const training_setup& s) {
-    return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu.architecture);
+    return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu);
 }
 
 constexpr int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : s.model.max_seq; }

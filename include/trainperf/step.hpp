@@ -30,14 +30,15 @@
 
 namespace trainperf {
 
-enum class bottleneck_kind { compute, communication, optimizer, bubble, data, memory };
+// host: the step is bound by the host issuing eager ops (the GPU waits for work).
+enum class bottleneck_kind { compute, communication, optimizer, bubble, data, memory, host };
 
 template <>
 struct enum_names<bottleneck_kind> {
-    static constexpr std::array<enum_name<bottleneck_kind>, 6> table{
+    static constexpr std::array<enum_name<bottleneck_kind>, 7> table{
         {{bottleneck_kind::compute, "compute"}, {bottleneck_kind::communication, "communication"},
          {bottleneck_kind::optimizer, "optimizer"}, {bottleneck_kind::bubble, "bubble"},
-         {bottleneck_kind::data, "data"}, {bottleneck_kind::memory, "memory"}}};
+         {bottleneck_kind::data, "data"}, {bottleneck_kind::memory, "memory"}, {bottleneck_kind::host, "host"}}};
 };
 
 // Where one step's time goes (all on the critical path, so they add up).
@@ -51,16 +52,29 @@ struct step_time_breakdown {
     constexpr seconds total() const { return forward_backward + communication + optimizer + bubble + data; }
 };
 
-// Per micro-batch, on the busiest pipeline stage.
+// Per micro-batch, on the busiest pipeline stage. Each pass takes the larger of the
+// GPU's time for its kernels and the host's time to issue them (eager mode queues
+// kernels asynchronously: the GPU runs behind the host unless the host is slower);
+// both are kept.
 struct micro_batch_times {
     seconds forward = seconds_of(0.0);
     seconds backward = seconds_of(0.0);
     seconds recompute = seconds_of(0.0);
     seconds tensor_parallel_comm = seconds_of(0.0);
     seconds pipeline_comm = seconds_of(0.0);
+    seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
+    seconds gpu_backward = seconds_of(0.0);
+    seconds gpu_recompute = seconds_of(0.0);
+    seconds host_forward = seconds_of(0.0);    // the host's time to issue them
+    seconds host_backward = seconds_of(0.0);
+    seconds host_recompute = seconds_of(0.0);
 
     constexpr seconds compute() const { return forward + backward + recompute; }
     constexpr seconds total() const { return compute() + tensor_parallel_comm + pipeline_comm; }
+    constexpr seconds gpu_compute() const { return gpu_forward + gpu_backward + gpu_recompute; }
+    constexpr seconds host_compute() const { return host_forward + host_backward + host_recompute; }
+    // The passes the host bounds: more of the compute time waits on the host than on the GPU.
+    constexpr bool host_bound() const { return host_compute() > gpu_compute(); }
 };
 
 struct step_report {
@@ -105,6 +119,8 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.recompute", r.micro_batch.recompute.value()},
         {"micro_batch.tensor_parallel_comm", r.micro_batch.tensor_parallel_comm.value()},
         {"micro_batch.pipeline_comm", r.micro_batch.pipeline_comm.value()},
+        {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
+        {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
         {"samples_per_second", r.samples_per_second},
         {"tokens_per_second", r.tokens_per_second},
@@ -154,54 +170,84 @@ constexpr seconds price_collective(const stage_op<collective_op>& op, const clus
 
 // Prices a stage's ops as the workload emits them. GEMMs one by one; memory-bound ops
 // are linear in their bytes and launches, so those are summed per part and priced
-// once; collectives on the links their group uses.
+// once; collectives on the links their group uses. The host's issue time is counted
+// beside the GPU's: each kernel launch is one call from Python in forward (a GEMM's
+// costs more) and from the C++ autograd engine in backward, plus the workload's
+// host ops (views, module calls, autograd nodes), in units of the host's bare op.
 class stage_pricer {
 public:
-    stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster)
-        : kernels_(gpu, k), cluster_(cluster) {}
+    stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster,
+                 const eager_host_costs& host = {}, seconds bare_op = seconds_of(0.0))
+        : kernels_(gpu, k), cluster_(cluster), host_(host), bare_op_(bare_op) {}
 
-    void operator()(const stage_op<gemm_op>& g) { add(g.part, g.count, g.recomputed, kernels_.gemm_time(g.op.shape)); }
+    void operator()(const stage_op<gemm_op>& g) {
+        add(g.part, g.count, g.recomputed, kernels_.gemm_time(g.op.shape));
+        add_host(g.part, g.count, g.recomputed,
+                 g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
+    }
     void operator()(const stage_op<memory_op>& m) {
         const std::size_t part = m.part == step_part::forward ? 0 : 1;
         bytes_[part] += m.count * m.op.moved.value();
         launches_[part] += m.count * m.op.launches;
         bytes_[2] += m.recomputed * m.op.moved.value();
         launches_[2] += m.recomputed * m.op.launches;
+        add_host(m.part, m.count * m.op.launches, m.recomputed * m.op.launches,
+                 m.part == step_part::forward ? host_.op : host_.backward_launch);
     }
     void operator()(const stage_op<collective_op>& c) {
         if (cluster_ == nullptr) return;
         (c.part == step_part::pipeline ? t_.pipeline_comm : t_.tensor_parallel_comm) += price_collective(c, *cluster_);
     }
+    void operator()(const stage_op<host_op>& h) {
+        const double cost = h.op.call == host_call::view     ? host_.view
+                            : h.op.call == host_call::module ? host_.module
+                                                             : host_.backward_node;
+        add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, cost);
+    }
 
     micro_batch_times result() const {
         micro_batch_times t = t_;
         const auto memory = [&](std::size_t part) { return kernels_.memory_time(bytes_of(bytes_[part]), launches_[part]); };
-        t.forward += memory(0);
-        t.backward += memory(1);
-        t.recompute += memory(2);
+        t.gpu_forward += memory(0);
+        t.gpu_backward += memory(1);
+        t.gpu_recompute += memory(2);
+        t.host_forward = host_calls_[0] * bare_op_;
+        t.host_backward = host_calls_[1] * bare_op_;
+        t.host_recompute = host_calls_[2] * bare_op_;
+        t.forward = std::max(t.gpu_forward, t.host_forward);
+        t.backward = std::max(t.gpu_backward, t.host_backward);
+        t.recompute = std::max(t.gpu_recompute, t.host_recompute);
         return t;
     }
 
 private:
     void add(step_part part, double count, double recomputed, seconds time) {
-        (part == step_part::forward ? t_.forward : t_.backward) += count * time;
-        t_.recompute += recomputed * time;
+        (part == step_part::forward ? t_.gpu_forward : t_.gpu_backward) += count * time;
+        t_.gpu_recompute += recomputed * time;
+    }
+    void add_host(step_part part, double count, double recomputed, double cost) {
+        host_calls_[part == step_part::forward ? 0 : 1] += count * cost;
+        host_calls_[2] += recomputed * cost;
     }
     kernel_cost_model kernels_;
     const cluster_spec* cluster_;
+    eager_host_costs host_;
+    seconds bare_op_;
     micro_batch_times t_{};
     std::array<double, 3> bytes_{};      // forward, backward, recompute
     std::array<double, 3> launches_{};
+    std::array<double, 3> host_calls_{}; // in bare ops
 };
 
 // The same for ops already collected in lists (micro_batch_workload), e.g. a workload
 // a program has inspected or changed.
 inline micro_batch_times price_micro_batch(const stage_workload& w, const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
-    stage_pricer pricer(s.cluster.gpu, k, &s.cluster);
+    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.eager_op_time);
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);
+    for (const auto& op : w.host) pricer(op);
     return pricer.result();
 }
 
@@ -210,7 +256,7 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 // as the workload emits them (the same ops micro_batch_workload lists).
 inline micro_batch_times price_micro_batch(const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
-    stage_pricer pricer(s.cluster.gpu, k, &s.cluster);
+    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.eager_op_time);
     for_each_stage_op(s, pricer);
     return pricer.result();
 }
@@ -236,7 +282,11 @@ inline seconds price_optimizer(const optimizer_work& w, const training_setup& s)
     if (w.offloaded)
         return host_transfer_time(w.transfer, s.cluster.gpu) + w.host_update.moved / s.host_optimizer_bandwidth +
                s.framework.per_step_overhead;
-    return memory_op_time(s.cluster.gpu, w.update, kernel_params_of(s)) + s.framework.per_step_overhead;
+    // The update's kernels are issued from Python (a per-tensor loop launches each one);
+    // like a pass, it takes the larger of the GPU's time and the host's.
+    const seconds gpu = memory_op_time(s.cluster.gpu, w.update, kernel_params_of(s));
+    const seconds host = w.update.launches * s.framework.host.op * s.cluster.eager_op_time;
+    return std::max(gpu, host) + s.framework.per_step_overhead;
 }
 
 inline step_prices price_step(const step_ops& w, const training_setup& s) {
@@ -332,6 +382,7 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
     }};
     r.bottleneck = std::max_element(parts.begin(), parts.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    if (r.bottleneck == bottleneck_kind::compute && mb.host_bound()) r.bottleneck = bottleneck_kind::host;
     if (!r.fits) r.bottleneck = bottleneck_kind::memory;
     return r;
 }

@@ -33,6 +33,7 @@
 #include "fit_advice.hpp"
 #include "scaling_sweep.hpp"
 #include "validation.hpp"
+#include "microbench.hpp"
 #include "planner.hpp"
 #include "training_run.hpp"
 #include "training_plan.hpp"

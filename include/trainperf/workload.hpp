@@ -35,6 +35,12 @@ struct layer_context {
     bool sp = false;               // sequence parallel: norms and dropouts on s/t tokens
     dtype math = dtype::bf16;      // GEMM math
     dtype activations = dtype::bf16;
+    // The code that runs the layer (code_run): BERT and LLaMA project Q, K and V with
+    // three GEMMs, the others with one.
+    model_code code = model_code::generic;
+    // An additive padding mask is applied to the scores (BERT's attention_mask; a
+    // training batch of padded sequences has one, a bare layer call has none).
+    bool padding_mask = true;
 };
 
 constexpr void validate(const layer_context& c, const transformer_config& m) {
@@ -45,8 +51,8 @@ constexpr void validate(const layer_context& c, const transformer_config& m) {
 }
 
 // The forward GEMMs of one layer on one tensor-parallel rank.
-using layer_gemm_list = op_list<gemm_op, 8>;
-using layer_backward_gemm_list = op_list<gemm_op, 16>;
+using layer_gemm_list = op_list<gemm_op, 12>;
+using layer_backward_gemm_list = op_list<gemm_op, 24>;
 using layer_memory_list = op_list<memory_op, 32>;
 
 inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
@@ -60,17 +66,27 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     const double f = m.ffn_hidden / t;
     const dtype x = c.math;
     layer_gemm_list ops;
-    ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, x}});
-    ops.push_back({"attention_scores", {s, s, d, attention_batch, x}, op_phase::forward, op_region::attention_core});
-    ops.push_back({"attention_context", {s, d, s, attention_batch, x}, op_phase::forward, op_region::attention_core});
-    ops.push_back({"attention_out", {tokens, h, q / t, 1, x}});
-    if (m.ffn == ffn_kind::swiglu) {
-        ops.push_back({"ffn_gate", {tokens, f, h, 1, x}});
-        ops.push_back({"ffn_up", {tokens, f, h, 1, x}});
+    const auto attention = layer_block::attention;
+    const auto mlp = layer_block::mlp;
+    const auto forward = op_phase::forward;
+    const auto other = op_region::other;
+    if (c.code == model_code::bert || c.code == model_code::llama) {
+        ops.push_back({"q", {tokens, q / t, h, 1, x}, forward, other, attention});
+        ops.push_back({"k", {tokens, kv_per_rank, h, 1, x}, forward, other, attention});
+        ops.push_back({"v", {tokens, kv_per_rank, h, 1, x}, forward, other, attention});
     } else {
-        ops.push_back({"ffn_up", {tokens, f, h, 1, x}});
+        ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, x}, forward, other, attention});
     }
-    ops.push_back({"ffn_down", {tokens, h, f, 1, x}});
+    ops.push_back({"attention_scores", {s, s, d, attention_batch, x}, forward, op_region::attention_core, attention});
+    ops.push_back({"attention_context", {s, d, s, attention_batch, x}, forward, op_region::attention_core, attention});
+    ops.push_back({"attention_out", {tokens, h, q / t, 1, x}, forward, other, attention});
+    if (m.ffn == ffn_kind::swiglu) {
+        ops.push_back({"ffn_gate", {tokens, f, h, 1, x}, forward, other, mlp});
+        ops.push_back({"ffn_up", {tokens, f, h, 1, x}, forward, other, mlp});
+    } else {
+        ops.push_back({"ffn_up", {tokens, f, h, 1, x}, forward, other, mlp});
+    }
+    ops.push_back({"ffn_down", {tokens, h, f, 1, x}, forward, other, mlp});
     return ops;
 }
 
@@ -79,11 +95,11 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
 inline layer_backward_gemm_list backward_gemms_of(const layer_gemm_list& forward) {
     layer_backward_gemm_list ops;
     for (const auto& g : forward) {
-        ops.push_back({g.name, dgrad_of(g.shape), op_phase::backward_data, g.region});
+        ops.push_back({g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, g.block});
         ops.push_back({g.name, wgrad_of(g.shape),
                        g.region == op_region::attention_core ? op_phase::backward_data
                                                              : op_phase::backward_weight,
-                       g.region});
+                       g.region, g.block});
     }
     return ops;
 }
@@ -99,34 +115,94 @@ inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_b
     return ops;
 }
 
+// The code a framework runs for the model's layers: the model's own (Hugging Face)
+// implementation op by op, or the framework's own layer.
+constexpr model_code code_run(const transformer_config& m, const framework_profile& fw) {
+    return fw.runs_model_code ? m.code : model_code::generic;
+}
+
 // The memory-bound forward ops of one layer under a framework profile. Sizes are
-// per rank: hidden-sized tensors shrink by tp only with sequence parallelism.
+// per rank: hidden-sized tensors shrink by tp only with sequence parallelism. An op
+// that stands for several kernels (a norm or an activation written as PyTorch ops)
+// carries their launches and their summed traffic.
 // Emits them one by one to sink(const memory_op&); layer_forward_memory_ops collects.
 template <class Sink>
 constexpr void for_each_layer_forward_memory_op(const transformer_config& m, const layer_context& c,
                                                 const framework_profile& fw, Sink&& sink) {
     const double a = size_of(c.activations);
+    const double f32 = size_of(dtype::fp32);
     const double mask = 1.0;  // dropout masks are one byte per element
     const double tokens = double(c.micro_batch) * c.seq;
     const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
     const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
+    const double kv_tp = tokens * m.kv_width() / c.tp;
     const double ffn = tokens * m.ffn_hidden / c.tp;
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * double(c.seq) * c.seq;
-    const auto op = [](std::string_view name, double moved, op_region region = op_region::other) {
-        return memory_op{name, bytes_of(moved), op_phase::forward, region, 1};
+    const model_code code = code_run(m, fw);
+    layer_block block = layer_block::attention;  // the MLP block starts at its norm
+    const auto op = [&block](std::string_view name, double moved, op_region region = op_region::other,
+                             double launches = 1) {
+        return memory_op{name, bytes_of(moved), op_phase::forward, region, launches, block};
     };
-    const std::string_view norm = m.norm == norm_kind::layernorm ? "layernorm" : "rmsnorm";
-    sink(op(norm, 2 * hidden * a));
-    if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a));
+    const auto norm = [&] {
+        if (m.norm == norm_kind::layernorm) {
+            sink(op("layernorm", 2 * hidden * a));
+        } else if (code == model_code::llama) {
+            // Hugging Face LlamaRMSNorm (modeling_llama.py): to(fp32) a+4, pow(2) 8,
+            // mean 4, + eps and rsqrt on one value per token, × rsqrt 8, to(dtype) 4+a,
+            // weight × 2a: 28 + 4a bytes per element over 8 kernels.
+            sink(op("rmsnorm", hidden * (28 + 4 * a), op_region::other, 8));
+        } else {
+            sink(op("rmsnorm", 2 * hidden * a));
+        }
+    };
+    norm();
+    // Q, K and V into the head layout: matmul copies each permuted operand (3 copies).
+    if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, op_region::other, 3));
+    if (code == model_code::llama && m.positions == position_kind::rotary) {
+        // apply_rotary_pos_emb on q and k: neg and cat (rotate_half), × cos, × sin, +:
+        // 5 kernels over each, ~10 bytes per element; the cos/sin tables are small.
+        sink(op("rotary", 10 * (hidden_tp + kv_tp) * a, op_region::other, 10));
+        // repeat_kv: grouped K and V expanded to every head (a copy each).
+        if (m.effective_kv_heads() < m.heads) sink(op("repeat_kv", 2 * 2 * hidden_tp * a, op_region::other, 2));
+    }
     if (!fw.flash_attention) {
         const auto core = op_region::attention_core;
         if (fw.fused_softmax) {
             sink(op("scale_mask_softmax", 2 * scores * a, core));
         } else {
-            sink(op("scale", 2 * scores * a, core));
-            // Causal mask (decoders) or padding mask (encoders): one more pass either way.
-            sink(op("attention_mask", 2 * scores * a + scores * mask, core));
-            sink(op("softmax", 2 * scores * a, core));
+            switch (code) {
+                case model_code::bert:
+                    // modeling_bert.py: scores / √d, + the padding mask, softmax, dropout.
+                    sink(op("scale", 2 * scores * a, core));
+                    if (c.padding_mask) sink(op("attention_mask", 2 * scores * a, core));
+                    sink(op("softmax", 2 * scores * a, core));
+                    break;
+                case model_code::gpt2:
+                    // modeling_gpt2.py _attn: the scale as a tensor (torch.full, a fill),
+                    // the division, mask_value built on the CPU and copied to the GPU
+                    // (a 2-byte copy), torch.where with the causal mask, softmax.
+                    sink(op("scale_fill", 0, core));
+                    sink(op("scale", 2 * scores * a, core));
+                    sink(op("mask_value_copy", 0, core));
+                    sink(op("causal_mask_where", 2 * scores * a, core));
+                    sink(op("softmax", 2 * scores * a, core));
+                    break;
+                case model_code::llama:
+                    // modeling_llama.py eager attention: / √d, + a 4-D causal mask,
+                    // softmax in fp32 (reads 16-bit, writes fp32), back to 16-bit.
+                    sink(op("scale", 2 * scores * a, core));
+                    sink(op("attention_mask", 2 * scores * a + scores / (m.heads / c.tp) * a, core));
+                    sink(op("softmax", scores * (a + f32), core));
+                    sink(op("softmax_cast", scores * (f32 + a), core));
+                    break;
+                case model_code::generic:
+                    sink(op("scale", 2 * scores * a, core));
+                    // Causal mask (decoders) or padding mask (encoders): one more pass either way.
+                    sink(op("attention_mask", 2 * scores * a + scores * mask, core));
+                    sink(op("softmax", 2 * scores * a, core));
+                    break;
+            }
         }
         if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, core));
     } else {
@@ -148,7 +224,8 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     residual_block("bias_dropout_add_attention", "dropout_attention", "residual_add_attention");
     // The second norm (before the FFN); one norm feeding attention and FFN in parallel
     // (Falcon-7B) has none, and extra post-norms (norms_per_layer 3-4) are passes like it.
-    for (int k = 1; k < m.norms_per_layer; ++k) sink(op(norm, 2 * hidden * a));
+    block = layer_block::mlp;
+    for (int k = 1; k < m.norms_per_layer; ++k) norm();
     if (m.ffn == ffn_kind::swiglu) {
         // silu(gate) · up: one fused kernel, or silu then multiply.
         if (fw.fused_bias_gelu) {
@@ -159,10 +236,68 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         }
     } else if (fw.fused_bias_gelu) {
         sink(op("bias_gelu", 2 * ffn * a));
+    } else if (fw.runs_model_code && m.activation == activation_kind::gelu_new) {
+        // NewGELUActivation as PyTorch ops (activations.py): pow 2a, × 0.044715 2a,
+        // x + 3a, × √(2/π) 2a, tanh 2a, 1 + 2a, 0.5·x 2a, product 3a: 18a per element
+        // over 8 kernels.
+        sink(op("gelu_new", 18 * ffn * a, op_region::other, 8));
     } else {
-        for (int k = 0; k < fw.gelu_kernels; ++k) sink(op("gelu_part", 2 * ffn * a));
+        sink(op("gelu", 2 * ffn * a));
     }
     residual_block("bias_dropout_add_ffn", "dropout_ffn", "residual_add_ffn");
+}
+
+// What the host calls per layer forward besides the kernels' own ops (host_call),
+// counted in the Hugging Face modeling code (transformers 4.2x-4.3x) of each family,
+// per block of the layer:
+// - bert (modeling_bert.py@004ad5f5): attention block 10 module calls
+//   (BertAttention, BertSelfAttention, query, key, value, dropout, BertSelfOutput,
+//   dense, dropout, LayerNorm) and 9 views (view + permute of q, k, v; k.transpose;
+//   permute and view of the context); MLP block 7 calls (BertIntermediate, dense, the
+//   activation, BertOutput, dense, dropout, LayerNorm); BertLayer itself 1;
+// - gpt2 (modeling_gpt2.py@0010f602): attention block 6 calls (ln_1, attn, c_attn,
+//   attn_dropout, c_proj, resid_dropout) and 17 views (two in each Conv1D, split, view
+//   + permute of q, k, v, k.transpose, two slices of the causal-mask buffer, permute
+//   and view of the context, the CPU-side torch.full of mask_value); MLP block 6 calls
+//   (ln_2, mlp, c_fc, act, c_proj, dropout) and 4 views (the two Conv1D); GPT2Block 1;
+// - llama (modeling_llama.py): attention block 7 calls (input_layernorm, self_attn,
+//   q/k/v/o projections, rotary embedding) and 17 views (view + transpose of q, k, v;
+//   cos/sin slicing and unsqueeze; rotate_half slices; k transpose; transpose and
+//   reshape of the output); MLP block 6 calls (post_attention_layernorm, mlp,
+//   gate/up/down projections, act); the decoder layer 1;
+// - generic: ASSUMPTION: a compact layer (Megatron-style): 4 calls and 7 views in
+//   attention, 4 and 3 in the MLP, 2 for the layer.
+struct host_calls {
+    double views = 0;
+    double modules = 0;
+};
+
+struct layer_host_calls {
+    host_calls attention{}, mlp{}, layer{};
+    constexpr host_calls total() const {
+        return {attention.views + mlp.views + layer.views, attention.modules + mlp.modules + layer.modules};
+    }
+};
+
+constexpr layer_host_calls host_calls_per_layer(model_code code) {
+    switch (code) {
+        case model_code::bert: return {{9, 10}, {0, 7}, {0, 1}};
+        case model_code::gpt2: return {{17, 6}, {4, 6}, {0, 1}};
+        case model_code::llama: return {{17, 7}, {0, 6}, {0, 1}};
+        case model_code::generic: break;
+    }
+    return {{7, 4}, {3, 4}, {0, 2}};
+}
+
+// Parameter tensors of one layer (each has an AccumulateGrad node in backward).
+constexpr double layer_parameter_tensors(const transformer_config& m, model_code code) {
+    const double qkv = code == model_code::bert || code == model_code::llama ? 3 : 1;
+    const double matrices = qkv + 1 + (m.ffn == ffn_kind::swiglu ? 3 : 2);
+    double biases = 0;
+    if (m.linear_biases) biases = matrices - (m.qkv_biases ? 0 : qkv);
+    else if (m.qkv_bias_only) biases = qkv;
+    const double norms = m.norms_per_layer * (m.norm == norm_kind::layernorm ? 2.0 : 1.0);
+    return matrices + biases + norms;
 }
 
 inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, const layer_context& c,
@@ -175,7 +310,7 @@ inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, c
 
 // The elementwise backward of a forward memory op, and of each op of a list.
 constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
-    return {f.name, fw.backward_traffic_ratio * f.moved, op_phase::backward, f.region, f.launches};
+    return {f.name, fw.backward_traffic_ratio * f.moved, op_phase::backward, f.region, f.launches, f.block};
 }
 
 inline layer_memory_list backward_of(const layer_memory_list& forward, const framework_profile& fw) {
@@ -210,6 +345,7 @@ struct stage_workload {
     op_list<stage_op<gemm_op>, 32> gemms;
     op_list<stage_op<memory_op>, 72> memory;
     op_list<stage_op<collective_op>, 4> collectives;
+    op_list<stage_op<host_op>, 4> host;
 };
 
 // Transformer layers on the busiest stage.
@@ -243,7 +379,8 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const auto& fw = s.framework;
     const int seq = sequence_length(s);
     const layer_context ctx{.micro_batch = l.micro_batch, .seq = seq, .tp = l.tp, .sp = l.sp,
-                            .math = s.precision.math, .activations = s.precision.activations};
+                            .math = s.precision.math, .activations = s.precision.activations,
+                            .code = code_run(m, fw)};
     const double layers = stage_layers(s);
     const auto recomputed = [&](op_region region) {
         if (l.recompute == recompute_mode::full) return layers;
@@ -256,10 +393,25 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
         sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
     for (const auto& g : backward_gemms_of(forward_gemms))
         sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
+    double forward_launches = double(forward_gemms.size());
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
+        forward_launches += op.launches;
         sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
         sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
     });
+    // What the host calls besides the kernels: views and module calls in forward (again
+    // when recomputed); in backward one autograd node per recorded op and view, and one
+    // AccumulateGrad per parameter tensor.
+    const model_code code = code_run(m, fw);
+    const host_calls calls = host_calls_per_layer(code).total();
+    const double recomputed_layers = l.recompute == recompute_mode::full ? layers : 0.0;
+    sink(stage_op<host_op>{{"layer_views", host_call::view, calls.views, op_phase::forward}, layers,
+                           recomputed_layers, step_part::forward});
+    sink(stage_op<host_op>{{"layer_modules", host_call::module, calls.modules, op_phase::forward}, layers,
+                           recomputed_layers, step_part::forward});
+    sink(stage_op<host_op>{{"layer_autograd_nodes", host_call::backward_node,
+                            forward_launches + calls.views + layer_parameter_tensors(m, code), op_phase::backward},
+                           layers, 0, step_part::backward});
 
     // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
     // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward.
@@ -310,6 +462,7 @@ inline stage_workload micro_batch_workload(const training_setup& s) {
         void operator()(const stage_op<gemm_op>& op) { w.gemms.push_back(op); }
         void operator()(const stage_op<memory_op>& op) { w.memory.push_back(op); }
         void operator()(const stage_op<collective_op>& op) { w.collectives.push_back(op); }
+        void operator()(const stage_op<host_op>& op) { w.host.push_back(op); }
     };
     for_each_stage_op(s, collect{w});
     return w;

@@ -8,7 +8,8 @@ set(layer_2 ops placement)
 set(layer_3 workload flops)
 set(layer_4 kernel_model comm memory measurement calibration input_pipeline scaling)
 set(layer_5 step training_run)
-set(layer_6 planner scaling_sweep fit_advice validation report_table training_plan)
+set(layer_6 planner scaling_sweep fit_advice validation report_table training_plan microbench microbench_calibration
+            io/microbench_csv)
 set(layer_7 io/json io/report_json io/memory_json io/plan_json io/calibration_json io/catalog_json io/csv io/table_json
             io/description_file io/gpu_json io/system_json io/model_json io/framework_json io/hf_config
             io/model_file io/json_file)

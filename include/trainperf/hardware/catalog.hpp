@@ -16,6 +16,11 @@
 //   (NVLink4 "900 GB/s" = 450 GB/s each way), link_spec::total() gives it back.
 // - PCIe per direction, x16, after 128b/130b encoding: Gen3 15.75 GB/s, Gen4
 //   31.5 GB/s, Gen5 63 GB/s (PCI-SIG base specs: 8/16/32 GT/s per lane).
+// - Compute capability: NVIDIA, "CUDA GPUs - Compute Capability"
+//   (developer.nvidia.com/cuda-gpus). The kernel model's defaults are keyed by it.
+// - sustained_clock: the clock a board holds under sustained load where it differs
+//   from the rated boost clock (GeForce boards boost above it); 0 elsewhere: data-
+//   centre parts are rated at the clock they hold (kernel_params.hpp uses it).
 // - Link latency and efficiency are ASSUMPTIONS (not datasheet numbers), see
 //   trainperf::links in hardware.hpp and docs/catalogs.md.
 #pragma once
@@ -46,6 +51,7 @@ struct h100_sxm {
         .name = "h100-sxm",
         .full_name = "NVIDIA H100 SXM5 80GB",
         .architecture = gpu_architecture::hopper,
+        .compute_capability = 90,                         // compute capability 9.0
         .sm_count = 132,                                  // whitepaper: 132 SMs (SXM5)
         .boost_clock = megahertz(1980),                   // whitepaper: max boost 1980 MHz
         .l2_cache = mebibytes_of(50),                     // whitepaper: 50 MB L2
@@ -73,6 +79,7 @@ struct h100_pcie {
         .name = "h100-pcie",
         .full_name = "NVIDIA H100 PCIe 80GB",
         .architecture = gpu_architecture::hopper,
+        .compute_capability = 90,                         // compute capability 9.0
         .sm_count = 114,                                  // whitepaper: 114 SMs (PCIe)
         .boost_clock = megahertz(1755),                   // whitepaper: max boost 1755 MHz
         .l2_cache = mebibytes_of(50),                     // whitepaper: 50 MB L2
@@ -101,6 +108,7 @@ struct h200_sxm {
         .name = "h200-sxm",
         .full_name = "NVIDIA H200 SXM 141GB",
         .architecture = gpu_architecture::hopper,
+        .compute_capability = 90,                         // compute capability 9.0
         .sm_count = 132,                                  // GH100 as in H100 SXM5
         .boost_clock = megahertz(1980),                   // as H100 SXM5
         .l2_cache = mebibytes_of(50),                     // as H100 SXM5: 50 MB
@@ -126,6 +134,7 @@ struct a100_sxm_80gb {
         .name = "a100-sxm-80gb",
         .full_name = "NVIDIA A100 SXM4 80GB",
         .architecture = gpu_architecture::ampere,
+        .compute_capability = 80,                         // compute capability 8.0
         .sm_count = 108,                                  // whitepaper: 108 SMs
         .boost_clock = megahertz(1410),                   // whitepaper: 1410 MHz
         .l2_cache = mebibytes_of(40),                     // whitepaper: 40960 KB
@@ -154,6 +163,7 @@ struct a100_sxm_40gb {
         .name = "a100-sxm-40gb",
         .full_name = "NVIDIA A100 SXM4 40GB",
         .architecture = gpu_architecture::ampere,
+        .compute_capability = 80,                         // compute capability 8.0
         .sm_count = 108,                                  // whitepaper: 108 SMs
         .boost_clock = megahertz(1410),                   // whitepaper: 1410 MHz
         .l2_cache = mebibytes_of(40),                     // whitepaper: 40960 KB
@@ -183,6 +193,7 @@ struct v100_sxm2_32gb {
         .name = "v100-sxm2-32gb",
         .full_name = "NVIDIA Tesla V100 SXM2 32GB",
         .architecture = gpu_architecture::volta,
+        .compute_capability = 70,                         // compute capability 7.0
         .sm_count = 80,                                   // whitepaper: 80 SMs
         .boost_clock = megahertz(1530),                   // whitepaper: 1530 MHz
         .l2_cache = mebibytes_of(6),                      // whitepaper: 6144 KB
@@ -222,8 +233,13 @@ struct rtx_3090_ti {
         .name = "rtx-3090-ti",
         .full_name = "NVIDIA GeForce RTX 3090 Ti",
         .architecture = gpu_architecture::ampere,
+        .compute_capability = 86,                         // compute capability 8.6
         .sm_count = 84,                                   // product page: 10752 cores / 128
         .boost_clock = megahertz(1860),                   // product page: 1.86 GHz
+        // The clock the card holds under load: 2000-2050 MHz in NVIDIA's own demo of
+        // the 3090 Ti beside the 4090 (TweakTown, news 88568, 2022). The lower end is
+        // taken; no figure under tensor-core load is published.
+        .sustained_clock = megahertz(2000),
         .l2_cache = mebibytes_of(6),                      // GA102: 6144 KB
         .memory_capacity = gigabytes_of(24),              // product page: 24 GB GDDR6X
         .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
@@ -248,6 +264,7 @@ struct rtx_3090 {
         .name = "rtx-3090",
         .full_name = "NVIDIA GeForce RTX 3090",
         .architecture = gpu_architecture::ampere,
+        .compute_capability = 86,                         // compute capability 8.6
         .sm_count = 82,                                   // GA102 whitepaper: 82 SMs
         .boost_clock = megahertz(1695),                   // GA102 whitepaper: 1695 MHz
         .l2_cache = mebibytes_of(6),                      // GA102 whitepaper: 6144 KB
@@ -284,6 +301,7 @@ struct jetson_orin_nx_16gb {
         .name = "jetson-orin-nx-16gb",
         .full_name = "NVIDIA Jetson Orin NX 16GB",
         .architecture = gpu_architecture::ampere,
+        .compute_capability = 87,                         // compute capability 8.7
         .sm_count = 8,                                    // datasheet: 1024 cores / 128
         .boost_clock = megahertz(918),                    // datasheet: 918 MHz max
         // APPROXIMATE: the Orin NX datasheet gives no L2 size; 4 MB is the figure
@@ -323,6 +341,7 @@ struct b200 {
         .name = "b200",
         .full_name = "NVIDIA B200 (HGX B200, 180GB)",
         .architecture = gpu_architecture::blackwell,
+        .compute_capability = 100,                        // compute capability 10.0
         .sm_count = 148,                                  // APPROXIMATE: public reports
         .boost_clock = megahertz(1965),                   // APPROXIMATE: public reports
         .l2_cache = mebibytes_of(126),                    // APPROXIMATE: public reports
@@ -357,7 +376,8 @@ struct gh200 {
     static constexpr gpu_spec spec{
         .name = "gh200",
         .full_name = "NVIDIA GH200 Grace Hopper Superchip 96GB",
-        .architecture = gpu_architecture::hopper,         // compute capability 9.0
+        .architecture = gpu_architecture::hopper,
+        .compute_capability = 90,                         // compute capability 9.0
         .sm_count = 132,                                  // GH100 as in H100 SXM5
         .boost_clock = megahertz(1980),                   // as H100 SXM5
         .l2_cache = mebibytes_of(50),                     // as H100 SXM5: 50 MB
@@ -382,7 +402,8 @@ struct h20 {
     static constexpr gpu_spec spec{
         .name = "h20",
         .full_name = "NVIDIA H20 96GB",
-        .architecture = gpu_architecture::hopper,         // compute capability 9.0
+        .architecture = gpu_architecture::hopper,
+        .compute_capability = 90,                         // compute capability 9.0
         .sm_count = 78,                                   // APPROXIMATE: public reports
         .boost_clock = megahertz(1980),                   // APPROXIMATE: as H100 SXM5
         .l2_cache = mebibytes_of(60),                     // APPROXIMATE: public reports
@@ -414,9 +435,13 @@ struct rtx_4090 {
     static constexpr gpu_spec spec{
         .name = "rtx-4090",
         .full_name = "NVIDIA GeForce RTX 4090",
-        .architecture = gpu_architecture::ada,            // compute capability 8.9
+        .architecture = gpu_architecture::ada,
+        .compute_capability = 89,                         // compute capability 8.9
         .sm_count = 128,                                  // Ada whitepaper: 128 SMs
         .boost_clock = megahertz(2520),                   // Ada whitepaper: 2520 MHz
+        // "often runs at over 2.7 GHz in testing" (Tom's Hardware, GeForce RTX 4090
+        // specifications); taken as the clock it holds under load.
+        .sustained_clock = megahertz(2700),
         .l2_cache = mebibytes_of(72),                     // Ada whitepaper: 73728 KB
         .memory_capacity = gigabytes_of(24),              // Ada whitepaper: 24 GB GDDR6X
         .memory_reported = gibibytes_of(24),              // ASSUMPTION: 24 GiB of chips (see the top)
@@ -447,7 +472,8 @@ struct l40s {
     static constexpr gpu_spec spec{
         .name = "l40s",
         .full_name = "NVIDIA L40S 48GB",
-        .architecture = gpu_architecture::ada,            // compute capability 8.9
+        .architecture = gpu_architecture::ada,
+        .compute_capability = 89,                         // compute capability 8.9
         .sm_count = 142,                                  // datasheet: 18,176 cores / 128
         .boost_clock = megahertz(2520),                   // DERIVED, see above
         .l2_cache = mebibytes_of(96),                     // APPROXIMATE, see above
@@ -476,7 +502,8 @@ struct l4 {
     static constexpr gpu_spec spec{
         .name = "l4",
         .full_name = "NVIDIA L4 24GB",
-        .architecture = gpu_architecture::ada,            // compute capability 8.9
+        .architecture = gpu_architecture::ada,
+        .compute_capability = 89,                         // compute capability 8.9
         .sm_count = 58,                                   // datasheet: 7,424 cores / 128
         .boost_clock = megahertz(2040),                   // DERIVED, see above
         .l2_cache = mebibytes_of(48),                     // APPROXIMATE, see above
@@ -510,7 +537,8 @@ struct rtx_a6000 {
     static constexpr gpu_spec spec{
         .name = "rtx-a6000",
         .full_name = "NVIDIA RTX A6000",
-        .architecture = gpu_architecture::ampere,         // compute capability 8.6
+        .architecture = gpu_architecture::ampere,
+        .compute_capability = 86,                         // compute capability 8.6
         .sm_count = 84,                                   // GA102 whitepaper: 84 SMs
         .boost_clock = megahertz(1800),                   // GA102 whitepaper: 1800 MHz
         .l2_cache = mebibytes_of(6),                      // GA102 whitepaper: 6144 KB
@@ -535,7 +563,8 @@ struct a10 {
     static constexpr gpu_spec spec{
         .name = "a10",
         .full_name = "NVIDIA A10 24GB",
-        .architecture = gpu_architecture::ampere,         // compute capability 8.6
+        .architecture = gpu_architecture::ampere,
+        .compute_capability = 86,                         // compute capability 8.6
         .sm_count = 72,                                   // datasheet: 9,216 cores / 128
         .boost_clock = megahertz(1695),                   // 31.2 TFLOPS / (72 × 256)
         .l2_cache = mebibytes_of(6),                      // GA102: 6144 KB
@@ -566,7 +595,8 @@ struct t4 {
     static constexpr gpu_spec spec{
         .name = "t4",
         .full_name = "NVIDIA T4 16GB",
-        .architecture = gpu_architecture::turing,         // compute capability 7.5
+        .architecture = gpu_architecture::turing,
+        .compute_capability = 75,                         // compute capability 7.5
         .sm_count = 40,                                   // datasheet: 320 tensor cores / 8
         .boost_clock = megahertz(1590),                   // DERIVED, see above
         .l2_cache = mebibytes_of(4),                      // Turing whitepaper: 4096 KB
@@ -600,6 +630,7 @@ struct mi300x {
         .name = "mi300x",
         .full_name = "AMD Instinct MI300X 192GB",
         .architecture = gpu_architecture::cdna3,          // gfx942
+        .compute_capability = 0,                          // not an NVIDIA GPU (no compute capability)
         .sm_count = 304,                                  // data sheet: 304 compute units
         .boost_clock = megahertz(2100),                   // data sheet: 2100 MHz peak engine clock
         .l2_cache = mebibytes_of(32),                     // CDNA 3 white paper: 4 MB × 8 XCDs

@@ -1,4 +1,6 @@
-// A framework profile as a JSON description (schema "trainperf.framework.v1"): every
+// A framework profile as a JSON description (schema "trainperf.framework.v2"; v2
+// replaced v1's gelu_kernels by runs_model_code, the model's own activation and
+// attention code, and added the host costs of eager execution): every
 // field of framework_profile and its memory_overheads, times and sizes in base units
 // (seconds, bytes). `trainperf frameworks --json NAME` prints it, `--framework-file`
 // reads it. Every field is required; unknown fields, wrong types and values out of range
@@ -17,7 +19,7 @@
 
 namespace trainperf::io {
 
-inline constexpr std::string_view framework_schema = "trainperf.framework.v1";
+inline constexpr std::string_view framework_schema = "trainperf.framework.v2";
 
 inline nlohmann::json framework_to_json(const framework_profile& f) {
     const memory_overheads& o = f.memory;
@@ -27,7 +29,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"fused_bias_gelu", f.fused_bias_gelu},
             {"fused_bias_dropout_add", f.fused_bias_dropout_add},
             {"flash_attention", f.flash_attention},
-            {"gelu_kernels", f.gelu_kernels},
+            {"runs_model_code", f.runs_model_code},
             {"head_layout_copies", f.head_layout_copies},
             {"backward_traffic_ratio", f.backward_traffic_ratio},
             {"fused_optimizer", f.fused_optimizer},
@@ -37,6 +39,13 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"overlappable_backward_fraction", f.overlappable_backward_fraction},
             {"fp32_gradient_accumulation", f.fp32_gradient_accumulation},
             {"per_step_overhead_seconds", f.per_step_overhead.value()},
+            {"host_costs_in_bare_ops",
+             {{"op", f.host.op},
+              {"gemm", f.host.gemm},
+              {"view", f.host.view},
+              {"module", f.host.module},
+              {"backward_node", f.host.backward_node},
+              {"backward_launch", f.host.backward_launch}}},
             {"memory",
              {{"fp32_logits", o.fp32_logits},
               {"loss_buffers", o.loss_buffers},
@@ -55,10 +64,10 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     namespace dd = description_detail;
     dd::only_keys(j, "",
                   {"schema", "name", "fused_softmax", "fused_bias_gelu", "fused_bias_dropout_add", "flash_attention",
-                   "gelu_kernels", "head_layout_copies", "backward_traffic_ratio", "fused_optimizer",
+                   "runs_model_code", "head_layout_copies", "backward_traffic_ratio", "fused_optimizer",
                    "unfused_optimizer_passes", "unfused_kernels_per_tensor", "overlap_data_parallel_sync",
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
-                   "memory"});
+                   "host_costs_in_bare_ops", "memory"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -66,7 +75,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.fused_bias_gelu = dd::boolean(j, "", "fused_bias_gelu");
     f.fused_bias_dropout_add = dd::boolean(j, "", "fused_bias_dropout_add");
     f.flash_attention = dd::boolean(j, "", "flash_attention");
-    f.gelu_kernels = dd::integer(j, "", "gelu_kernels", 1, 16);
+    f.runs_model_code = dd::boolean(j, "", "runs_model_code");
     f.head_layout_copies = dd::boolean(j, "", "head_layout_copies");
     f.backward_traffic_ratio = dd::number(j, "", "backward_traffic_ratio", 0, 16, "(ratio)");
     f.fused_optimizer = dd::boolean(j, "", "fused_optimizer");
@@ -76,6 +85,15 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.overlappable_backward_fraction = dd::number(j, "", "overlappable_backward_fraction", 0, 1, "(a fraction)");
     f.fp32_gradient_accumulation = dd::boolean(j, "", "fp32_gradient_accumulation");
     f.per_step_overhead = seconds_of(dd::number(j, "", "per_step_overhead_seconds", 0, 3600, "s"));
+    const auto& h = dd::field(j, "", "host_costs_in_bare_ops");
+    const std::string_view hctx = "host_costs_in_bare_ops";
+    dd::only_keys(h, hctx, {"op", "gemm", "view", "module", "backward_node", "backward_launch"});
+    f.host.op = dd::number(h, hctx, "op", 0, 1000, "(bare ops)");
+    f.host.gemm = dd::number(h, hctx, "gemm", 0, 1000, "(x an op)");
+    f.host.view = dd::number(h, hctx, "view", 0, 1000, "(bare ops)");
+    f.host.module = dd::number(h, hctx, "module", 0, 1000, "(bare ops)");
+    f.host.backward_node = dd::number(h, hctx, "backward_node", 0, 1000, "(bare ops)");
+    f.host.backward_launch = dd::number(h, hctx, "backward_launch", 0, 1000, "(bare ops)");
 
     const auto& m = dd::field(j, "", "memory");
     const std::string_view ctx = "memory";

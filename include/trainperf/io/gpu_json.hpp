@@ -2,7 +2,8 @@
 // base units, the format `trainperf gpus --json NAME` prints and `--gpu-file` reads.
 //
 //   {"schema": "trainperf.gpu.v1", "name": "rtx-4090", "full_name": "...",
-//    "architecture": "ada", "sm_count": 128, "boost_clock_hertz": 2.52e9,
+//    "architecture": "ada", "compute_capability": 89, "sm_count": 128,
+//    "boost_clock_hertz": 2.52e9, "sustained_clock_hertz": 2.7e9,
 //    "l2_cache_bytes": 75497472, "memory_bytes": 24e9, "memory_reported_bytes": 0,
 //    "memory_bandwidth_bytes_per_second": 1.008e12,
 //    "peak_dense_flops_per_second": {"fp32": {"rate": 82.6e12, "accumulate": "fp32"},
@@ -11,7 +12,9 @@
 //    "memory_shared_with_host": false, "pcie_peer_to_peer": false}
 //
 // A link: {"kind": "pcie", "per_direction_bytes_per_second": 31.5e9,
-// "latency_seconds": 1e-5, "efficiency": 0.8}. Every field is required; unknown fields,
+// "latency_seconds": 1e-5, "efficiency": 0.8}. Every field is required but
+// compute_capability and sustained_clock_hertz (later additions; absent: 0, i.e. none
+// known and the boost clock); unknown fields,
 // wrong types and values out of range are errors naming the file and the field.
 #pragma once
 
@@ -82,8 +85,10 @@ inline nlohmann::json gpu_to_json(const gpu_spec& g) {
             {"name", std::string(g.name)},
             {"full_name", std::string(g.full_name)},
             {"architecture", std::string(to_string(g.architecture))},
+            {"compute_capability", g.compute_capability},
             {"sm_count", g.sm_count},
             {"boost_clock_hertz", g.boost_clock.value()},
+            {"sustained_clock_hertz", g.sustained_clock.value()},
             {"l2_cache_bytes", g.l2_cache.value()},
             {"memory_bytes", g.memory_capacity.value()},
             {"memory_reported_bytes", g.memory_reported.value()},
@@ -101,7 +106,8 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     namespace dd = description_detail;
     namespace r = gpu_ranges;
     dd::only_keys(j, "",
-                  {"schema", "name", "full_name", "architecture", "sm_count", "boost_clock_hertz", "l2_cache_bytes",
+                  {"schema", "name", "full_name", "architecture", "compute_capability", "sm_count",
+                   "boost_clock_hertz", "sustained_clock_hertz", "l2_cache_bytes",
                    "memory_bytes", "memory_reported_bytes", "memory_bandwidth_bytes_per_second",
                    "peak_dense_flops_per_second", "gpu_link", "host_link", "tdp_watts", "memory_shared_with_host",
                    "pcie_peer_to_peer"});
@@ -111,7 +117,15 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     g.full_name = keep_text(dd::text(j, "", "full_name", 128));
     g.architecture = dd::enum_value<gpu_architecture>(j, "", "architecture");
     g.sm_count = dd::integer(j, "", "sm_count", 1, 1024);
+    if (j.contains("compute_capability"))
+        g.compute_capability = dd::integer(j, "", "compute_capability", 0, 199);
     g.boost_clock = hertz::from_value(dd::number(j, "", "boost_clock_hertz", r::min_clock, r::max_clock, "Hz"));
+    if (j.contains("sustained_clock_hertz")) {
+        const double sustained = dd::number(j, "", "sustained_clock_hertz", 0, r::max_clock, "Hz (0: the boost clock)");
+        require(sustained == 0 || sustained >= r::min_clock, "sustained_clock_hertz", sustained,
+                "must be 0 (the boost clock) or a clock the board holds");
+        g.sustained_clock = hertz::from_value(sustained);
+    }
     g.l2_cache = bytes_of(dd::number(j, "", "l2_cache_bytes", 0, r::max_l2, "bytes"));
     g.memory_capacity = bytes_of(dd::number(j, "", "memory_bytes", r::min_memory, r::max_memory, "bytes"));
     const double reported = dd::number(j, "", "memory_reported_bytes", 0, r::max_memory, "bytes (0: unknown)");

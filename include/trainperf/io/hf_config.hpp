@@ -86,13 +86,25 @@ inline bool trained_with_dropout(const json& j, bool otherwise) {
     return seen ? any : otherwise;
 }
 
-inline void activation_is(const json& j, std::string_view key, std::initializer_list<std::string_view> known) {
+inline void activation_is(const json& j, std::string_view key, std::initializer_list<std::string_view> known,
+                          transformer_config* m = nullptr) {
     const auto it = j.find(std::string(key));
     if (it == j.end() || it->is_null()) return;
     const std::string a = dd::text_in(*it, std::string(key), 64);
     std::string list;
     for (std::string_view k : known) {
-        if (a == k) return;
+        if (a == k) {
+            // The activation as the model's code computes it (activations.py@00e12e7c):
+            // gelu_fast is, like gelu_new, the tanh form written as PyTorch ops.
+            if (m != nullptr) {
+                if (a == "gelu_new" || a == "gelu_fast") m->activation = activation_kind::gelu_new;
+                else if (a == "gelu_pytorch_tanh") m->activation = activation_kind::gelu_tanh;
+                else if (a == "relu") m->activation = activation_kind::relu;
+                else if (a == "silu" || a == "swish") m->activation = activation_kind::silu;
+                else m->activation = activation_kind::gelu;
+            }
+            return;
+        }
         list += (list.empty() ? "" : ", ") + std::string(k);
     }
     detail::fail(key, "\"" + a + "\"", "activation not modelled; known: " + list);
@@ -138,8 +150,10 @@ inline transformer_config llama_like(const json& j, const std::string& type, boo
     m.tied_embeddings = flag_or(j, "tie_word_embeddings", tied_default);
     m.linear_biases = false;
     m.dropout = trained_with_dropout(j, false);  // these classes default every dropout to 0.0
-    activation_is(j, "hidden_act", {"silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new"});
-    activation_is(j, "hidden_activation", {"gelu", "gelu_pytorch_tanh", "gelu_new"});
+    m.activation = activation_kind::silu;
+    m.code = model_code::llama;  // modeling_llama.py and its copies (RMSNorm and rotary as PyTorch ops)
+    activation_is(j, "hidden_act", {"silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new"}, &m);
+    activation_is(j, "hidden_activation", {"gelu", "gelu_pytorch_tanh", "gelu_new"}, &m);
     if (type == "qwen2") {
         m.qkv_bias_only = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj and MLP none
     } else {
@@ -179,7 +193,10 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         m.max_seq = hd::positive(j, "n_positions");
         m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
         m.dropout = hd::trained_with_dropout(j, true);  // GPT2Config: 0.1 dropouts
-        hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh", "relu"});
+        m.activation = activation_kind::gelu_new;  // GPT2Config: activation_function="gelu_new"
+        m.code = model_code::gpt2;
+        hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh", "relu"},
+                          &m);
     } else if (type == "gpt_neo") {
         m.layers = hd::positive(j, "num_layers", 1000);
         m.hidden = hd::positive(j, "hidden_size", 1 << 20);
@@ -190,7 +207,9 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
         m.qkv_biases = false;  // GPTNeoSelfAttention: q/k/v_proj bias=False, out_proj bias=True
         m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoConfig: 0.0 dropouts
-        hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "relu"});
+        m.activation = activation_kind::gelu_new;  // GPTNeoConfig: activation_function="gelu_new"
+        m.code = model_code::gpt2;                  // GPT-2's attention code without the scaling
+        hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "relu"}, &m);
     } else if (type == "gpt_neox") {
         hd::common_sizes(j, m, "intermediate_size");
         m.positions = position_kind::rotary;  // rotary on rotary_pct of each head: no parameters
@@ -198,7 +217,7 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         require(hd::flag_or(j, "attention_bias", true), "attention_bias", false,
                 "attention without biases but an MLP with them is not modelled");
         m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoXConfig: 0.0 dropouts
-        hd::activation_is(j, "hidden_act", {"gelu", "gelu_fast", "gelu_new", "gelu_pytorch_tanh", "relu"});
+        hd::activation_is(j, "hidden_act", {"gelu", "gelu_fast", "gelu_new", "gelu_pytorch_tanh", "relu"}, &m);
     } else if (type == "bert" || type == "roberta") {
         hd::common_sizes(j, m, "intermediate_size");
         m.token_types = hd::positive(j, "type_vocab_size", 1024);
@@ -208,7 +227,8 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         const std::string pos = hd::text_or(j, "position_embedding_type", "absolute");
         require(pos == "absolute", "position_embedding_type", "\"" + pos + "\"",
                 "only absolute (learned) positions are modelled");
-        hd::activation_is(j, "hidden_act", {"gelu", "gelu_new", "relu"});
+        m.code = model_code::bert;
+        hd::activation_is(j, "hidden_act", {"gelu", "gelu_new", "relu"}, &m);
     } else if (type == "opt") {
         hd::common_sizes(j, m, "ffn_dim");
         m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
@@ -219,7 +239,8 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         require(proj == m.hidden, "word_embed_proj_dim", proj,
                 "differs from hidden_size: OPT's embedding projections are not modelled");
         m.dropout = hd::trained_with_dropout(j, true);  // OPTConfig: dropout=0.1
-        hd::activation_is(j, "activation_function", {"relu", "gelu"});
+        m.activation = activation_kind::relu;  // OPTConfig: activation_function="relu"
+        hd::activation_is(j, "activation_function", {"relu", "gelu"}, &m);
     } else if (type == "falcon") {
         m.layers = hd::positive(j, "num_hidden_layers", 1000);
         m.hidden = hd::positive(j, "hidden_size", 1 << 20);
@@ -241,7 +262,7 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         m.linear_biases = hd::flag_or(j, "bias", false);
         m.tied_embeddings = hd::flag_or(j, "tie_word_embeddings", true);
         m.dropout = hd::trained_with_dropout(j, false);  // FalconConfig: 0.0 dropouts
-        hd::activation_is(j, "activation", {"gelu"});
+        hd::activation_is(j, "activation", {"gelu"}, &m);
     } else {
         detail::fail("model_type", "\"" + type + "\"",
                      "not a known architecture; known: llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neo, "

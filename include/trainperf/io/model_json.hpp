@@ -7,10 +7,12 @@
 //    "max_seq": 2048, "ffn": "swiglu", "positions": "rotary", "norm": "rmsnorm",
 //    "tied_embeddings": false, "linear_biases": false, "qkv_biases": true,
 //    "qkv_bias_only": false, "norms_per_layer": 2, "attention_head_dim": 0,
-//    "causal": true, "token_types": 0, "pooler": false, "dropout": false}
+//    "causal": true, "token_types": 0, "pooler": false, "dropout": false,
+//    "activation": "silu", "code": "llama"}
 //
 // Every field is required (kv_heads 0 means as many as heads, attention_head_dim 0
-// hidden / heads, as in transformer_config);
+// hidden / heads, as in transformer_config) but activation and code (later additions;
+// absent: gelu and generic);
 // unknown fields, wrong types and values out of range are errors naming the field.
 #pragma once
 
@@ -49,7 +51,9 @@ inline nlohmann::json model_to_json(const transformer_config& m) {
             {"causal", m.causal},
             {"token_types", m.token_types},
             {"pooler", m.pooler},
-            {"dropout", m.dropout}};
+            {"dropout", m.dropout},
+            {"activation", std::string(to_string(m.activation))},
+            {"code", std::string(to_string(m.code))}};
 }
 
 // Upper bounds far above any published model (a typo or a unit slip lands beyond them).
@@ -64,7 +68,8 @@ inline transformer_config model_from_json(const nlohmann::json& j) {
     dd::only_keys(j, "",
                   {"schema", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "max_seq", "ffn",
                    "positions", "norm", "tied_embeddings", "linear_biases", "qkv_biases", "qkv_bias_only",
-                   "norms_per_layer", "attention_head_dim", "causal", "token_types", "pooler", "dropout"});
+                   "norms_per_layer", "attention_head_dim", "causal", "token_types", "pooler", "dropout",
+                   "activation", "code"});
     dd::schema(j, model_schema);
     transformer_config m;
     m.name = keep_text(dd::name_text(j, "", "name"));
@@ -88,6 +93,8 @@ inline transformer_config model_from_json(const nlohmann::json& j) {
     m.token_types = dd::integer(j, "", "token_types", 0, r::max_token_types);
     m.pooler = dd::boolean(j, "", "pooler");
     m.dropout = dd::boolean(j, "", "dropout");
+    if (j.contains("activation")) m.activation = dd::enum_value<activation_kind>(j, "", "activation");
+    if (j.contains("code")) m.code = dd::enum_value<model_code>(j, "", "code");
     require(m.positions != position_kind::learned || m.max_seq > 0, "max_seq", m.max_seq,
             "must be positive with learned positions (it is the position table's size)");
     validate(m);

@@ -34,7 +34,7 @@ struct bert_base {
         .ffn_hidden = 3072, .vocab = 30522, .max_seq = 512,
         .ffn = ffn_kind::gelu, .positions = position_kind::learned, .norm = norm_kind::layernorm,
         .tied_embeddings = true, .linear_biases = true, .causal = false,
-        .token_types = 2, .pooler = true};
+        .token_types = 2, .pooler = true, .activation = activation_kind::gelu, .code = model_code::bert};
 };
 struct bert_large {
     static constexpr transformer_config config{
@@ -42,7 +42,7 @@ struct bert_large {
         .ffn_hidden = 4096, .vocab = 30522, .max_seq = 512,
         .ffn = ffn_kind::gelu, .positions = position_kind::learned, .norm = norm_kind::layernorm,
         .tied_embeddings = true, .linear_biases = true, .causal = false,
-        .token_types = 2, .pooler = true};
+        .token_types = 2, .pooler = true, .activation = activation_kind::gelu, .code = model_code::bert};
 };
 
 // ---------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ constexpr transformer_config gpt2_like(std::string_view name, int layers, int hi
             .ffn_hidden = 4 * hidden, .vocab = 50257, .max_seq = 1024,
             .ffn = ffn_kind::gelu, .positions = position_kind::learned,
             .norm = norm_kind::layernorm, .tied_embeddings = true, .linear_biases = true,
-            .causal = true};
+            .causal = true, .activation = activation_kind::gelu_new, .code = model_code::gpt2};
 }
 }  // namespace model_detail
 
@@ -79,7 +79,8 @@ struct gpt2_xl {
 // GPT-Neo (EleutherAI). Source: Hugging Face EleutherAI/gpt-neo-1.3B and
 // gpt-neo-2.7B config.json: max_position_embeddings 2048, vocab 50257, intermediate
 // 4 × hidden, tied LM head. Its q/k/v projections have no bias (out_proj and the
-// MLP do). Alternate layers use local (windowed) attention, which changes FLOPs of
+// MLP do); activation_function "gelu_new"; the attention is GPT-2's code without the
+// scaling. Alternate layers use local (windowed) attention, which changes FLOPs of
 // the score GEMMs at long context but not the parameter count; modelled as global.
 struct gpt_neo_1_3b {
     static constexpr transformer_config config{
@@ -87,7 +88,8 @@ struct gpt_neo_1_3b {
         .ffn_hidden = 8192, .vocab = 50257, .max_seq = 2048,
         .ffn = ffn_kind::gelu, .positions = position_kind::learned, .norm = norm_kind::layernorm,
         .tied_embeddings = true, .linear_biases = true, .causal = true,
-        .token_types = 0, .pooler = false, .qkv_biases = false};
+        .token_types = 0, .pooler = false, .qkv_biases = false,
+        .activation = activation_kind::gelu_new, .code = model_code::gpt2};
 };
 struct gpt_neo_2_7b {
     static constexpr transformer_config config{
@@ -95,7 +97,8 @@ struct gpt_neo_2_7b {
         .ffn_hidden = 10240, .vocab = 50257, .max_seq = 2048,
         .ffn = ffn_kind::gelu, .positions = position_kind::learned, .norm = norm_kind::layernorm,
         .tied_embeddings = true, .linear_biases = true, .causal = true,
-        .token_types = 0, .pooler = false, .qkv_biases = false};
+        .token_types = 0, .pooler = false, .qkv_biases = false,
+        .activation = activation_kind::gelu_new, .code = model_code::gpt2};
 };
 
 // ---------------------------------------------------------------------------------
@@ -110,7 +113,8 @@ constexpr transformer_config llama_like(std::string_view name, int layers, int h
             .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = max_seq,
             .ffn = ffn_kind::swiglu, .positions = position_kind::rotary,
             .norm = norm_kind::rmsnorm, .tied_embeddings = false, .linear_biases = false,
-            .causal = true, .dropout = false};  // LLaMA trains without dropout
+            .causal = true, .dropout = false,  // LLaMA trains without dropout
+            .activation = activation_kind::silu, .code = model_code::llama};
 }
 }  // namespace model_detail
 
@@ -164,7 +168,7 @@ constexpr transformer_config megatron_like(std::string_view name, int layers, in
             .ffn_hidden = 4 * hidden, .vocab = 51200, .max_seq = 2048,
             .ffn = ffn_kind::gelu, .positions = position_kind::learned,
             .norm = norm_kind::layernorm, .tied_embeddings = true, .linear_biases = true,
-            .causal = true};
+            .causal = true, .activation = activation_kind::gelu_new, .code = model_code::gpt2};
 }
 }  // namespace model_detail
 
