@@ -74,13 +74,16 @@ struct gemm_op {
 };
 
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update):
-// `moved` bytes read plus written over `launches` kernel launches.
+// `moved` bytes read plus written over `launches` kernel launches. A cast converts a
+// tensor to another format (autocast); its backward converts the gradient back,
+// moving the same bytes.
 struct memory_op {
     std::string_view name;
     bytes moved = bytes_of(0.0);
     op_phase phase = op_phase::forward;
     op_region region = op_region::other;
     double launches = 1;
+    bool cast = false;
 };
 
 // ---- Collectives -------------------------------------------------------------------
