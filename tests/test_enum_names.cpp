@@ -49,7 +49,7 @@ TEST_CASE("every table round-trips, case-insensitively", "[enum_names]") {
 TEST_CASE("aliases parse but are not listed", "[enum_names]") {
     CHECK(parse_enum<optimizer_kind>("optimizer", "Adam") == optimizer_kind::adamw);
     CHECK(find_enum<precision_kind>("fp16-mixed") == precision_kind::fp16);
-    CHECK(enum_name_list<precision_kind>() == "fp32|tf32|bf16|fp16|bf16-pure|fp8");
+    CHECK(enum_name_list<precision_kind>() == "fp32|tf32|bf16|fp16|bf16-pure|fp8|fp16-amp|bf16-amp|fp16-pure");
     CHECK_FALSE(find_enum<dtype>("fp64").has_value());
     CHECK(parse_dtype("BF16") == dtype::bf16);
 }

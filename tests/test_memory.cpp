@@ -12,7 +12,8 @@ using namespace trainperf;
 namespace {
 // GPT layer: h 1024, 16 heads, f 4h, s 1024.
 constexpr transformer_config gpt{.name = "gpt-test", .layers = 24, .hidden = 1024, .heads = 16,
-                                 .ffn_hidden = 4096, .vocab = 50257, .max_seq = 1024};
+                                 .ffn_hidden = 4096, .vocab = 50257, .max_seq = 1024,
+                                 .activation = activation_kind::gelu_new};  // GPT-2's activation
 constexpr double sbh = 1024.0 * 2 * 1024;  // s·b·h with b = 2
 // A profile holding only what is given, so that totals can be computed by hand.
 constexpr framework_profile holding(memory_overheads o) {
@@ -233,4 +234,136 @@ TEST_CASE("DDP's bucket copy of the gradients exists only while gradients are wh
         const double copy = zero <= 1 ? m.gradients.value() : 0.0;
         CHECK(m.buffers.value() == Approx(25e6 + copy + gathered));
     }
+}
+
+namespace {
+const precision_recipe fp16_amp = recipe(precision_kind::fp16_amp);
+const precision_recipe fp16_mixed = recipe(precision_kind::fp16);  // Megatron-style: 16-bit weights + fp32 master
+const precision_recipe fp16_pure = recipe(precision_kind::fp16_pure);
+// A small GPT-2-like layer: h = 64, 4 heads, f = 4h = 256; s = 128, b = 2.
+constexpr transformer_config tiny{.name = "tiny-gpt2", .layers = 2, .hidden = 64, .heads = 4,
+                                  .ffn_hidden = 256, .vocab = 1000, .max_seq = 128,
+                                  .activation = activation_kind::gelu_new};
+constexpr double tiny_sbh = 128.0 * 2 * 64;       // 16384
+constexpr double tiny_as2b = 4.0 * 128 * 128 * 2;  // 131072: one attention-probability tensor
+}  // namespace
+
+TEST_CASE("static state under autocast and pure fp16", "[memory][amp]") {
+    // Autocast + AdamW: fp32 parameters 4 + fp32 gradients 4 + fp32 moments 8 = 16 B.
+    CHECK(static_state_bytes(7e9, fp16_amp, optimizer_kind::adamw).value() == 16 * 7e9);
+    // .half() + AdamW: 2 + 2 + fp16 moments 4 = 8 B.
+    CHECK(static_state_bytes(7e9, fp16_pure, optimizer_kind::adamw).value() == 8 * 7e9);
+    // A bare parameter count under autocast adds the 2 B 16-bit copies: 18 B/param,
+    // 1.26e11 B for 7e9 parameters.
+    const memory_breakdown m = static_state_memory(7e9, fp16_amp, optimizer_kind::adamw, {});
+    CHECK(m.weights.value() == 4 * 7e9);
+    CHECK(m.gradients.value() == 4 * 7e9);
+    CHECK(m.master_weights.value() == 0);
+    CHECK(m.optimizer_state.value() == 8 * 7e9);
+    CHECK(m.weight_copies.value() == 2 * 7e9);
+    CHECK(m.total().value() == 1.26e11);
+    CHECK(static_state_memory(7e9, fp16_mixed, optimizer_kind::adamw, {}).weight_copies.value() == 0);
+}
+
+TEST_CASE("activations of a small GPT-2-like layer: autocast vs Megatron fp16 vs .half()", "[memory][amp]") {
+    using r = recompute_mode;
+    // sbh = 128·2·64 = 16384, a·s²·b = 4·128²·2 = 131072, s·b·f = 4·sbh.
+    // fp16-amp, eager profile (gelu_new as 8 ops), with dropout, tensor by tensor:
+    //   two norm inputs, fp32 residual stream     2 · 4 · 16384  = 131072
+    //   QKV and FFN inputs, 16-bit casts          2 · 2 · 16384  =  65536
+    //   two dropout masks, 1 B                    2 · 1 · 16384  =  32768
+    //   Q, K, V, 16-bit                           3 · 2 · 16384  =  98304
+    //   out-projection input, 16-bit              2 · 16384      =  32768
+    //   GELU chain, fp32, s·b·f                   4 · 65536      = 262144
+    //   FFN-down input, 16-bit cast, s·b·f        2 · 65536      = 131072
+    //   softmax output, fp32                      4 · 131072     = 524288
+    //   attention dropout mask, 1 B               1 · 131072     = 131072
+    //   attention dropout output, 16-bit          2 · 131072     = 262144
+    //   sum = 46·sbh + 7·as²b = 753664 + 917504 = 1671168
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_amp), 2, 128, 1, false, r::none).value() ==
+          1671168.0);
+    // Megatron's fp16 and .half(): all 16-bit, Korthikanti's 34·sbh + 5·as²b
+    // = 557056 + 655360 = 1212416.
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_mixed), 2, 128, 1, false, r::none).value() ==
+          1212416.0);
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_pure), 2, 128, 1, false, r::none).value() ==
+          1212416.0);
+    // One GELU kernel (Megatron's fused bias-GELU) keeps its 16-bit input: 2·65536 less,
+    // 38·sbh + 7·as²b = 622592 + 917504 = 1540096.
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_amp), 2, 128, 1, false, r::none,
+                                     megatron_profile)
+              .value() == 1540096.0);
+    // Without dropout: no masks, the fp32 softmax output and its 16-bit copy for PV:
+    // (46 − 2)·sbh + (4 + 2)·as²b = 720896 + 786432 = 1507328; 16-bit: 32·sbh + 2·as²b
+    // = 524288 + 262144 = 786432.
+    framework_profile no_dropout = pytorch_eager_profile;
+    no_dropout.memory.dropout = false;
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_amp), 2, 128, 1, false, r::none, no_dropout)
+              .value() == 1507328.0);
+    CHECK(activation_bytes_per_layer(tiny, dtype::fp16, 2, 128, 1, false, r::none, no_dropout).value() == 786432.0);
+    // Full recompute keeps the layer input: the fp32 residual stream, 4·sbh = 65536
+    // (2·sbh = 32768 in 16 bits).
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_amp), 2, 128, 1, false, r::full).value() ==
+          65536.0);
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_pure), 2, 128, 1, false, r::full).value() ==
+          32768.0);
+    // Selective recompute drops the 7·as²b attention core: 46·sbh = 753664.
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_amp), 2, 128, 1, false, r::selective)
+              .value() == 753664.0);
+    // tp = 2: norm inputs, QKV/FFN inputs and masks stay whole (14·sbh = 229376), the
+    // rest halves: (32·sbh + 7·as²b)/2 = (524288 + 917504)/2 = 720896; sum 950272.
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp16_amp), 2, 128, 2, false, r::none).value() ==
+          950272.0);
+}
+
+TEST_CASE("memory_per_gpu under autocast adds up by hand", "[memory][amp]") {
+    const parallel_layout p{.micro_batch = 2};
+    const memory_breakdown m = memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw, p, 1024, bare);
+    const double params = parameter_count(gpt);
+    CHECK(m.weights.value() == 4 * params);
+    CHECK(m.gradients.value() == 4 * params);
+    CHECK(m.master_weights.value() == 0);
+    CHECK(m.optimizer_state.value() == 8 * params);
+    CHECK(m.static_state().value() == 16 * params);
+    // Cast to 16 bits: each layer's linear weights and biases, h = 1024, f = 4096:
+    // QKV 1024·3072 + 3072 = 3148800, out 1024² + 1024 = 1049600, FFN 1024·4096 + 4096 +
+    // 4096·1024 + 1024 = 8393728: 12592128 per layer (the norms are not cast); and the
+    // tied head 50257·1024 = 51463168. 24·12592128 + 51463168 = 353674240 parameters,
+    // 2 B each.
+    CHECK(m.weight_copies.value() == 2.0 * 353674240);
+    // Per layer 46·sbh + 7·a·s²·b = (46 + 7·16·1024/1024)·sbh = 158·sbh; embedding
+    // dropout mask sbh; final norm input (fp32) and head input (16-bit cast) 6·sbh.
+    CHECK(m.activations.value() == 24 * 158 * sbh + sbh + 6 * sbh);
+    CHECK(m.logits.value() == 2.0 * 1024 * 50257 * 2);  // the lm_head GEMM's 16-bit output
+    CHECK(m.peak_phase() == memory_phase::forward_backward);
+    CHECK(m.total().value() ==
+          m.static_state().value() + m.weight_copies.value() + m.activations.value() + m.logits.value());
+    // The copies are gone by the optimizer step (freed by backward; the cache was
+    // cleared when the autocast region exited).
+    CHECK(m.optimizer_step_peak().value() == m.static_state().value());
+
+    // TP splits the copies; ZeRO-3 does not shard them (they are cast from gathered weights).
+    CHECK(memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw, {.tp = 2, .micro_batch = 2}, 1024, bare)
+              .weight_copies.value() == 353674240.0);
+    CHECK(memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw, {.dp = 4, .zero = 3, .micro_batch = 2}, 1024, bare)
+              .weight_copies.value() == 2.0 * 353674240);
+    // Megatron's fp16 and .half() hold no copies.
+    CHECK(memory_per_gpu(gpt, fp16_mixed, optimizer_kind::adamw, p, 1024, bare).weight_copies.value() == 0);
+    const memory_breakdown pure = memory_per_gpu(gpt, fp16_pure, optimizer_kind::adamw, p, 1024, bare);
+    CHECK(pure.weight_copies.value() == 0);
+    CHECK(pure.static_state().value() == 8 * params);  // 2 + 2 + fp16 moments 4
+    CHECK(pure.activations.value() == 24 * 114 * sbh + sbh + 4 * sbh);  // as bf16 above
+
+    // When the optimizer step peaks, the copies are not part of the peak.
+    framework_profile step = bare;
+    step.memory.optimizer_temporaries = 2.0;
+    const memory_breakdown s = memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw,
+                                              {.recompute = recompute_mode::full}, 128, step);
+    REQUIRE(s.peak_phase() == memory_phase::optimizer_step);
+    double sum = 0;
+    for (const auto& [name, value] : components_at_peak(s)) {
+        if (name == "weight_copies") CHECK(value.value() == 0);
+        sum += value.value();
+    }
+    CHECK(sum == Approx(s.total().value()).epsilon(1e-14));
 }

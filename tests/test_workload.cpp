@@ -1,11 +1,15 @@
 #include <trainperf/flops.hpp>
 #include <trainperf/framework.hpp>
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/links.hpp>
 #include <trainperf/models/catalog.hpp>
 #include <trainperf/setup.hpp>
 #include <trainperf/workload.hpp>
 
 #include <catch2/catch.hpp>
+
+#include <optional>
+#include <string_view>
 
 using namespace trainperf;
 
@@ -203,4 +207,125 @@ TEST_CASE("the workload lists the host's calls per layer", "[workload]") {
                                                    pytorch_eager_profile))
         launches += op.launches;
     CHECK(w.host[2].op.count == launches + 9 + 16);
+}
+
+
+namespace {
+// The forward memory op of a layer named `name`, or nothing.
+std::optional<memory_op> find_copy(const layer_memory_list& ops, std::string_view name) {
+    for (const auto& op : ops)
+        if (op.name == name) return op;
+    return std::nullopt;
+}
+
+training_setup on_3090_ti(precision_kind p, recompute_mode rc = recompute_mode::none) {
+    training_setup s;
+    s.cluster = standard_cluster(rtx_3090_ti::spec);
+    s.model = gpt2::config;
+    s.precision = recipe(p);
+    s.layout = {.micro_batch = 2, .recompute = rc};
+    s.seq = 128;
+    s.framework = pytorch_eager_profile;
+    return s;
+}
+}  // namespace
+
+TEST_CASE("autocast adds its casts to a layer's memory ops with their bytes", "[workload][amp]") {
+    // gpt2: h = 768, 12 heads, f = 3072; b = 2, s = 128, t = 1: 256 tokens, so
+    // b·s·h = 196608, b·s·f = 786432, b·a·s² = 2·12·128² = 393216 elements.
+    const layer_context amp{.micro_batch = 2, .seq = 128, .math = dtype::fp16, .activations = dtype::fp16,
+                            .autocast = true};
+    const auto ops = layer_forward_memory_ops(gpt2::config, amp, pytorch_eager_profile);
+    const auto bytes_of_op = [&](std::string_view name) {
+        const auto op = find_copy(ops, name);
+        REQUIRE(op.has_value());
+        return op->moved.value();
+    };
+    // Weights: QKV 768·2304 + 2304 = 1771776, out 768² + 768 = 590592, FFN 768·3072 +
+    // 3072 + 3072·768 + 768 = 4722432: 7084800 parameters read as fp32 (4 B) and written
+    // as fp16 (2 B): 6 · 7084800 = 42508800 B, one kernel per tensor (6 matrices + 6 biases).
+    CHECK(bytes_of_op("autocast_weight_cast") == 42508800.0);
+    CHECK(find_copy(ops, "autocast_weight_cast")->launches == 12);
+    // fp32 → fp16 activation casts, 4 + 2 = 6 B per element:
+    CHECK(bytes_of_op("autocast_cast_qkv_input") == 6 * 196608.0);        // first norm's output
+    CHECK(bytes_of_op("autocast_cast_ffn_input") == 6 * 196608.0);        // second norm's output
+    CHECK(bytes_of_op("autocast_cast_probabilities") == 6 * 393216.0);    // softmax output
+    CHECK(find_copy(ops, "autocast_cast_probabilities")->region == op_region::attention_core);
+    CHECK(bytes_of_op("autocast_cast_gelu_input") == 6 * 786432.0);       // fp16 → fp32 into pow
+    CHECK(bytes_of_op("autocast_cast_ffn_down_input") == 6 * 786432.0);   // fp32 GELU output
+    // fp32 ops move twice the bytes: layernorm reads and writes fp32, 8 B per element
+    // (4 B in fp16); softmax reads fp16 and writes fp32, 6 B (4 B); the residual add
+    // reads the fp16 branch and the fp32 stream and writes fp32, 2 + 4 + 4 = 10 B (6 B).
+    CHECK(bytes_of_op("layernorm") == 8 * 196608.0);
+    CHECK(bytes_of_op("softmax") == 6 * 393216.0);
+    CHECK(bytes_of_op("residual_add_attention") == 10 * 196608.0);
+    // gelu_new, 8 kernels: 0.5·x in fp16 (2 + 2 B); from pow on fp32 (4 + 4 B per unary
+    // op; x + … and the product read the fp16 x too, 2 + 4 + 4 B): 4·2 + 14·4 = 64 B.
+    CHECK(find_copy(ops, "gelu_new")->launches == 8);
+    CHECK(bytes_of_op("gelu_new") == 786432.0 * 64);
+    // A cast's backward casts the gradient back: the same bytes (an elementwise
+    // backward moves 1.5× its forward).
+    for (const auto& op : backward_of(ops, pytorch_eager_profile)) {
+        const auto forward = find_copy(ops, op.name);
+        if (op.cast) CHECK(op.moved == forward->moved);
+    }
+    CHECK(backward_of(*find_copy(ops, "autocast_weight_cast"), pytorch_eager_profile).moved.value() == 42508800.0);
+
+    // The same layer in fp16 without autocast (Megatron-style or .half()) has no casts.
+    const layer_context half{.micro_batch = 2, .seq = 128, .math = dtype::fp16, .activations = dtype::fp16};
+    const auto plain = layer_forward_memory_ops(gpt2::config, half, pytorch_eager_profile);
+    for (const auto& op : plain) {
+        CHECK_FALSE(op.cast);
+        CHECK(op.name.find("autocast") == std::string_view::npos);
+    }
+    CHECK(find_copy(plain, "layernorm")->moved.value() == 4 * 196608.0);
+    CHECK(find_copy(plain, "residual_add_attention")->moved.value() == 6 * 196608.0);
+}
+
+TEST_CASE("the stage under autocast: weight casts per forward, head casts, fp32 embedding", "[workload][amp]") {
+    for (recompute_mode rc : {recompute_mode::none, recompute_mode::full}) {
+        const stage_workload w = micro_batch_workload(on_3090_ti(precision_kind::fp16_amp, rc));
+        INFO(to_string(rc));
+        int weight_casts = 0;
+        for (const auto& op : w.memory) {
+            if (op.op.name == "autocast_weight_cast" && op.part == step_part::forward) {
+                ++weight_casts;
+                CHECK(op.count == 12);  // every layer, once per micro-batch's forward
+                // Full recompute runs each layer's forward again in a new autocast region.
+                CHECK(op.recomputed == (rc == recompute_mode::full ? 12 : 0));
+            }
+            // The tied head: 50257·768 parameters, 6 B each = 231584256 B, forward and back.
+            if (op.op.name == "autocast_weight_cast_head") CHECK(op.op.moved.value() == 231584256.0);
+            // The final norm's fp32 output cast for the head: 256·768 elements · 6 B.
+            if (op.op.name == "autocast_cast_head_input") CHECK(op.op.moved.value() == 1179648.0);
+            // Embedding lookups stay fp32: 3 passes · 256·768 · 4 B.
+            if (op.op.name == "embedding") CHECK(op.op.moved.value() == 3 * 196608.0 * 4);
+        }
+        CHECK(weight_casts == 1);
+    }
+    // Without autocast the embedding moves 16-bit values and there are no casts.
+    for (const auto& op : micro_batch_workload(on_3090_ti(precision_kind::fp16)).memory) {
+        CHECK_FALSE(op.op.cast);
+        if (op.op.name == "embedding") CHECK(op.op.moved.value() == 3 * 196608.0 * 2);
+    }
+}
+
+TEST_CASE("optimizer traffic per parameter under autocast and pure fp16", "[workload][amp]") {
+    const auto per_param = [](precision_kind p) {
+        const training_setup s = on_3090_ti(p);
+        return optimizer_bytes_per_parameter(s, model_state_of(s));
+    };
+    // fp16-amp, AdamW on the fp32 parameters (8 B of fp32 moments): the update reads the
+    // fp32 gradient 4, reads and writes the parameter 2·4 and the moments 2·8 = 28; the
+    // clip reads the gradients 4; the GradScaler's unscale reads and writes them 2·4 = 8;
+    // no master, no copy back: 40 B.
+    CHECK(per_param(precision_kind::fp16_amp) == 40.0);
+    // bf16-amp: no GradScaler: 32 B.
+    CHECK(per_param(precision_kind::bf16_amp) == 32.0);
+    // Megatron-style fp16, unchanged: update 2 + 2·4 + 2·8 = 26; clip 2, master read 4
+    // and 16-bit copy written 2: 34 B.
+    CHECK(per_param(precision_kind::fp16) == 34.0);
+    // .half(): fp16 gradients, parameters and moments (4 B): update 2 + 2·2 + 2·4 = 14;
+    // clip 2: 16 B.
+    CHECK(per_param(precision_kind::fp16_pure) == 16.0);
 }

@@ -1,6 +1,7 @@
 // Memory per GPU during training: static state (weights, gradients, master copy,
 // optimizer state) split by tensor/pipeline parallelism and sharded by ZeRO;
-// activations after Korthikanti et al. 2022; logits, workspace and communication
+// activations after Korthikanti et al. 2022 (under autocast tensor by tensor in
+// mixed formats); autocast's 16-bit weight copies; logits, workspace and communication
 // buffers. Reports peak allocated (what torch.cuda.max_memory_allocated shows), the
 // phase that peaks, and whether it fits. Derivations: docs/memory.md.
 #pragma once
@@ -36,6 +37,7 @@ struct memory_breakdown {
     bytes weights = bytes_of(0);
     bytes gradients = bytes_of(0);
     bytes master_weights = bytes_of(0);
+    bytes weight_copies = bytes_of(0);    // autocast's 16-bit copies of the fp32 weights (forward to backward)
     bytes optimizer_state = bytes_of(0);
     bytes activations = bytes_of(0);      // kept for backward, all micro-batches in flight
     bytes logits = bytes_of(0);           // logits and loss buffers
@@ -50,11 +52,11 @@ struct memory_breakdown {
     constexpr bytes static_state() const {
         return weights + gradients + master_weights + optimizer_state;
     }
-    // End of forward / start of backward: all activations and the logits are live.
-    // Gradients are counted as allocated (the second and later steps without
-    // zero_grad(set_to_none), DDP buckets), which errs on the safe side.
+    // End of forward / start of backward: all activations, the logits and autocast's
+    // weight copies are live. Gradients are counted as allocated (the second and later
+    // steps without zero_grad(set_to_none), DDP buckets), which errs on the safe side.
     constexpr bytes forward_backward_peak() const {
-        return static_state() + activations + logits + workspace + buffers + temporaries;
+        return static_state() + weight_copies + activations + logits + workspace + buffers + temporaries;
     }
     constexpr bytes optimizer_step_peak() const {
         return static_state() + workspace + buffers + optimizer_temporaries;
@@ -77,10 +79,11 @@ struct named_bytes {
     bytes value;
 };
 
-constexpr std::array<named_bytes, 11> components(const memory_breakdown& m) {
+constexpr std::array<named_bytes, 12> components(const memory_breakdown& m) {
     return {{{"weights", m.weights},
              {"gradients", m.gradients},
              {"master_weights", m.master_weights},
+             {"weight_copies", m.weight_copies},
              {"optimizer_state", m.optimizer_state},
              {"activations", m.activations},
              {"logits", m.logits},
@@ -92,15 +95,17 @@ constexpr std::array<named_bytes, 11> components(const memory_breakdown& m) {
 }
 
 // The components as they stand at the peak: those not live in the phase that peaks
-// are zero (activations, logits and backward temporaries at the optimizer step; the
-// optimizer's temporaries during forward-backward). They add up to total().
-constexpr std::array<named_bytes, 11> components_at_peak(const memory_breakdown& m) {
+// are zero (activations, logits, weight copies and backward temporaries at the
+// optimizer step; the optimizer's temporaries during forward-backward). They add up to
+// total().
+constexpr std::array<named_bytes, 12> components_at_peak(const memory_breakdown& m) {
     memory_breakdown at = m;
     if (m.peak_phase() == memory_phase::forward_backward) {
         at.optimizer_temporaries = bytes_of(0);
     } else {
         at.activations = bytes_of(0);
         at.logits = bytes_of(0);
+        at.weight_copies = bytes_of(0);
         at.temporaries = bytes_of(0);
     }
     return components(at);
@@ -136,37 +141,87 @@ constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, doubl
 }
 
 // The same derivation term by term, generalised to GQA (kv width), any FFN width,
-// SwiGLU, fp32 activations, no dropout and FlashAttention; it reduces to the closed
-// forms above for a GPT layer (kv = h, f = 4h, GELU, dropout, 16-bit). Per layer:
-//   not split by TP (split by SP): 2 layernorm inputs 4·sbh, QKV input 2·sbh, FFN
-//     input 2·sbh (all × e, e = activation bytes / 2), dropout masks 2·sbh (1 B)
-//   split by TP: Q 2·sbh, K and V 2·sb·kv each, output-projection input 2·sbh, FFN
-//     GELU input and FFN-down input 2·sbf each (SwiGLU: gate, up, product 3 × 2·sbf),
-//     all × e
-//   attention core, split by TP: softmax output 2·as²b and its dropout output
-//     2·as²b (× e) + mask as²b (1 B); without dropout only 2·as²b · e;
-//     FlashAttention: an fp32 log-sum-exp, 4·asb
-constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype activations,
-                                           int micro_batch, int seq, int tp, bool sp,
-                                           recompute_mode r, const framework_profile& fw = pytorch_eager_profile) {
+// SwiGLU, fp32 activations, no dropout, FlashAttention and the mixed formats of
+// autocast; it reduces to the closed forms above for a GPT layer (kv = h, f = 4h,
+// GELU, dropout, 16-bit). With g the bytes of a GEMM input, n of the residual stream,
+// p of the softmax output and u of what the GELU keeps (all equal to the recipe's
+// activation bytes without autocast), per layer:
+//   not split by TP (split by SP): the norm inputs n·sbh each (the residual stream;
+//     2 norms in Korthikanti's layer), the QKV and FFN inputs g·sbh each, the dropout
+//     masks 2·sbh (1 B)
+//   split by TP: Q g·sbh, K and V g·sb·kv each, output-projection input g·sbh; FFN:
+//     the GELU's u·sbf and the FFN-down input g·sbf (SwiGLU: gate, up and their product
+//     3·g·sbf)
+//   attention core, split by TP: softmax output p·as²b, its dropout mask as²b (1 B) and
+//     the dropout output g·as²b; without dropout the softmax output, and its 16-bit
+//     copy for the PV GEMM where the softmax writes another format; FlashAttention: an
+//     fp32 log-sum-exp, 4·asb
+//   full recompute: only the layer input, n·sbh
+//
+// Under autocast (activation_formats_of; Hugging Face GPT-2 and BERT, PyTorch
+// autocast_mode.cpp@008ec6b1 and amp.rst@0137a5f1), tensor by tensor, fp16 or bf16
+// (2 B) against fp32 (4 B):
+//   norm inputs        the residual stream, fp32 (fp32 embeddings + 16-bit branch
+//                      outputs add in fp32)                              n = 4
+//   QKV, FFN inputs    the norm's fp32 output cast to 16 bits by the GEMM; the cast
+//                      runs before autograd records, so the GEMM keeps the copy  g = 2
+//   Q, K, V            the QKV GEMM's 16-bit output                      g = 2
+//   softmax output     softmax is on the fp32 list (dtype=float): it keeps fp32  p = 4
+//   dropout output     GPT-2 casts the probabilities back (.type(value.dtype)) before
+//                      dropout; BERT drops out in fp32 and the PV matmul keeps its
+//                      16-bit cast: 16-bit either way                     g = 2
+//   out-proj input     merged heads of the 16-bit PV output               g = 2
+//   GELU               gelu_new as Python ops: pow is on the fp32 list, so the chain
+//                      from pow on runs and keeps fp32                    u = 4
+//                      (one GELU kernel, erf GELU or fused, keeps its 16-bit input: 2)
+//   FFN-down input     the fp32 GELU output cast to 16 bits by the GEMM   g = 2
+//   masks              1 B (bool)
+// GPT layer (f = 4h, kv = h), t = 1, with dropout and gelu_new:
+//   (2·4 + 2·2 + 2)·sbh + (4·2 + 4·4 + 4·2)·sbh + (4 + 1 + 2)·as²b = 46·sbh + 7·as²b
+// against 34·sbh + 5·as²b in 16 bits and 66·sbh + 9·as²b in fp32. gelu_new keeps
+// several tensors of its chain (pow's input, tanh's output, 0.5·x and 1 + tanh) in
+// every recipe; like Korthikanti's, this count keeps one for the GELU.
+constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
+                                           int micro_batch, int seq, int tp, bool sp, recompute_mode r,
+                                           const framework_profile& fw = pytorch_eager_profile) {
     const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
     const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
-    const double e = size_of(activations) / 2.0;
+    const double g = size_of(x.gemm_inputs), n = size_of(x.residual), p = size_of(x.softmax_output);
     const double sbh = s * b * h;
-    if (r == recompute_mode::full) return bytes_of(2 * e * sbh / (sp ? t : 1.0));
+    if (r == recompute_mode::full) return bytes_of(n * sbh / (sp ? t : 1.0));
     const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
     const double masks = dropout ? 2 * sbh : 0.0;
-    // Norm inputs 2·sbh each (norms_per_layer of them; 2 in Korthikanti's layer), QKV and
-    // FFN inputs 2·sbh each.
-    const double unsplit = (2.0 * m.norms_per_layer + 4) * e * sbh + masks;
-    const double ffn_terms = m.ffn == ffn_kind::swiglu ? 6.0 : 4.0;
-    const double split = e * s * b * (4 * q + 4 * kv + ffn_terms * f);  // Q and the out-projection input: q wide
+    // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs.
+    const double unsplit = (m.norms_per_layer * n + 2 * g) * sbh + masks;
+    // A GELU written as separate ops (HF gelu_new) keeps its chain's format; one kernel
+    // keeps its 16-bit input.
+    const double gelu = !fw.fused_bias_gelu && fw.runs_model_code && m.activation == activation_kind::gelu_new
+                            ? size_of(x.elementwise_chain)
+                            : g;
+    const double ffn = m.ffn == ffn_kind::swiglu ? 3 * g * f : (gelu + g) * f;
+    const double split = s * b * (g * (2 * q + 2 * kv) + ffn);  // Q and the out-projection input: q wide
     double core = 0;
     if (r != recompute_mode::selective) {
         if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
-        else core = dropout ? a * s * s * b * (4 * e + 1) : a * s * s * b * 2 * e;
+        else if (dropout) core = a * s * s * b * (p + 1 + g);
+        else core = a * s * s * b * (p + (p != g ? g : 0.0));
     }
     return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t);
+}
+
+// All activations in one format (every recipe but autocast).
+constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype activations, int micro_batch,
+                                           int seq, int tp, bool sp, recompute_mode r,
+                                           const framework_profile& fw = pytorch_eager_profile) {
+    return activation_bytes_per_layer(m, uniform_activation_formats(activations), micro_batch, seq, tp, sp, r, fw);
+}
+
+// Parameters autocast casts to 16 bits in one forward of a stage holding `layers`
+// layers (and the head when `head`): the linear projections' weights and biases and
+// the logits GEMM's V×h matrix (the tied embedding, or the untied head). Norms run on
+// the fp32 list and embedding lookups on no list: their parameters are used as they are.
+constexpr double autocast_cast_parameters(const transformer_config& m, double layers, bool head) {
+    return layers * layer_linear_parameters(m) + (head ? double(m.vocab) * m.hidden : 0.0);
 }
 
 namespace memory_detail {
@@ -212,10 +267,10 @@ struct layer_activations {
 constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
                                                  const parallel_layout& p, int seq, const framework_profile& fw) {
     layer_activations a;
-    a.kept = activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw);
+    const activation_formats x = activation_formats_of(r);
+    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw);
     if (p.recompute == recompute_mode::full)
-        a.rebuilt = activation_bytes_per_layer(m, r.activations, p.micro_batch, seq, p.tp, p.sp,
-                                               recompute_mode::none, fw);
+        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw);
     return a;
 }
 
@@ -228,7 +283,7 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     mb.stage = first ? 0 : p.pp - 1;
     const double t = p.tp;
     const double s = seq, b = p.micro_batch, h = m.hidden;
-    const double e = size_of(r.activations) / 2.0;
+    const activation_formats x = activation_formats_of(r);
     const int stage_layers = layers_per_stage(m, p.pp);
 
     // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
@@ -253,9 +308,16 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     bytes act = double(stage_layers) * in_flight * interleave * layer.kept;
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
-    if (last) act += bytes_of(4 * e * s * b * h / seq_split);  // final norm and head inputs
+    // Final norm input (the residual stream) and head input (16-bit under autocast).
+    if (last) act += bytes_of((size_of(x.residual) + size_of(x.gemm_inputs)) * s * b * h / seq_split);
     act += layer.rebuilt;  // full recompute: one layer rebuilt during its backward
     mb.activations = act;
+    // Autocast's 16-bit weight copies, one set per micro-batch in flight (each forward
+    // is its own autocast region, and autograd keeps its copies until that backward).
+    // Not sharded by ZeRO-3: the copies are made of the gathered weights.
+    if (r.autocast)
+        mb.weight_copies = bytes_of(in_flight * autocast_cast_parameters(m, stage_layers, last) / t *
+                                    weight_copy_bytes_per_parameter(r));
 
     if (last) {
         const double loss_bytes = o.fp32_logits ? fp32 : size_of(r.activations);
@@ -422,7 +484,9 @@ constexpr int max_micro_batch(training_setup s) {
 }
 
 // Static state of a bare parameter count (no model shape: no activations), split by
-// tp·pp and sharded by ZeRO; static_state_report sets it against the device.
+// tp·pp and sharded by ZeRO; static_state_report sets it against the device. Under
+// autocast the 16-bit weight copies of the forward are added, every parameter taken
+// as cast (without shapes; HF's "1.5x the original model").
 constexpr memory_breakdown static_state_memory(double params, const precision_recipe& r, optimizer_kind k,
                                                const parallel_layout& p) {
     require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
@@ -430,6 +494,7 @@ constexpr memory_breakdown static_state_memory(double params, const precision_re
     memory_breakdown mb;
     const double split = double(p.tp) * p.pp;
     memory_detail::add_static_state(mb, params / split, optimizer_state_bytes(k, params, r.optimizer_state) / split, r, p);
+    mb.weight_copies = bytes_of(params / split * weight_copy_bytes_per_parameter(r));
     return mb;
 }
 

@@ -132,16 +132,31 @@ constexpr bool has_qkv_biases(const transformer_config& m) {
     return (m.linear_biases && m.qkv_biases) || m.qkv_bias_only;
 }
 
-// Parameters of one transformer layer.
-constexpr double layer_parameters(const transformer_config& m) {
+// Parameters of one layer's linear projections (Q, K, V, output, FFN matrices and
+// their biases): what the layer's GEMMs read.
+constexpr double layer_linear_parameters(const transformer_config& m) {
     const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const bool b = m.linear_biases;
     const double qkv = h * (q + 2 * kv) + (has_qkv_biases(m) ? q + 2 * kv : 0);
     const double out = q * h + (b ? h : 0);
     const double matrices_in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
     const double ffn = matrices_in * (h * f + (b ? f : 0)) + f * h + (b ? h : 0);
-    const double norm = m.norm == norm_kind::layernorm ? 2 * h : h;
-    return qkv + out + ffn + m.norms_per_layer * norm;
+    return qkv + out + ffn;
+}
+
+// Parameter tensors of one layer's linear projections, as parameter_tensors lists
+// them (separate Q, K and V): matrices, and biases where the model has them.
+constexpr double layer_linear_tensors(const transformer_config& m) {
+    const double matrices = 4.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+    double biases = has_qkv_biases(m) ? 3.0 : 0.0;
+    if (m.linear_biases) biases += 2.0 + (m.ffn == ffn_kind::swiglu ? 2.0 : 1.0);
+    return matrices + biases;
+}
+
+// Parameters of one transformer layer.
+constexpr double layer_parameters(const transformer_config& m) {
+    const double norm = m.norm == norm_kind::layernorm ? 2.0 * m.hidden : m.hidden;
+    return layer_linear_parameters(m) + m.norms_per_layer * norm;
 }
 
 // Input embedding, positions, segment types, final norm, untied head and pooler.

@@ -86,7 +86,9 @@ struct gemm_op {
 };
 
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update):
-// `moved` bytes read plus written over `launches` kernel launches.
+// `moved` bytes read plus written over `launches` kernel launches. A cast converts a
+// tensor to another format (autocast); its backward converts the gradient back,
+// moving the same bytes.
 struct memory_op {
     std::string_view name;
     bytes moved = bytes_of(0.0);
@@ -94,6 +96,7 @@ struct memory_op {
     op_region region = op_region::other;
     double launches = 1;
     layer_block block = layer_block::other;
+    bool cast = false;
 };
 
 // ---- Collectives -------------------------------------------------------------------

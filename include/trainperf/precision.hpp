@@ -14,19 +14,27 @@
 
 namespace trainperf {
 
-enum class precision_kind { fp32, tf32, bf16, fp16, bf16_pure, fp8 };
+// fp16-amp and bf16-amp are torch.autocast as the Hugging Face Trainer runs it with
+// --fp16 / --bf16 (fp32 parameters, no master copy); fp16-pure is a model converted
+// with .half(), the fp16 analogue of bf16-pure.
+enum class precision_kind { fp32, tf32, bf16, fp16, bf16_pure, fp8, fp16_amp, bf16_amp, fp16_pure };
 
 template <>
 struct enum_names<precision_kind> {
-    static constexpr std::array<enum_name<precision_kind>, 6> table{{{precision_kind::fp32, "fp32"},
+    static constexpr std::array<enum_name<precision_kind>, 9> table{{{precision_kind::fp32, "fp32"},
                                                                      {precision_kind::tf32, "tf32"},
                                                                      {precision_kind::bf16, "bf16"},
                                                                      {precision_kind::fp16, "fp16"},
                                                                      {precision_kind::bf16_pure, "bf16-pure"},
-                                                                     {precision_kind::fp8, "fp8"}}};
-    // Explicit spellings of the mixed recipes.
-    static constexpr std::array<enum_name<precision_kind>, 2> aliases{{{precision_kind::bf16, "bf16-mixed"},
-                                                                       {precision_kind::fp16, "fp16-mixed"}}};
+                                                                     {precision_kind::fp8, "fp8"},
+                                                                     {precision_kind::fp16_amp, "fp16-amp"},
+                                                                     {precision_kind::bf16_amp, "bf16-amp"},
+                                                                     {precision_kind::fp16_pure, "fp16-pure"}}};
+    // Explicit spellings of the mixed recipes, and torch's name for autocast.
+    static constexpr std::array<enum_name<precision_kind>, 4> aliases{{{precision_kind::bf16, "bf16-mixed"},
+                                                                       {precision_kind::fp16, "fp16-mixed"},
+                                                                       {precision_kind::fp16_amp, "fp16-autocast"},
+                                                                       {precision_kind::bf16_amp, "bf16-autocast"}}};
 };
 
 inline constexpr auto all_precisions = enum_values<precision_kind>();
@@ -35,18 +43,39 @@ struct precision_recipe {
     precision_kind kind = precision_kind::fp32;
     std::string_view name = "fp32";
     dtype math = dtype::fp32;             // GEMM math mode (tensor-core dtype)
-    dtype weights = dtype::fp32;          // working weights used by forward and backward
+    dtype weights = dtype::fp32;          // weights as the model holds them (autocast: the fp32 parameters)
     dtype gradients = dtype::fp32;        // gradient storage (DeepSpeed/Megatron: fp32 main grads)
     bool fp32_master = false;             // separate fp32 master copy updated by the optimizer
-    dtype activations = dtype::fp32;      // activations kept for backward
-    dtype optimizer_state = dtype::fp32;  // moments (pure bf16 keeps them in 2 B too)
+    dtype activations = dtype::fp32;      // activations kept for backward (autocast: what the GEMMs keep)
+    dtype optimizer_state = dtype::fp32;  // moments (pure 16-bit keeps them in 2 B too)
     bool loss_scaling = false;            // fp16 needs a dynamic loss scale (range, not memory)
+    // torch.autocast: the parameters stay fp32 and each op casts its inputs to the
+    // format its list gives it (activation_formats_of); the weights are cast to
+    // `math` once per forward and those copies live until backward has used them.
+    bool autocast = false;
 };
 
 // The standard recipes. Mixed precision follows Micikevicius et al. 2018 ("Mixed
 // Precision Training", ICLR): 16-bit weights, activations and gradients, fp32 master
 // weights and fp32 optimizer state. fp8 follows NVIDIA Transformer Engine as used by
 // Megatron-LM: fp8 GEMMs, bf16 working weights and activations, fp32 master.
+//
+// Automatic mixed precision (fp16-amp, bf16-amp) follows PyTorch's torch.autocast as
+// the Hugging Face Trainer uses it with --fp16 / --bf16 (half_precision_backend
+// "cuda_amp"; a GradScaler only for fp16): the model's parameters stay fp32 and so do
+// their gradients ("gradients are always kept in fp32", transformers
+// docs/source/en/model_memory_anatomy.md@249ef816; GradScaler.unscale_ refuses fp16
+// gradients, PyTorch torch/cuda/amp/grad_scaler.py@02f1c1a5); there is no separate
+// master copy, the optimizer updates the fp32 parameters and keeps fp32 state. GEMMs
+// run in 16 bits on cast copies of their inputs (the lower_precision_fp list, PyTorch
+// docs/source/amp.rst@0137a5f1, aten/src/ATen/autocast_mode.cpp@008ec6b1). Activations
+// are mixed: activation_formats_of.
+//
+// fp16-pure: a model converted with .half(), no autocast and no master copy; fp16
+// gradients, and fp16 AdamW moments because torch.optim creates its state like the
+// parameter (zeros_like(p), PyTorch torch/optim/adamw.py@002d2f0b). No loss scaling:
+// the GradScaler raises "Attempting to unscale FP16 gradients" (PyTorch
+// torch/cuda/amp/grad_scaler.py@02f1c1a5).
 constexpr precision_recipe recipe(precision_kind k) {
     switch (k) {
         case precision_kind::fp32:
@@ -67,8 +96,62 @@ constexpr precision_recipe recipe(precision_kind k) {
         case precision_kind::fp8:
             return {.kind = k, .name = to_string(k), .math = dtype::fp8, .weights = dtype::bf16,
                     .gradients = dtype::bf16, .fp32_master = true, .activations = dtype::bf16};
+        case precision_kind::fp16_amp:
+            return {.kind = k, .name = to_string(k), .math = dtype::fp16, .weights = dtype::fp32,
+                    .gradients = dtype::fp32, .fp32_master = false, .activations = dtype::fp16,
+                    .optimizer_state = dtype::fp32, .loss_scaling = true, .autocast = true};
+        case precision_kind::bf16_amp:
+            return {.kind = k, .name = to_string(k), .math = dtype::bf16, .weights = dtype::fp32,
+                    .gradients = dtype::fp32, .fp32_master = false, .activations = dtype::bf16,
+                    .optimizer_state = dtype::fp32, .loss_scaling = false, .autocast = true};
+        case precision_kind::fp16_pure:
+            return {.kind = k, .name = to_string(k), .math = dtype::fp16, .weights = dtype::fp16,
+                    .gradients = dtype::fp16, .fp32_master = false, .activations = dtype::fp16,
+                    .optimizer_state = dtype::fp16};
     }
     return {};
+}
+
+// The format of each kind of activation a layer produces. Without autocast every
+// activation has the recipe's one format. Under torch.autocast (PyTorch
+// docs/source/amp.rst@0137a5f1, aten/src/ATen/autocast_mode.cpp@008ec6b1), applied to
+// Hugging Face GPT-2 and BERT (transformers
+// src/transformers/models/gpt2/modeling_gpt2.py@0010f602,
+// src/transformers/models/bert/modeling_bert.py@004ad5f5):
+//   - GEMMs (linear, addmm, matmul: the lower_precision_fp list) cast every input to
+//     16 bits before autograd records, so what they keep for backward is 16-bit, and
+//     their outputs are 16-bit;
+//   - layer_norm is on the fp32 list: it reads and writes fp32;
+//   - softmax is on the fp32 list (re-called with dtype=float): it writes fp32;
+//   - adds of a 16-bit and an fp32 tensor run in fp32 and write fp32, so the residual
+//     stream (fp32 embeddings + 16-bit branch outputs) is fp32;
+//   - pow is on the fp32 list, so GPT-2's gelu_new (transformers
+//     src/transformers/activations.py@00e12e7c: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·
+//     pow(x, 3))))) runs in fp32 from pow on.
+// Activations are not cached: each use of an fp32 activation by a GEMM casts it again.
+struct activation_formats {
+    dtype gemm_inputs = dtype::fp32;        // GEMM inputs and outputs, dropout outputs fed to a GEMM
+    dtype residual = dtype::fp32;           // residual stream: norm inputs, layer inputs, stage sends
+    dtype norm_output = dtype::fp32;        // layer-norm outputs
+    dtype softmax_output = dtype::fp32;     // attention probabilities as softmax writes them
+    dtype elementwise_chain = dtype::fp32;  // a Python-op chain with an fp32-list op in it (gelu_new)
+
+    constexpr bool mixed() const {
+        return residual != gemm_inputs || norm_output != gemm_inputs || softmax_output != gemm_inputs ||
+               elementwise_chain != gemm_inputs;
+    }
+};
+
+constexpr activation_formats uniform_activation_formats(dtype t) { return {t, t, t, t, t}; }
+
+constexpr activation_formats activation_formats_of(dtype activations, bool autocast) {
+    if (!autocast) return uniform_activation_formats(activations);
+    return {.gemm_inputs = activations, .residual = dtype::fp32, .norm_output = dtype::fp32,
+            .softmax_output = dtype::fp32, .elementwise_chain = dtype::fp32};
+}
+
+constexpr activation_formats activation_formats_of(const precision_recipe& r) {
+    return activation_formats_of(r.activations, r.autocast);
 }
 
 // DeepSpeed and Megatron-LM accumulate gradients in fp32 ("main grads") even when
@@ -85,6 +168,19 @@ constexpr precision_recipe parse_precision(std::string_view s) {
 // Bytes per parameter of weights + gradients + master copy (no optimizer state).
 constexpr double model_state_bytes_per_parameter(const precision_recipe& r) {
     return size_of(r.weights) + size_of(r.gradients) + (r.fp32_master ? size_of(dtype::fp32) : 0.0);
+}
+
+// Bytes per cast parameter of autocast's 16-bit weight copies, 0 without autocast.
+// autocast casts an fp32 parameter (an fp32 leaf that requires grad, not a view) to
+// 16 bits once per autocast region and caches the copy until the outermost region
+// exits (PyTorch aten/src/ATen/autocast_mode.cpp@008ec6b1,
+// torch/amp/autocast_mode.py@00021b13); autograd keeps the copies the GEMMs saved
+// until backward has used them, so they are live at the end of forward: the model is
+// held "in both 16-bit and 32-bit precision (1.5x the original model)" (transformers
+// docs/source/en/perf_train_gpu_one.md@04b696ac), 4 + 2 = 6 B of weights per
+// parameter (transformers docs/source/en/model_memory_anatomy.md@249ef816).
+constexpr double weight_copy_bytes_per_parameter(const precision_recipe& r) {
+    return r.autocast ? size_of(r.math) : 0.0;
 }
 
 namespace precision_detail {

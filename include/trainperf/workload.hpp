@@ -34,7 +34,8 @@ struct layer_context {
     int tp = 1;
     bool sp = false;               // sequence parallel: norms and dropouts on s/t tokens
     dtype math = dtype::bf16;      // GEMM math
-    dtype activations = dtype::bf16;
+    dtype activations = dtype::bf16;  // what GEMMs read and write (autocast: the 16-bit format)
+    bool autocast = false;         // torch.autocast: fp32 weights cast per forward, mixed activations
     // The code that runs the layer (code_run): BERT and LLaMA project Q, K and V with
     // three GEMMs, the others with one.
     model_code code = model_code::generic;
@@ -53,7 +54,7 @@ constexpr void validate(const layer_context& c, const transformer_config& m) {
 // The forward GEMMs of one layer on one tensor-parallel rank.
 using layer_gemm_list = op_list<gemm_op, 12>;
 using layer_backward_gemm_list = op_list<gemm_op, 24>;
-using layer_memory_list = op_list<memory_op, 32>;
+using layer_memory_list = op_list<memory_op, 48>;
 
 inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
     validate(c, m);
@@ -122,14 +123,40 @@ constexpr model_code code_run(const transformer_config& m, const framework_profi
 }
 
 // The memory-bound forward ops of one layer under a framework profile. Sizes are
-// per rank: hidden-sized tensors shrink by tp only with sequence parallelism. An op
-// that stands for several kernels (a norm or an activation written as PyTorch ops)
-// carries their launches and their summed traffic.
+// per rank: hidden-sized tensors shrink by tp only with sequence parallelism. Each op
+// moves what it reads plus what it writes, in the format of each tensor
+// (activation_formats_of): without autocast all of one format. An op that stands for
+// several kernels (a norm or an activation written as PyTorch ops) carries their
+// launches and their summed traffic.
+//
+// Under autocast (PyTorch docs/source/amp.rst@0137a5f1,
+// aten/src/ATen/autocast_mode.cpp@008ec6b1; Hugging Face GPT-2, transformers
+// src/transformers/models/gpt2/modeling_gpt2.py@0010f602 and
+// src/transformers/activations.py@00e12e7c) the layer also runs casts, each reading
+// one format and writing the other:
+//   - the weights: each fp32 linear weight and bias is cast to 16 bits once per
+//     forward (the weight-cast cache lives until the autocast region exits), 4 + 2 B
+//     per parameter; backward casts each 16-bit weight gradient back into the fp32
+//     .grad, the same bytes (the cast's backward);
+//   - the activations at each fp32 → 16-bit boundary, re-cast at every use (only
+//     parameters are cached): the first norm's output into the QKV GEMM(s) (BERT's and
+//     LLaMA's three projections each cast it), the second norm's output into the FFN
+//     GEMM(s) (SwiGLU's gate and up each cast it), the fp32 softmax output (GPT-2's
+//     .type(value.dtype)), gelu_new's input into pow (fp32 list) and its fp32 output
+//     into the FFN-down GEMM; 4 + 2 B per element.
+// and the ops on the fp32 list or fed by an fp32 tensor move fp32: layernorm reads and
+// writes fp32, softmax reads 16 bits and writes fp32, the residual adds read the
+// 16-bit branch and the fp32 stream and write fp32, gelu_new from pow on is fp32.
 // Emits them one by one to sink(const memory_op&); layer_forward_memory_ops collects.
 template <class Sink>
 constexpr void for_each_layer_forward_memory_op(const transformer_config& m, const layer_context& c,
                                                 const framework_profile& fw, Sink&& sink) {
-    const double a = size_of(c.activations);
+    const activation_formats x = activation_formats_of(c.activations, c.autocast);
+    const double a = size_of(x.gemm_inputs);        // GEMM inputs and outputs
+    const double res = size_of(x.residual);         // the residual stream
+    const double normed = size_of(x.norm_output);
+    const double probs = size_of(x.softmax_output);
+    const double chain = size_of(x.elementwise_chain);
     const double f32 = size_of(dtype::fp32);
     const double mask = 1.0;  // dropout masks are one byte per element
     const double tokens = double(c.micro_batch) * c.seq;
@@ -144,19 +171,29 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
                              double launches = 1) {
         return memory_op{name, bytes_of(moved), op_phase::forward, region, launches, block};
     };
+    // `elements` converted from one format to the other, over `launches` kernels.
+    const auto cast = [&block](std::string_view name, double elements, double from, double to,
+                               op_region region = op_region::other, double launches = 1) {
+        return memory_op{name, bytes_of(elements * (from + to)), op_phase::forward, region, launches, block, true};
+    };
+    if (c.autocast)
+        sink(cast("autocast_weight_cast", layer_linear_parameters(m) / c.tp, f32, a, op_region::other,
+                  layer_linear_tensors(m)));
     const auto norm = [&] {
         if (m.norm == norm_kind::layernorm) {
-            sink(op("layernorm", 2 * hidden * a));
+            sink(op("layernorm", hidden * (res + normed)));
         } else if (code == model_code::llama) {
             // Hugging Face LlamaRMSNorm (modeling_llama.py): to(fp32) a+4, pow(2) 8,
             // mean 4, + eps and rsqrt on one value per token, × rsqrt 8, to(dtype) 4+a,
             // weight × 2a: 28 + 4a bytes per element over 8 kernels.
             sink(op("rmsnorm", hidden * (28 + 4 * a), op_region::other, 8));
         } else {
-            sink(op("rmsnorm", 2 * hidden * a));
+            sink(op("rmsnorm", hidden * (res + normed)));
         }
     };
     norm();
+    const double qkv_inputs = c.code == model_code::bert || c.code == model_code::llama ? 3.0 : 1.0;
+    if (normed != a) sink(cast("autocast_cast_qkv_input", qkv_inputs * hidden, normed, a, op_region::other, qkv_inputs));
     // Q, K and V into the head layout: matmul copies each permuted operand (3 copies).
     if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, op_region::other, 3));
     if (code == model_code::llama && m.positions == position_kind::rotary) {
@@ -169,14 +206,14 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     if (!fw.flash_attention) {
         const auto core = op_region::attention_core;
         if (fw.fused_softmax) {
-            sink(op("scale_mask_softmax", 2 * scores * a, core));
+            sink(op("scale_mask_softmax", scores * (a + probs), core));
         } else {
             switch (code) {
                 case model_code::bert:
                     // modeling_bert.py: scores / √d, + the padding mask, softmax, dropout.
                     sink(op("scale", 2 * scores * a, core));
                     if (c.padding_mask) sink(op("attention_mask", 2 * scores * a, core));
-                    sink(op("softmax", 2 * scores * a, core));
+                    sink(op("softmax", scores * (a + probs), core));
                     break;
                 case model_code::gpt2:
                     // modeling_gpt2.py _attn: the scale as a tensor (torch.full, a fill),
@@ -186,7 +223,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
                     sink(op("scale", 2 * scores * a, core));
                     sink(op("mask_value_copy", 0, core));
                     sink(op("causal_mask_where", 2 * scores * a, core));
-                    sink(op("softmax", 2 * scores * a, core));
+                    sink(op("softmax", scores * (a + probs), core));
                     break;
                 case model_code::llama:
                     // modeling_llama.py eager attention: / √d, + a 4-D causal mask,
@@ -200,25 +237,30 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
                     sink(op("scale", 2 * scores * a, core));
                     // Causal mask (decoders) or padding mask (encoders): one more pass either way.
                     sink(op("attention_mask", 2 * scores * a + scores * mask, core));
-                    sink(op("softmax", 2 * scores * a, core));
+                    sink(op("softmax", scores * (a + probs), core));
                     break;
             }
         }
+        // The fp32 probabilities cast back (LLaMA's code casts them itself, above).
+        if (probs != a && !fw.fused_softmax && code != model_code::llama)
+            sink(cast("autocast_cast_probabilities", scores, probs, a, core));
         if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, core));
     } else {
         // One fused kernel reads q, k, v and writes the context; GEMM FLOPs stay in the GEMMs.
         sink(op("flash_attention_io", 4 * hidden_tp * a, op_region::attention_core));
     }
     if (fw.head_layout_copies) sink(op("merge_heads_copy", 2 * hidden_tp * a));
+    // The branch output (a GEMM's) added to the residual stream: reads both, writes the stream.
+    const double add = hidden * (a + 2 * res);
     const auto residual_block = [&](std::string_view fused_name, std::string_view dropout_name,
                                     std::string_view add_name) {
         if (!m.dropout) {
-            sink(op(add_name, 3 * hidden * a));
+            sink(op(add_name, add));
         } else if (fw.fused_bias_dropout_add) {
-            sink(op(fused_name, 3 * hidden * a + hidden * mask));
+            sink(op(fused_name, add + hidden * mask));
         } else {
             sink(op(dropout_name, 2 * hidden * a + hidden * mask));
-            sink(op(add_name, 3 * hidden * a));
+            sink(op(add_name, add));
         }
     };
     residual_block("bias_dropout_add_attention", "dropout_attention", "residual_add_attention");
@@ -226,6 +268,9 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     // (Falcon-7B) has none, and extra post-norms (norms_per_layer 3-4) are passes like it.
     block = layer_block::mlp;
     for (int k = 1; k < m.norms_per_layer; ++k) norm();
+    const double ffn_inputs = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;  // GEMMs reading the norm's output
+    if (normed != a)
+        sink(cast("autocast_cast_ffn_input", ffn_inputs * hidden, normed, a, op_region::other, ffn_inputs));
     if (m.ffn == ffn_kind::swiglu) {
         // silu(gate) · up: one fused kernel, or silu then multiply.
         if (fw.fused_bias_gelu) {
@@ -237,10 +282,16 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     } else if (fw.fused_bias_gelu) {
         sink(op("bias_gelu", 2 * ffn * a));
     } else if (fw.runs_model_code && m.activation == activation_kind::gelu_new) {
-        // NewGELUActivation as PyTorch ops (activations.py): pow 2a, × 0.044715 2a,
-        // x + 3a, × √(2/π) 2a, tanh 2a, 1 + 2a, 0.5·x 2a, product 3a: 18a per element
-        // over 8 kernels.
-        sink(op("gelu_new", 18 * ffn * a, op_region::other, 8));
+        // NewGELUActivation as PyTorch ops (activations.py), in evaluation order: 0.5·x
+        // 2a; pow 2c, × 0.044715 2c, x + a + 2c, × √(2/π) 2c, tanh 2c, 1 + 2c; the product
+        // a + 2c: 4a + 14c per element over 8 kernels, c the chain's format (a, or fp32
+        // under autocast, where pow is on the fp32 list: its input is cast in and the
+        // result cast out for the FFN-down GEMM).
+        sink(op("gelu_new", ffn * (4 * a + 14 * chain), op_region::other, 8));
+        if (chain != a) {
+            sink(cast("autocast_cast_gelu_input", ffn, a, chain));
+            sink(cast("autocast_cast_ffn_down_input", ffn, chain, a));
+        }
     } else {
         sink(op("gelu", 2 * ffn * a));
     }
@@ -310,7 +361,8 @@ inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, c
 
 // The elementwise backward of a forward memory op, and of each op of a list.
 constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
-    return {f.name, fw.backward_traffic_ratio * f.moved, op_phase::backward, f.region, f.launches, f.block};
+    return {f.name, (f.cast ? 1.0 : fw.backward_traffic_ratio) * f.moved, op_phase::backward, f.region, f.launches,
+            f.block, f.cast};
 }
 
 inline layer_memory_list backward_of(const layer_memory_list& forward, const framework_profile& fw) {
@@ -343,7 +395,7 @@ struct stage_op {
 
 struct stage_workload {
     op_list<stage_op<gemm_op>, 32> gemms;
-    op_list<stage_op<memory_op>, 72> memory;
+    op_list<stage_op<memory_op>, 104> memory;
     op_list<stage_op<collective_op>, 4> collectives;
     op_list<stage_op<host_op>, 4> host;
 };
@@ -357,7 +409,9 @@ constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.
 constexpr stage_op<collective_op> pipeline_sends(const training_setup& s, const layout_groups& groups) {
     const auto& l = s.layout;
     const double tokens = double(l.micro_batch) * sequence_length(s);
-    const bytes message = bytes_of(tokens * s.model.hidden * size_of(s.precision.activations) / l.tp);
+    // The residual stream (fp32 under autocast).
+    const double residual = size_of(activation_formats_of(s.precision).residual);
+    const bytes message = bytes_of(tokens * s.model.hidden * residual / l.tp);
     return {{"pipeline_send", collective::p2p, message, stage_pair(groups)}, 2.0 * l.interleave, 0,
             step_part::pipeline};
 }
@@ -380,7 +434,7 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const int seq = sequence_length(s);
     const layer_context ctx{.micro_batch = l.micro_batch, .seq = seq, .tp = l.tp, .sp = l.sp,
                             .math = s.precision.math, .activations = s.precision.activations,
-                            .code = code_run(m, fw)};
+                            .autocast = s.precision.autocast, .code = code_run(m, fw)};
     const double layers = stage_layers(s);
     const auto recomputed = [&](op_region region) {
         if (l.recompute == recompute_mode::full) return layers;
@@ -427,10 +481,25 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
     sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
     sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
+    if (s.precision.autocast) {
+        // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
+        // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
+        // into it; each cast reads 4 B and writes 2 B per element.
+        const auto cast = [&](std::string_view name, double elements) {
+            const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
+                                    op_region::other, 1, layer_block::other, true};
+            sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
+            sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
+        };
+        cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
+        cast("autocast_cast_head_input", tokens * m.hidden);
+    }
     if (l.pp == 1) {
         // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION:
-        // 3 passes over b·s·h (read the rows, read the positions, write the sum).
-        const bytes embedding = bytes_of(3.0 * tokens * m.hidden * a);
+        // 3 passes over b·s·h (read the rows, read the positions, write the sum), in the
+        // residual stream's format (fp32 under autocast: embedding is on no autocast list).
+        const bytes embedding =
+            bytes_of(3.0 * tokens * m.hidden * size_of(activation_formats_of(s.precision).residual));
         sink(stage_op<memory_op>{{"embedding", embedding, op_phase::forward}, 1, 0,
                                  step_part::forward});
         sink(stage_op<memory_op>{{"embedding", embedding, op_phase::backward}, 1, 0,
@@ -516,7 +585,11 @@ struct step_ops {
 // fp32 master (or the weights themselves) and every state tensor; around it the
 // gradient-norm clip reads every gradient, mixed precision copies the master back into
 // the 16-bit weights, and a persistent fp32 gradient buffer (Megatron main_grad) is
-// zeroed for the next step.
+// zeroed for the next step. Under autocast the optimizer updates the fp32 parameters
+// themselves (no master, no copy back: the next forward casts them again), and with
+// fp16 the GradScaler's unscale_ reads and writes every gradient once, checking for
+// infs as it goes (torch._amp_foreach_non_finite_check_and_unscale_, PyTorch
+// torch/cuda/amp/grad_scaler.py@02f1c1a5).
 constexpr double optimizer_bytes_per_parameter(const training_setup& s, const model_state& model) {
     const precision_recipe stored = stored_precision(s);
     const double state = model.optimizer_state.value() / model.parameters;
@@ -526,7 +599,8 @@ constexpr double optimizer_bytes_per_parameter(const training_setup& s, const mo
     const double update = grad + 2 * (s.precision.fp32_master ? master : weights) + 2 * state;
     const double around = grad + (s.precision.fp32_master ? master + weights : 0.0) +
                           (s.framework.fp32_gradient_accumulation ? grad : 0.0);
-    return update + around;
+    const double unscale = s.precision.autocast && s.precision.loss_scaling ? 2 * grad : 0.0;
+    return update + around + unscale;
 }
 
 constexpr optimizer_work optimizer_workload(const training_setup& s, const model_state& model) {
