@@ -1,4 +1,5 @@
-// Hardware descriptions: one GPU, its links, and how GPUs are grouped into nodes.
+// Hardware descriptions: one GPU, its links, and how GPUs are grouped into nodes with
+// a host each.
 // Plain aggregates of typed quantities, usable in constant expressions.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "host.hpp"
 #include "limits.hpp"
 #include "units.hpp"
 
@@ -211,6 +213,9 @@ struct cluster_spec {
     // CPU sockets the node's cards are split over (PCIe workstations and servers); 0 or
     // 1: one. Cards under different sockets reach each other across the CPUs' link.
     int sockets_per_node = 1;
+    // The node's host: CPU cores, SIMD width, clock and DRAM bandwidth its GPUs share
+    // when the optimizer is offloaded (host.hpp).
+    host_spec host{};
 };
 
 }  // namespace trainperf

@@ -30,6 +30,7 @@ constexpr void validate(const cluster_spec& c) {
             "must be between 0 (one per GPU) and 1024");
     require(c.sockets_per_node >= 0 && c.sockets_per_node <= 8, "sockets_per_node", c.sockets_per_node,
             "must be between 0 (one) and 8");
+    validate(c.host);
 }
 
 // ---- Link defaults -------------------------------------------------------------------
