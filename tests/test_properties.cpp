@@ -136,7 +136,7 @@ TEST_CASE("every report of a valid setup meets its post-conditions", "[propertie
     });
 }
 
-TEST_CASE("memory does not grow with tp, ZeRO stage, sequence parallelism or offload", "[properties]") {
+TEST_CASE("memory does not grow with tp, ZeRO stage, sequence parallelism or offload (but its buckets)", "[properties]") {
     for_random_setups(2000, [](const training_setup& s) {
         const double base = memory_total(s).value();
         if (const auto more_tp = changed(s, [](training_setup& t) {
@@ -155,9 +155,17 @@ TEST_CASE("memory does not grow with tp, ZeRO stage, sequence parallelism or off
             INFO("sequence parallelism");
             CHECK(memory_total(*with_sp).value() <= base * (1 + slack));
         }
+        // Offload moves state to the host, but DeepSpeed allocates its reduce buckets at
+        // full size (5e8 elements, two with overlap_comm) whatever the model's size, so
+        // for small or widely sharded models the total can grow: what does not grow is
+        // the memory apart from the communication buffers.
         if (const auto offloaded = changed(s, [](training_setup& t) { t.layout.offload = offload_mode::optimizer; })) {
             INFO("optimizer offload");
-            CHECK(memory_total(*offloaded).value() <= base * (1 + slack));
+            const auto without_buffers = [](const training_setup& t) {
+                const memory_breakdown m = memory_of(t).breakdown;
+                return (m.peak_allocated() - m.buffers).value();
+            };
+            CHECK(without_buffers(*offloaded) <= without_buffers(s) * (1 + slack));
         }
     });
 }

@@ -364,7 +364,7 @@ TEST_CASE("small batches of a small model are host-bound in eager mode, large on
     // A slower host (a bare op of 11 µs, as the V100 system of the micro-benchmarks)
     // stretches the host-bound step in proportion.
     s.layout.micro_batch = 1;
-    s.cluster.eager_op_time = microseconds_of(10.0);
+    s.cluster.host.eager_op_time = microseconds_of(10.0);
     const step_report slow = predict(s);
     CHECK(slow.micro_batch.host_forward.value() == Approx(2 * small.micro_batch.host_forward.value()));
 }

@@ -48,6 +48,23 @@ void print_memory(std::ostream& out, const step_report& r) {
     mem.print(out);
 }
 
+// Optimizer offload: the node's host, this GPU's share of it, and where the time goes.
+void print_offload(std::ostream& out, const training_setup& s, const step_report& r) {
+    const host_spec& h = s.cluster.host;
+    const host_share share = host_share_of(s);
+    out << "host per node: " << h.cores << " cores, " << h.simd_lanes << " fp32 SIMD lanes, "
+        << fixed(h.clock.value() / 1e9, 2) << " GHz, DRAM " << fixed(h.memory_bandwidth.value() / 1e9, 1)
+        << " GB/s; per GPU (" << gpus_sharing_a_host(s) << " share it): " << fixed(share.cores, 2) << " cores, "
+        << fixed(share.memory_bandwidth.value() / 1e9, 1) << " GB/s\n";
+    table t({"optimizer offload", "ms"});
+    t.add_row({"gradient copies GPU <-> host per step (before overlap)", fixed(r.offload.gradient_copies.value() * 1e3, 2)});
+    t.add_row({"CPU step (unscale and clip, CPU-Adam, cast to 16 bits)", fixed(r.offload.host_step.value() * 1e3, 2)});
+    t.add_row({"updated weights copied back to the GPU", fixed(r.offload.weights_up.value() * 1e3, 2)});
+    t.print(out);
+    out << "host memory per GPU: " << fixed(to_gb(r.memory.offloaded_to_host).value(), 2) << " GB ("
+        << fixed(to_gib(r.memory.offloaded_to_host).value(), 2) << " GiB)\n\n";
+}
+
 void print_text(std::ostream& out, const training_flags& flags, const training_setup& s, const step_report& r) {
     out << "trainperf predict: " << s.model.name << " on " << r.gpus << " x " << s.cluster.gpu.name << " ("
         << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer) << ")\n"
@@ -81,6 +98,7 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     row("data stall", r.time.data);
     time.print(out);
     out << '\n';
+    if (s.layout.offload == offload_mode::optimizer) print_offload(out, s, r);
     print_memory(out, r);
     out << "\nfits in memory. GB = 1e9 B, GiB = 2^30 B.\n";
     print_speed_advice(out, advise_speed(s), [&flags](const training_setup& t) { return flags.run_text(t); });

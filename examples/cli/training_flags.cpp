@@ -91,7 +91,8 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                                      "Network adapters per node, shared by its GPUs (default 0: one per GPU)");
     auto* system = sub->add_option("--system-file", system_file,
                                    "System description file: GPUs per node, links inside and between nodes, "
-                                   "adapters, sockets (docs/extending.md); replaces the flags it describes");
+                                   "adapters, sockets, each node's host (docs/extending.md); replaces the flags it "
+                                   "describes");
     for (CLI::Option* o : {per_node, link_opt, link_bw, inter_bw, sockets, adapters}) system->excludes(o);
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
     sub->add_option("--data-ms", data_ms, "Loading one step's batch from storage, ms per step (default 0)");

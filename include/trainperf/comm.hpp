@@ -179,9 +179,19 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     return seconds_of(0.0);
 }
 
-// A copy between a GPU and its host over the GPU's host link.
-constexpr seconds host_transfer_time(const host_transfer_op& op, const gpu_spec& gpu) {
-    return p2p_time(op.size, gpu.host_link);
+// A copy between a GPU and its host over the GPU's host link, one direction: latency +
+// size / achievable rate, the rate scaled by the host's pageable_copy_efficiency when
+// the host side is pageable memory. The link carries both directions at once (PCIe is
+// full duplex), but the workload's copies of one direction queue on one stream.
+constexpr seconds host_transfer_time(const host_transfer_op& op, const gpu_spec& gpu, const host_spec& host) {
+    comm_detail::validate_size(op.size, 1);
+    const link_spec& link = gpu.host_link;
+    require(link.kind != link_kind::none, "gpu.host_link", to_string(link.kind),
+            "no host link: nothing can be copied between this GPU and its host");
+    validate_link_numbers(link, "gpu.host_link.per_direction_bytes_per_second");
+    validate(host);
+    const byte_rate rate = op.pageable ? host.pageable_copy_efficiency * link.achievable() : link.achievable();
+    return link.latency + op.size / rate;
 }
 
 // `total_gpus` consecutive ranks: whole nodes once they span more than one.

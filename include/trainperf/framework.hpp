@@ -230,6 +230,14 @@ inline constexpr framework_profile megatron_profile{
     },
 };
 
+// DeepSpeed ZeRO's gradient bucket: reduce_bucket_size (and allgather_bucket_size)
+// default to 5e8 elements (DeepSpeed deepspeed/runtime/zero/config.py@v0.9.5). Stage 1
+// and 2 allocate a bucket of that many elements in the parameters' dtype in every
+// backward, a second one with overlap_comm ("double buffers to avoid data access
+// conflict", deepspeed/runtime/zero/stage_1_and_2.py@v0.12.6); optimizer offload
+// forces contiguous_gradients, which allocates them.
+inline constexpr double deepspeed_reduce_bucket_elements = 5e8;
+
 // HF model code under the DeepSpeed engine: ZeRO stages, optimizer offload to the
 // CPU, fused Adam on the GPU, communication overlapped with backward.
 inline constexpr framework_profile deepspeed_profile{
@@ -250,7 +258,7 @@ inline constexpr framework_profile deepspeed_profile{
         .loss_buffers = 2.0,
         .workspace = mebibytes_of(32.0),
         // ZeRO's reduce bucket (reduce_bucket_size = 5e8 elements, fp16 by default).
-        .gradient_buckets = bytes_of(5e8 * 2.0),
+        .gradient_buckets = bytes_of(deepspeed_reduce_bucket_elements * 2.0),
         .gradient_bucket_copy = 0.0,
         .optimizer_temporaries = 0.0,
         .fragmentation = 0.08,

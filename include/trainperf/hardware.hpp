@@ -1,4 +1,5 @@
-// Hardware descriptions: one GPU, its links, and how GPUs are grouped into nodes.
+// Hardware descriptions: one GPU, its links, and how GPUs are grouped into nodes with
+// a host each.
 // Plain aggregates of typed quantities, usable in constant expressions.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "host.hpp"
 #include "limits.hpp"
 #include "units.hpp"
 
@@ -228,12 +230,9 @@ struct cluster_spec {
     // CPU sockets the node's cards are split over (PCIe workstations and servers); 0 or
     // 1: one. Cards under different sockets reach each other across the CPUs' link.
     int sockets_per_node = 1;
-    // The host's time for one bare eager PyTorch op: the Python call, the dispatcher and
-    // the CUDA launch of `y = x * 1.2` on a small CUDA tensor without autograd (the
-    // elementwise rows of a micro-benchmark at small n measure it). The unit of a
-    // framework's host costs (framework.hpp). ASSUMPTION: 5 µs, "about 5 µs per op"
-    // without autograd in PyTorch issue #41383.
-    seconds eager_op_time = microseconds_of(5.0);
+    // The node's host: CPU cores, SIMD width, clock and DRAM bandwidth its GPUs share
+    // when the optimizer is offloaded (host.hpp).
+    host_spec host{};
 };
 
 }  // namespace trainperf

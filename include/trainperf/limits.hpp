@@ -38,13 +38,14 @@ inline constexpr value_range cache_size{0.0, 1e10, "B"};              // L2: 0 �
 inline constexpr value_range peak_rate{1e9, 1e18, "FLOP/s"};          // 1 GFLOP/s … 1 EFLOP/s
 inline constexpr value_range clock{1e7, 1e11, "Hz"};                  // 10 MHz … 100 GHz
 inline constexpr value_range board_power{0.0, 1e5, "W"};              // 0 (unknown) … 100 kW
-inline constexpr value_range host_bandwidth{1e6, 1e14, "B/s"};        // host memory, storage, PCIe
 inline constexpr value_range step_time{0.0, 1e7, "s"};                // per-step extra times: 0 … ~4 months
 inline constexpr value_range kernel_launch{0.0, 1e-1, "s"};           // 0 … 100 ms per launch
 inline constexpr value_range kernel_time{1e-9, 1e4, "s"};             // a measured kernel: 1 ns … ~3 h
 inline constexpr value_range message_size{0.0, 1e18, "B"};            // one collective's buffer: ≤ 1 EB
 inline constexpr int max_sm_count = 1 << 14;
 inline constexpr int max_gpus_per_node = 1 << 12;
+inline constexpr int max_host_cores = 1 << 16;      // cores of one node's host (real: ≤ a few hundred)
+inline constexpr int max_simd_lanes = 64;           // fp32 lanes of one SIMD register (2048-bit SVE: 64)
 inline constexpr int max_layers = 1 << 16;          // 65,536 layers (the deepest real models: ~10^2)
 inline constexpr int max_width = 1 << 22;           // hidden, ffn_hidden: 4 M (real: ≤ ~10^5)
 inline constexpr int max_heads = 1 << 16;

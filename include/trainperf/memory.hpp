@@ -46,7 +46,7 @@ struct memory_breakdown {
     bytes temporaries = bytes_of(0);      // backward temporaries
     bytes optimizer_temporaries = bytes_of(0);
     bytes fragmentation = bytes_of(0);    // reserved beyond the allocated peak
-    bytes offloaded_to_host = bytes_of(0);  // master + optimizer state moved to the CPU
+    bytes offloaded_to_host = bytes_of(0);  // host memory of an offloaded optimizer (not on the GPU)
     int stage = 0;                        // the pipeline stage reported (the one that peaks)
 
     constexpr bytes static_state() const {
@@ -238,21 +238,46 @@ constexpr void check_inputs(const transformer_config& m, const parallel_layout& 
 
 // Weights, gradients, master copy and optimizer state of `local` parameters (after
 // tp·pp splitting) whose whole optimizer state is `state`, sharded by ZeRO over dp:
-// stage 1 shards master and state, 2 also gradients, 3 also weights. Offloaded,
-// master and state live in host memory.
+// stage 1 shards master and state, 2 also gradients, 3 also weights.
+//
+// Offloaded (ZeRO-Offload, DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py@v0.12.6),
+// the host holds, per GPU, for its partition (÷dp with ZeRO ≥ 1): the fp32 weights
+// (single_partition_of_fp32_groups, 4 B/param, also with an fp32 recipe), the optimizer
+// state (AdamW m and v: 8 B/param) and the fp32 gradients the CPU step reads (4 B/param):
+// 16 B/param with AdamW; with ZeRO ≥ 2 and gradient accumulation also the 16-bit
+// accumulated gradients (accumulated_grads_in_cpu, 2 B/param). The GPU keeps its
+// weights (16-bit with mixed precision); with ZeRO ≥ 2 no gradient partition stays on it
+// (each bucket's part goes straight to the host; its buckets are counted in
+// stage_memory), with ZeRO 0/1 the gradients accumulate on it as without offload.
 constexpr void add_static_state(memory_breakdown& mb, double local, bytes state, const precision_recipe& r,
                                 const parallel_layout& p) {
     const double dp = p.dp;
     const double shard = p.zero >= 1 ? dp : 1.0;
+    const double fp32 = size_of(dtype::fp32);
     mb.weights = bytes_of(local * size_of(r.weights) / (p.zero >= 3 ? dp : 1.0));
     mb.gradients = bytes_of(local * size_of(r.gradients) / (p.zero >= 2 ? dp : 1.0));
-    const bytes master = bytes_of(r.fp32_master ? local * size_of(dtype::fp32) / shard : 0.0);
     if (p.offload == offload_mode::optimizer) {
-        mb.offloaded_to_host = master + state / shard;
-    } else {
-        mb.master_weights = master;
-        mb.optimizer_state = state / shard;
+        const double partition = local / shard;
+        const double accumulated = p.zero >= 2 && p.grad_accum > 1 ? size_of(r.weights) : 0.0;
+        mb.offloaded_to_host = bytes_of(partition * (fp32 + fp32 + accumulated)) + state / shard;
+        if (p.zero >= 2) mb.gradients = bytes_of(0);
+        return;
     }
+    mb.master_weights = bytes_of(r.fp32_master ? local * fp32 / shard : 0.0);
+    mb.optimizer_state = state / shard;
+}
+
+// The GPU's gradient buffers with optimizer offload: DeepSpeed allocates a bucket of
+// reduce_bucket_size elements in the parameters' dtype in every backward, two with
+// overlap_comm (framework.hpp deepspeed_reduce_bucket_elements), and, with CPU offload,
+// a buffer of the largest parameter tensor (largest_param_numel) into which the host's
+// accumulated gradients are copied back to be added on the GPU (stage_1_and_2.py@v0.12.6).
+// ASSUMPTION: that buffer is allocated with the optimizer, whatever the gradient
+// accumulation, and is the model's largest tensor split by tp, whichever stage holds it.
+constexpr bytes offload_gradient_buffers(const model_state& state, const precision_recipe& r,
+                                         const parallel_layout& p, const framework_profile& fw) {
+    const double buckets = overlaps_data_parallel_sync(p, fw) ? 2.0 : 1.0;
+    return bytes_of((buckets * deepspeed_reduce_bucket_elements + state.largest_tensor / p.tp) * size_of(r.weights));
 }
 
 // One pipeline stage's memory; stage 0 holds the embedding and the most
@@ -329,7 +354,10 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     // Communication buckets when dp > 1; DDP's copy of every gradient into them only
     // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
     // reduce-scattered from the buckets, which hold no second copy.
-    if (p.dp > 1) mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
+    if (p.offload == offload_mode::optimizer)
+        mb.buffers = offload_gradient_buffers(state, r, p, fw);
+    else if (p.dp > 1)
+        mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
     if (p.zero == 3 && p.dp > 1)  // the gathered layer being used and the one prefetched
         mb.buffers += bytes_of(2 * state.layer_parameters / t * size_of(r.weights));
     if (p.offload == offload_mode::none)

@@ -138,15 +138,31 @@ struct collective_op {
     rank_group group{};
 };
 
-// A copy between a GPU and its host over the GPU's host link (PCIe, C2C).
+enum class transfer_direction { to_host, to_device };
+
+template <>
+struct enum_names<transfer_direction> {
+    static constexpr std::array<enum_name<transfer_direction>, 2> table{
+        {{transfer_direction::to_host, "to-host"}, {transfer_direction::to_device, "to-device"}}};
+};
+
+// A copy between a GPU and its host over the GPU's host link (PCIe, C2C), to or from
+// page-locked (pinned) host memory, or from pageable memory, which the driver stages
+// through a pinned buffer of its own (slower: host.hpp pageable_copy_efficiency).
 struct host_transfer_op {
     std::string_view name;
     bytes size = bytes_of(0.0);
+    transfer_direction direction = transfer_direction::to_host;
+    bool pageable = false;
 };
 
-// Memory-bound work on the host CPU (an offloaded optimizer update).
+// Work on the host CPU (an offloaded optimizer step): a SIMD loop over `elements`
+// fp32 values that issues `simd_instructions` vector instructions per register of
+// values (host.hpp simd_lanes of them) and moves `moved` bytes to and from DRAM.
 struct host_compute_op {
     std::string_view name;
+    double elements = 0;
+    double simd_instructions = 0;
     bytes moved = bytes_of(0.0);
 };
 

@@ -204,6 +204,7 @@ struct model_state {
     double embedding_parameters = 0;
     double head_parameters = 0;
     double tensors = 0;                    // parameter tensors, layers counted
+    double largest_tensor = 0;             // elements of the largest parameter tensor
     bytes optimizer_state = bytes_of(0);   // the whole model's optimizer state
 };
 
@@ -213,7 +214,10 @@ constexpr model_state model_state_of(optimizer_kind k, const transformer_config&
     r.layer_parameters = layer_parameters(m);
     r.embedding_parameters = embedding_parameters(m);
     r.head_parameters = head_parameters(m);
-    for (const auto& t : parameter_tensors(m)) r.tensors += t.count;
+    for (const auto& t : parameter_tensors(m)) {
+        r.tensors += t.count;
+        if (t.elements() > r.largest_tensor) r.largest_tensor = t.elements();
+    }
     r.optimizer_state = optimizer_state_bytes(k, m, state);
     return r;
 }

@@ -274,15 +274,27 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         s.model, stored, state, s.layout, seq, s.framework, layer, true, u.pp == 1);
                     const memory_report memory = memory_detail::report_of(
                         u.pp > 1 ? memory_detail::busier(first, last_stage[step_config - 1]) : first, capacity);
-                    if (!memory.fits) failed = 1;
+                    // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
+                    // overlap_comm keeps two): memory per overlap choice, and the
+                    // configuration fails only if none of them fits.
+                    const bool per_overlap = offload == offload_mode::optimizer;
+                    bool any_fits = !per_overlap && memory.fits;
                     for (dp_overlap_mode overlap : choices.overlaps) {
                         s.layout.dp_overlap = overlap;
-                        const step_report report = schedule(s, t, costs, memory, flop);
+                        memory_report at_overlap = memory;
+                        if (per_overlap) {
+                            at_overlap = memory_detail::report_of(
+                                memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework),
+                                capacity);
+                            any_fits = any_fits || at_overlap.fits;
+                        }
+                        const step_report report = schedule(s, t, costs, at_overlap, flop);
                         ++out.evaluated;
                         if (!report.fits) continue;
                         ++out.fitting;
                         out.best.offer(s.layout, report);
                     }
+                    if (!any_fits) failed = 1;
                 }
             }
         }

@@ -34,10 +34,8 @@ struct training_setup {
     seconds data_loading = seconds_of(0.0);
     seconds host_to_device = seconds_of(0.0);
     bool prefetch = true;
-    // Host side of optimizer offload: effective bandwidth of the CPU Adam update.
-    // ASSUMPTION: DeepSpeed's CPU-Adam is memory-bound on the host; 50 GB/s is a
-    // fraction of a two-socket server's DRAM bandwidth. Replace with a measurement.
-    byte_rate host_optimizer_bandwidth = gb_per_second(50.0);
+    // The host side of optimizer offload (its cores, SIMD width, clock and DRAM
+    // bandwidth) is the node's: cluster.host (host.hpp).
 };
 
 // The kernel-model parameters in force: calibrated ones when given, else the
@@ -54,14 +52,25 @@ constexpr precision_recipe stored_precision(const training_setup& s) {
 }
 
 // Whether data-parallel gradient sync overlaps backward: the layout's choice, or the
-// framework's habit.
-constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
-    switch (s.layout.dp_overlap) {
+// framework's habit. With optimizer offload this is DeepSpeed's overlap_comm: the
+// gradient copies to the host overlap backward too, and it keeps two reduce buckets.
+constexpr bool overlaps_data_parallel_sync(const parallel_layout& l, const framework_profile& fw) {
+    switch (l.dp_overlap) {
         case dp_overlap_mode::on: return true;
         case dp_overlap_mode::off: return false;
         case dp_overlap_mode::framework: break;
     }
-    return s.framework.overlap_data_parallel_sync;
+    return fw.overlap_data_parallel_sync;
+}
+
+constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
+    return overlaps_data_parallel_sync(s.layout, s.framework);
+}
+
+// GPUs of one node that run at the same time, and so share its host: the node's GPUs,
+// or all of the job's when it uses fewer.
+constexpr int gpus_sharing_a_host(const training_setup& s) {
+    return s.layout.gpus() < s.cluster.gpus_per_node ? s.layout.gpus() : s.cluster.gpus_per_node;
 }
 
 // What the setup's model and optimizer hold whatever the layout.
@@ -93,7 +102,8 @@ constexpr void validate(const training_setup& s) {
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
     require_in(s.data_loading.value(), limits::step_time, "data_loading_s");
     require_in(s.host_to_device.value(), limits::step_time, "host_to_device_s");
-    require_in(s.host_optimizer_bandwidth.value(), limits::host_bandwidth, "host_optimizer_bandwidth_bytes_per_second");
+    require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
+            "optimizer", "this GPU has no host link (gpu.host_link) to copy gradients and weights over");
 }
 
 }  // namespace trainperf

@@ -20,7 +20,9 @@
 #include "flops.hpp"
 #include "framework.hpp"
 #include "hardware.hpp"
+#include "host.hpp"
 #include "kernel_model.hpp"
+#include "limits.hpp"
 #include "memory.hpp"
 #include "ops.hpp"
 #include "parallel.hpp"
@@ -77,11 +79,19 @@ struct micro_batch_times {
     constexpr bool host_bound() const { return host_compute() > gpu_compute(); }
 };
 
+// Optimizer offload (ZeRO-Offload) in one step; zero without offload.
+struct offload_times {
+    seconds gradient_copies = seconds_of(0.0);  // GPU↔host gradient copies, all micro-batches, before overlap
+    seconds host_step = seconds_of(0.0);        // the CPU's step: unscale and clip, CPU-Adam, cast to 16 bits
+    seconds weights_up = seconds_of(0.0);       // the updated weights copied back to the GPU
+};
+
 struct step_report {
     seconds step_time = seconds_of(0.0);
     step_time_breakdown time{};
     micro_batch_times micro_batch{};
     seconds data_parallel_sync = seconds_of(0.0);   // full sync time, before overlap
+    offload_times offload{};                        // in time.communication (exposed copies) and time.optimizer
     int gpus = 1;
     long long global_batch = 1;
     int seq = 0;
@@ -122,6 +132,9 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
+        {"offload.gradient_copies", r.offload.gradient_copies.value()},
+        {"offload.host_step", r.offload.host_step.value()},
+        {"offload.weights_up", r.offload.weights_up.value()},
         {"samples_per_second", r.samples_per_second},
         {"tokens_per_second", r.tokens_per_second},
         {"model_flops_per_gpu", r.model_flops_per_gpu.value()},
@@ -243,7 +256,7 @@ private:
 // a program has inspected or changed.
 inline micro_batch_times price_micro_batch(const stage_workload& w, const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
-    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.eager_op_time);
+    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);
@@ -256,7 +269,7 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 // as the workload emits them (the same ops micro_batch_workload lists).
 inline micro_batch_times price_micro_batch(const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
-    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.eager_op_time);
+    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     for_each_stage_op(s, pricer);
     return pricer.result();
 }
@@ -273,24 +286,92 @@ struct data_parallel_sync {
     }
 };
 
-struct step_prices {
-    data_parallel_sync sync{};
-    seconds optimizer = seconds_of(0.0);
+// Offloaded gradient copies of one GPU by when they run (workload.hpp offload_point).
+struct offload_copies {
+    seconds all_but_last = seconds_of(0.0);   // in each micro-batch but the step's last
+    seconds all_but_first = seconds_of(0.0);  // in each micro-batch but the step's first
+    seconds last = seconds_of(0.0);           // in the last micro-batch (accumulation boundary)
+    double last_bucket_share = 0;             // sent after backward has ended
+
+    constexpr seconds per_step(double micro_batches) const {
+        return (micro_batches - 1) * (all_but_last + all_but_first) + last;
+    }
 };
 
+struct step_prices {
+    data_parallel_sync sync{};
+    seconds optimizer = seconds_of(0.0);   // the whole optimizer step, per-step overhead included
+    bool offloaded = false;
+    offload_copies gradient_copies{};      // offloaded: during backward
+    seconds host_step = seconds_of(0.0);   // offloaded: the CPU's part of `optimizer`
+    seconds weights_up = seconds_of(0.0);  // offloaded: the copy back, part of `optimizer`
+};
+
+// Work on the host's CPU with the share of it one GPU gets: the slower of its SIMD
+// instructions (values / lanes × instructions per register, at cores × clock ×
+// host_simd_instructions_per_cycle) and its DRAM traffic (bytes / bandwidth).
+constexpr seconds host_compute_time(const host_compute_op& op, const host_share& h) {
+    require(op.elements >= 0 && op.elements < 1e18, "host_compute.elements", op.elements,
+            "must be finite and not negative");
+    require(op.simd_instructions >= 0 && op.simd_instructions < 1e6, "host_compute.simd_instructions",
+            op.simd_instructions, "must be finite and not negative");
+    require_in(op.moved.value(), limits::message_size, "host_compute.moved_bytes");
+    const seconds compute = seconds_of(op.elements / h.simd_lanes * op.simd_instructions /
+                                       h.simd_instructions_per_second());
+    const seconds memory = op.moved / h.memory_bandwidth;
+    return compute > memory ? compute : memory;
+}
+
+// The host share of one GPU of the setup: its node's host split over the GPUs of the
+// node that run at once.
+constexpr host_share host_share_of(const training_setup& s) {
+    return share_per_gpu(s.cluster.host, gpus_sharing_a_host(s));
+}
+
+// The CPU's step of an offloaded optimizer, its passes one after the other.
+constexpr seconds host_step_time(const optimizer_work& w, const training_setup& s) {
+    const host_share h = host_share_of(s);
+    seconds t = seconds_of(0.0);
+    for (const auto& op : w.host_step) t += host_compute_time(op, h);
+    return t;
+}
+
+constexpr offload_copies price_gradient_copies(const optimizer_work& w, const training_setup& s) {
+    offload_copies c;
+    c.last_bucket_share = w.last_bucket_share;
+    for (const auto& copy : w.gradient_copies) {
+        const seconds t = host_transfer_time(copy.op, s.cluster.gpu, s.cluster.host);
+        switch (copy.when) {
+            case offload_point::all_but_last_micro_batch: c.all_but_last += t; break;
+            case offload_point::all_but_first_micro_batch: c.all_but_first += t; break;
+            case offload_point::last_micro_batch: c.last += t; break;
+        }
+    }
+    return c;
+}
+
+// The optimizer step: on the GPU, or offloaded: the CPU's step, then the copy back
+// (ZeRO-Offload without the delayed parameter update runs them in order, before the
+// next forward). Plus the framework's per-step host overhead.
 inline seconds price_optimizer(const optimizer_work& w, const training_setup& s) {
     if (w.offloaded)
-        return host_transfer_time(w.transfer, s.cluster.gpu) + w.host_update.moved / s.host_optimizer_bandwidth +
+        return host_step_time(w, s) + host_transfer_time(w.weights_up, s.cluster.gpu, s.cluster.host) +
                s.framework.per_step_overhead;
     // The update's kernels are issued from Python (a per-tensor loop launches each one);
     // like a pass, it takes the larger of the GPU's time and the host's.
     const seconds gpu = memory_op_time(s.cluster.gpu, w.update, kernel_params_of(s));
-    const seconds host = w.update.launches * s.framework.host.op * s.cluster.eager_op_time;
+    const seconds host = w.update.launches * s.framework.host.op * s.cluster.host.eager_op_time;
     return std::max(gpu, host) + s.framework.per_step_overhead;
 }
 
 inline step_prices price_step(const step_ops& w, const training_setup& s) {
     step_prices p;
+    if (w.optimizer.offloaded) {
+        p.offloaded = true;
+        p.gradient_copies = price_gradient_copies(w.optimizer, s);
+        p.host_step = host_step_time(w.optimizer, s);
+        p.weights_up = host_transfer_time(w.optimizer.weights_up, s.cluster.gpu, s.cluster.host);
+    }
     for (const auto& op : w.sync) {
         const seconds t = op.count * collective_time(op.op, s.cluster);
         switch (op.when) {
@@ -347,9 +428,25 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
                                  ? s.framework.overlappable_backward_fraction * (mb.backward + mb.recompute)
                                  : zero;
     const auto exposed = [zero](seconds comm, seconds hidden) { return std::max(zero, comm - hidden); };
-    const seconds exposed_sync = m * exposed(sync.per_micro_batch, hideable) +
-                                 exposed(sync.end_of_backward, exposed(hideable, sync.per_micro_batch)) +
-                                 sync.after_optimizer + sync.end_of_step;
+    seconds exposed_sync = m * exposed(sync.per_micro_batch, hideable) +
+                           exposed(sync.end_of_backward, exposed(hideable, sync.per_micro_batch)) +
+                           sync.after_optimizer + sync.end_of_step;
+    if (prices.offloaded) {
+        // ZeRO-Offload: a micro-batch's reductions and its gradient copies to and from
+        // the host run on one stream ("copy_grad_stream is disabled because of race
+        // with reduce", DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py@v0.12.6), behind its backward where overlapped; the last bucket is
+        // reduced and copied after backward has ended, so its share is always exposed.
+        // The micro-batches differ: the first copies its gradients down, the middle ones
+        // also bring the accumulated ones up, the last brings them up and copies fp32.
+        const offload_copies& g = prices.gradient_copies;
+        const auto exposed_offload = [&](seconds load) { return std::max(g.last_bucket_share * load, load - hideable); };
+        const seconds first = sync.per_micro_batch + g.all_but_last;
+        const seconds middle = sync.per_micro_batch + g.all_but_last + g.all_but_first;
+        const seconds last = sync.per_micro_batch + (m > 1 ? g.all_but_first : zero) + g.last + sync.end_of_backward;
+        exposed_sync = (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
+                       exposed_offload(last) + sync.after_optimizer + sync.end_of_step;
+        r.offload = {g.per_step(m), prices.host_step, prices.weights_up};
+    }
     r.time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm) + exposed_sync;
     r.time.optimizer = prices.optimizer;
     // Input pipeline: sequential, loading and copying add to the step; prefetched, the

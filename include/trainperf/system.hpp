@@ -1,6 +1,6 @@
 // A system as a user describes it: a GPU, how many, how many per node, which link
 // joins the GPUs of a node (by name, optionally with a measured bandwidth) and how fast
-// each GPU's adapter between nodes is. resolve_link and build_cluster turn that into
+// each GPU's adapter between nodes is, and the host each node has. resolve_link and build_cluster turn that into
 // the link_spec and cluster_spec the cost models use, so every program that takes
 // such a description (the CLI's predict, scale, plan, fit and comm) gets the same
 // links for the same words.
@@ -16,6 +16,7 @@
 #include "enum_names.hpp"
 #include "error.hpp"
 #include "hardware.hpp"
+#include "host.hpp"
 #include "units.hpp"
 
 namespace trainperf {
@@ -89,6 +90,7 @@ struct cluster_request {
     int adapters_per_node = 0;                       // 0: one per GPU
     rank_order order = rank_order::tp_dp_pp;         // how the job numbers its ranks
     int sockets_per_node = 1;                        // CPU sockets the cards are split over
+    host_spec host{};                                // each node's host (host.hpp)
 };
 
 // Nodes of gpus_per_node GPUs joined by the named link (resolve_link), one adapter
@@ -116,6 +118,8 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
     require(r.sockets_per_node >= 1 && r.sockets_per_node <= 8, "sockets_per_node", r.sockets_per_node,
             "must be between 1 and 8");
     c.sockets_per_node = r.sockets_per_node;
+    validate(r.host);
+    c.host = r.host;
     return c;
 }
 
@@ -132,6 +136,7 @@ struct system_description {
     link_spec inter_node{};
     int adapters_per_node = 0;  // 0: one per GPU
     int sockets_per_node = 1;   // CPU sockets the node's cards are split over
+    host_spec host{};           // each node's host: cores, SIMD width, clock, DRAM (host.hpp)
 };
 
 constexpr void validate(const system_description& d) {
@@ -143,6 +148,7 @@ constexpr void validate(const system_description& d) {
             "must be between 0 (one per GPU) and 1024");
     require(d.sockets_per_node >= 1 && d.sockets_per_node <= 8, "sockets_per_node", d.sockets_per_node,
             "must be between 1 and 8");
+    validate(d.host);
 }
 
 // The cluster of `gpus` GPUs of model `gpu` on the described system.
@@ -163,6 +169,7 @@ inline cluster_spec build_cluster(const gpu_spec& gpu, const system_description&
     c.adapters_per_node = d.adapters_per_node;
     c.order = order;
     c.sockets_per_node = d.sockets_per_node;
+    c.host = d.host;
     return c;
 }
 

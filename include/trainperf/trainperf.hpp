@@ -9,6 +9,7 @@
 #include "dtype.hpp"
 #include "hardware.hpp"
 #include "hardware/catalog.hpp"
+#include "host.hpp"
 #include "model.hpp"
 #include "models/catalog.hpp"
 #include "precision.hpp"

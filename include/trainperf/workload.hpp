@@ -565,15 +565,40 @@ struct sync_op {
     double count = 1;
 };
 
+// When an offloaded gradient copy runs in a step of m micro-batches (the micro-batch
+// whose backward issues it).
+enum class offload_point {
+    all_but_last_micro_batch,   // m − 1 times: before the accumulation boundary
+    all_but_first_micro_batch,  // m − 1 times: after the first micro-batch
+    last_micro_batch,           // once: the accumulation boundary
+};
+
+template <>
+struct enum_names<offload_point> {
+    static constexpr std::array<enum_name<offload_point>, 3> table{
+        {{offload_point::all_but_last_micro_batch, "all-but-last-micro-batch"},
+         {offload_point::all_but_first_micro_batch, "all-but-first-micro-batch"},
+         {offload_point::last_micro_batch, "last-micro-batch"}}};
+};
+
+struct offload_transfer {
+    host_transfer_op op{};
+    offload_point when = offload_point::last_micro_batch;
+};
+
 // The optimizer step of one GPU: a memory-bound sweep over its shard of parameters,
 // gradients and state on the GPU (fused into a few multi-tensor kernels, or a loop
-// of elementwise kernels per tensor); offloaded, gradients go down and updated
-// weights come up over the host link and the update runs on the CPU.
+// of elementwise kernels per tensor). Offloaded (ZeRO-Offload): gradient copies to the
+// host during backward, the step on the host's CPU, the updated weights copied back.
 struct optimizer_work {
     bool offloaded = false;
-    memory_op update{};
-    host_transfer_op transfer{};
-    host_compute_op host_update{};
+    memory_op update{};                            // on the GPU (not offloaded)
+    op_list<offload_transfer, 3> gradient_copies;  // during backward, by micro-batch
+    // The share of a micro-batch's gradient traffic (its reductions and copies) in the
+    // bucket that fills last: it is sent after that micro-batch's backward has ended.
+    double last_bucket_share = 0;
+    op_list<host_compute_op, 3> host_step;         // on the CPU, one after the other
+    host_transfer_op weights_up{};                 // then, the updated weights to the GPU
 };
 
 struct step_ops {
@@ -603,20 +628,92 @@ constexpr double optimizer_bytes_per_parameter(const training_setup& s, const mo
     return update + around + unscale;
 }
 
+// SIMD instructions per register of values in DeepSpeed's CPU-Adam loop, counted from
+// Step_AVX (DeepSpeed csrc/includes/cpu_adam.h@v0.9.5): m·β1 (multiply) + g·(1−β1)
+// (FMA); v·β2 (multiply), g·g (multiply) + ·(1−β2) (FMA); √v (square root), ·c2 + ε
+// (FMA); m / denominator (divide); AdamW's decay p + p·(−lr·wd) (FMA); p + step·update
+// (FMA): 10. ASSUMPTION: other optimizers, offloaded, cost the same (DeepSpeed has CPU
+// kernels for Adam, Adagrad and Lion; SGD and Lion do less per value).
+inline constexpr double cpu_adam_simd_instructions = 10;
+
+// Where ZeRO-Offload's last gradient bucket ends: `local` gradient elements fill
+// buckets of deepspeed_reduce_bucket_elements in the order backward produces them; the
+// last, partly filled, is reduced and copied after backward (DeepSpeed's
+// overlapping_partition_gradients_reduce_epilogue). Its share of the gradients.
+constexpr double last_bucket_share(double local) {
+    constexpr double bucket = deepspeed_reduce_bucket_elements;
+    if (!(local > bucket)) return 1.0;
+    const double whole = static_cast<double>(static_cast<long long>(local / bucket));
+    const double last = local - whole * bucket;
+    return (last > 0 ? last : bucket) / local;
+}
+
+// DeepSpeed ZeRO-Offload: ZeRO stage 1/2 with offload_optimizer device cpu (Ren et al.
+// 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training", USENIX ATC '21;
+// DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py@v0.12.6), per GPU, for the
+// `partition` of its parameters it updates (÷dp with ZeRO ≥ 1).
+//
+// Backward (copy_grads_in_partition; offload forces contiguous gradients): each bucket
+// of gradients is reduced, then this GPU's part of it is copied to the host.
+//   ZeRO ≥ 2, every micro-batch: before the accumulation boundary the 16-bit partition
+//   goes to a host buffer (D2H, 2 B/param); from the second micro-batch on, the
+//   accumulated partition comes back (H2D, 2 B/param) and the new gradients are added to
+//   it on the GPU (async_accumulate_grad_in_cpu_via_gpu); at the boundary the partition
+//   is cast to fp32 on the GPU and copied into the host's fp32 gradient buffer (4 B/param).
+//   ZeRO 0/1: gradients accumulate on the GPU (param.grad) and are reduced at the
+//   boundary only, then copied once in fp32.
+//   ASSUMPTION: the host buffers are pinned (offload_optimizer.pin_memory true;
+//   DeepSpeed's default is false, deepspeed/runtime/zero/offload_config.py@v0.12.6).
+//   ZeRO-3 with offload (ZeRO-Infinity's stage3.py) is given the same copies.
+// Step, on the CPU, one pass after the other (step()): the fp32 gradients unscaled and
+// clipped in place (the global norm was summed from per-tensor norms computed on the
+// GPU at the boundary); CPU-Adam over the fp32 master weights, m and v (reads g, m, v, p,
+// writes p, m, v: 28 B/param for AdamW); the fp32 partition cast to the 16-bit weights'
+// dtype, bit16_partition.copy_(fp32_partition), which PyTorch does on the CPU into a
+// pageable temporary (read 4, write 2 B/param) before copying it to the GPU (since the
+// fused CPU-Adam-and-copy path was disabled in v0.9.0, commit 4b6d7c159, #3097).
+// Then the 16-bit partition goes up (H2D) from that pageable memory: not overlapped.
+constexpr optimizer_work offloaded_optimizer_workload(const training_setup& s, const model_state& model) {
+    const auto& l = s.layout;
+    const double local = parameters_per_gpu(s, model);
+    const double partition = local / (l.zero >= 1 ? l.dp : 1.0);
+    const double weights = size_of(s.precision.weights);  // the GPU's parameters and buckets
+    const double fp32 = size_of(dtype::fp32);
+    const double state = model.optimizer_state.value() / model.parameters;  // bytes per parameter
+    const auto copy = [](std::string_view name, double size, transfer_direction d, bool pageable) {
+        return host_transfer_op{name, bytes_of(size), d, pageable};
+    };
+    optimizer_work w;
+    w.offloaded = true;
+    if (l.zero >= 2) {
+        w.gradient_copies.push_back({copy("gradient_to_host", partition * weights, transfer_direction::to_host, false),
+                                     offload_point::all_but_last_micro_batch});
+        w.gradient_copies.push_back({copy("accumulated_gradient_to_device", partition * weights,
+                                          transfer_direction::to_device, false),
+                                     offload_point::all_but_first_micro_batch});
+    }
+    w.gradient_copies.push_back({copy("fp32_gradient_to_host", partition * fp32, transfer_direction::to_host, false),
+                                 offload_point::last_micro_batch});
+    w.last_bucket_share = last_bucket_share(local);
+    w.host_step.push_back({"unscale_and_clip_gradients", partition, 1, bytes_of(partition * 2 * fp32)});
+    w.host_step.push_back({"cpu_adam", partition, cpu_adam_simd_instructions,
+                           bytes_of(partition * (fp32 + 2 * fp32 + 2 * state))});
+    const bool cast = s.precision.weights != dtype::fp32;
+    // ASSUMPTION: one conversion instruction per register (vcvtps2ph; bf16 likewise).
+    if (cast) w.host_step.push_back({"fp32_to_16bit_weights", partition, 1, bytes_of(partition * (fp32 + weights))});
+    // fp32 weights are copied straight from the (pinned) fp32 partition.
+    w.weights_up = copy("weights_to_device", partition * weights, transfer_direction::to_device, cast);
+    return w;
+}
+
 constexpr optimizer_work optimizer_workload(const training_setup& s, const model_state& model) {
     const auto& l = s.layout;
     const auto& fw = s.framework;
+    if (l.offload == offload_mode::optimizer) return offloaded_optimizer_workload(s, model);
     const double shard = l.zero >= 1 ? l.dp : 1.0;
     const double params = parameters_per_gpu(s, model) / shard;
     const double moved = params * optimizer_bytes_per_parameter(s, model);
     optimizer_work w;
-    if (l.offload == offload_mode::optimizer) {
-        const double grad = size_of(stored_precision(s).gradients);
-        w.offloaded = true;
-        w.transfer = {"optimizer_offload_transfer", bytes_of(params * (grad + size_of(s.precision.weights)))};
-        w.host_update = {"optimizer_host_update", bytes_of(moved)};
-        return w;
-    }
     if (fw.fused_optimizer || is_fused(s.optimizer)) {
         // Multi-tensor apply: a handful of launches, one pass over everything.
         w.update = {"optimizer_update", bytes_of(moved), op_phase::backward, op_region::other, 1};

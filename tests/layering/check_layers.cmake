@@ -2,7 +2,7 @@
 # of a lower one, never of a higher one. Every public header must have a layer here.
 # Run: cmake -DINCLUDE_DIR=<repo>/include -P check_layers.cmake
 set(layer_0 units error limits catalog_lookup enum_names dtype)
-set(layer_1 hardware hardware/catalog model models/catalog precision optimizer parallel framework
+set(layer_1 hardware hardware/catalog host model models/catalog precision optimizer parallel framework
             kernel_params links system setup layout_text)
 set(layer_2 ops placement)
 set(layer_3 workload flops)

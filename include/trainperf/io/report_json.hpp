@@ -14,6 +14,7 @@
 #include "../step.hpp"
 #include "../training_run.hpp"
 #include "catalog_json.hpp"
+#include "system_json.hpp"
 
 namespace trainperf {
 
@@ -33,9 +34,17 @@ inline nlohmann::json to_json(const parallel_layout& l) {
             {"dp_overlap", std::string(to_string(l.dp_overlap))}};
 }
 
+// With optimizer offload: where its time goes and what it holds on the host.
+inline nlohmann::json offload_json(const step_report& r) {
+    return {{"gradient_copies_seconds", r.offload.gradient_copies.value()},
+            {"host_step_seconds", r.offload.host_step.value()},
+            {"weights_up_seconds", r.offload.weights_up.value()},
+            {"host_memory_per_gpu_bytes", r.memory.offloaded_to_host.value()}};
+}
+
 inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
     const auto& t = r.time;
-    return {{"gpu", std::string(s.cluster.gpu.name)},
+    nlohmann::json j = {{"gpu", std::string(s.cluster.gpu.name)},
             {"model", std::string(s.model.name)},
             {"framework", std::string(s.framework.name)},
             {"precision", std::string(s.precision.name)},
@@ -44,6 +53,7 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"gpus_per_node", s.cluster.gpus_per_node},
             {"intra_node_link", to_json(intra_node_link(s.cluster))},
             {"inter_node_link", to_json(s.cluster.inter_node)},
+            {"host", io::host_to_json(s.cluster.host)},
             {"global_batch", r.global_batch},
             {"seq", r.seq},
             {"step_time_seconds", r.step_time.value()},
@@ -65,6 +75,8 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
                                 {"data", r.fraction(t.data)}}},
             {"data_parallel_sync_seconds", r.data_parallel_sync.value()},
             {"bottleneck", std::string(to_string(r.bottleneck))}};
+    if (s.layout.offload == offload_mode::optimizer) j["offload"] = offload_json(r);
+    return j;
 }
 
 // A whole run: keys prefixed train_ so they sit beside a step report's.

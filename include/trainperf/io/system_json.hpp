@@ -5,10 +5,17 @@
 //    "intra_node_link": "pcie-no-p2p",          // a link kind, resolved against the GPU
 //                                               // as --link does, or a link object
 //    "inter_node_link": null,                   // one node; or a link object per adapter
-//    "adapters_per_node": 0, "sockets_per_node": 1}
+//    "adapters_per_node": 0, "sockets_per_node": 1,
+//    "host": {"cores": 32, "simd_lanes": 16, "clock_hertz": 2e9,   // each node's host, for
+//             "memory_bandwidth_bytes_per_second": 150e9,          // optimizer offload
+//             "pageable_copy_efficiency": 0.0833,                  // (host.hpp), and
+//             "eager_op_seconds": 5e-6}}                           // eager PyTorch's bare op
 //
 // A link object is the GPU file's: {"kind", "per_direction_bytes_per_second",
-// "latency_seconds", "efficiency"}. Every field is required.
+// "latency_seconds", "efficiency"}. Every field is required, except "host": a file
+// without it (written before hosts were described) gets the default host_spec; a
+// "host" object given must have all its fields but eager_op_seconds (added later;
+// absent: the default).
 #pragma once
 
 #include <filesystem>
@@ -17,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../host.hpp"
+#include "../limits.hpp"
 #include "../system.hpp"
 #include "description_file.hpp"
 #include "gpu_json.hpp"
@@ -24,6 +33,36 @@
 namespace trainperf::io {
 
 inline constexpr std::string_view system_schema = "trainperf.system.v1";
+
+inline nlohmann::json host_to_json(const host_spec& h) {
+    return {{"cores", h.cores},
+            {"simd_lanes", h.simd_lanes},
+            {"clock_hertz", h.clock.value()},
+            {"memory_bandwidth_bytes_per_second", h.memory_bandwidth.value()},
+            {"pageable_copy_efficiency", h.pageable_copy_efficiency},
+            {"eager_op_seconds", h.eager_op_time.value()}};
+}
+
+// A host object; errors name "host.<field>" (ranges as validate(host_spec)).
+inline host_spec host_from_json(const nlohmann::json& j, std::string_view context) {
+    namespace dd = description_detail;
+    dd::only_keys(j, context,
+                  {"cores", "simd_lanes", "clock_hertz", "memory_bandwidth_bytes_per_second",
+                   "pageable_copy_efficiency", "eager_op_seconds"});
+    host_spec h;
+    h.cores = dd::integer(j, context, "cores", 1, limits::max_host_cores);
+    h.simd_lanes = dd::integer(j, context, "simd_lanes", 1, limits::max_simd_lanes);
+    h.clock = hertz::from_value(dd::number(j, context, "clock_hertz", limits::clock.lo, limits::clock.hi, "Hz"));
+    h.memory_bandwidth = byte_rate::from_value(dd::number(j, context, "memory_bandwidth_bytes_per_second",
+                                                          limits::memory_bandwidth.lo, limits::memory_bandwidth.hi,
+                                                          "B/s"));
+    h.pageable_copy_efficiency = dd::number(j, context, "pageable_copy_efficiency", limits::link_efficiency.lo,
+                                            limits::link_efficiency.hi, "(a fraction of the pinned rate)");
+    if (j.contains("eager_op_seconds"))
+        h.eager_op_time = seconds_of(dd::number(j, context, "eager_op_seconds", 1e-7, 1e-2, "s"));
+    validate(h);
+    return h;
+}
 
 inline nlohmann::json system_to_json(const system_description& d) {
     return {{"schema", std::string(system_schema)},
@@ -33,14 +72,15 @@ inline nlohmann::json system_to_json(const system_description& d) {
                                                   : link_to_json(d.intra_node)},
             {"inter_node_link", d.inter_node.kind == link_kind::none ? nlohmann::json() : link_to_json(d.inter_node)},
             {"adapters_per_node", d.adapters_per_node},
-            {"sockets_per_node", d.sockets_per_node}};
+            {"sockets_per_node", d.sockets_per_node},
+            {"host", host_to_json(d.host)}};
 }
 
 inline system_description system_from_json(const nlohmann::json& j) {
     namespace dd = description_detail;
     dd::only_keys(j, "",
                   {"schema", "name", "gpus_per_node", "intra_node_link", "inter_node_link", "adapters_per_node",
-                   "sockets_per_node"});
+                   "sockets_per_node", "host"});
     dd::schema(j, system_schema);
     system_description d;
     d.name = keep_text(dd::name_text(j, "", "name"));
@@ -67,6 +107,7 @@ inline system_description system_from_json(const nlohmann::json& j) {
     }
     d.adapters_per_node = dd::integer(j, "", "adapters_per_node", 0, 1024);
     d.sockets_per_node = dd::integer(j, "", "sockets_per_node", 1, 8);
+    if (j.contains("host")) d.host = host_from_json(j.at("host"), "host");
     validate(d);
     return d;
 }
