@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
         // peak that large GEMMs reach (the same value for every row).
         std::printf("\n| A100 GEMM peak_fraction | mean abs error | max abs error |\n|---|---|---|\n");
         for (double fraction : {0.75, 0.80, 0.85, 0.90}) {
-            auto k = trainperf::default_kernel_params(system.gpu.architecture);
+            auto k = trainperf::default_kernel_params(system.gpu);
             k.peak_fraction = fraction;
             const auto s = trainperf::validate_against(rows, system, trainperf::megatron_profile, k);
             std::printf("| %.2f | %.2f %% | %.2f %% |\n", fraction, 100 * s.mean_abs_error, 100 * s.max_abs_error);

@@ -73,11 +73,14 @@ int main(int argc, char** argv) {
         }
         const auto shipped = trainperf::shipped_fit(fitted);
         std::printf("| fitted | value |\n|---|---|\n");
-        for (const auto& [cc, k] : fitted.kernels)
-            std::printf("| sm_%d (%s) | GEMM %.3f of peak at the clock under load, fp32 CUDA-core %.3f, memory %.3f, "
+        for (const auto& [cc, k] : fitted.kernels) {
+            char cuda_core[32] = "not fitted (TF32 ran)";
+            if (k.cuda_core_fraction > 0) std::snprintf(cuda_core, sizeof cuda_core, "%.3f", k.cuda_core_fraction);
+            std::printf("| sm_%d (%s) | GEMM %.3f of peak at the clock under load, fp32 CUDA-core %s, memory %.3f, "
                         "per-kernel overhead %.2f µs |\n",
-                        cc, std::string(k.board).c_str(), k.peak_fraction, k.cuda_core_fraction, k.memory_efficiency,
+                        cc, std::string(k.board).c_str(), k.peak_fraction, cuda_core, k.memory_efficiency,
                         k.launch_overhead_us);
+        }
         for (const auto& [gpu, t] : fitted.eager_op_time)
             std::printf("| host bare op, %s system | %.2f µs |\n", gpu.c_str(), t * 1e6);
         std::printf("| pytorch-eager host costs (bare ops) | GEMM %.2f, module %.2f, autograd node %.2f |\n\n",

@@ -361,7 +361,7 @@ TEST_CASE("small batches of a small model are host-bound in eager mode, large on
     const step_report large = predict(s);
     CHECK_FALSE(large.micro_batch.host_bound());
     CHECK(large.bottleneck != bottleneck_kind::host);
-    // A slower host (a bare op of 11 µs, as the V100 system of the micro-benchmarks)
+    // A slower host (a bare op of 10 µs; the V100 system of the micro-benchmarks has 11)
     // stretches the host-bound step in proportion.
     s.layout.micro_batch = 1;
     s.cluster.host.eager_op_time = microseconds_of(10.0);

@@ -94,12 +94,12 @@ struct eager_host_costs {
     // with a launch (PyTorch issue #41383, maintainer's reply): ASSUMPTION 0.4.
     double view = 0.4;
     // One nn.Module call with the modeling code's Python around its ops (hook checks,
-    // argument handling, HF's apply_chunking_to_forward). FITTED on the host-bound
-    // BERT-large layer forward rows (batch 2 and 4, sequence 128) of the RTX 3090 Ti.
+    // argument handling, HF's apply_chunking_to_forward). FITTED jointly with
+    // backward_node on the BERT-large layer rows at batch 2, sequence 128 (forward;
+    // forward+backward) of the RTX 3090 Ti, the ones its host bounds most clearly.
     double module = 2.76;
     // One autograd node in backward, its dispatch and bookkeeping (the engine is C++:
-    // no Python). FITTED on the host-bound BERT-large forward+backward rows (batch 2
-    // and 4, sequence 128) of the RTX 3090 Ti.
+    // no Python). FITTED jointly with module (above).
     double backward_node = 3.90;
     // A kernel launched from the C++ backward: the CUDA launch without Python.
     // ASSUMPTION: half a bare op (the launch is 2-5 µs of a 5-20 µs op, Holistic Trace

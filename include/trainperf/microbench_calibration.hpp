@@ -205,7 +205,8 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
         // Elementwise: the rows the host bounds give its bare op; the two largest sizes
         // give the GPU's per-kernel overhead L and bandwidth (t = L + bytes / (BW·e)).
         // Where the smaller of the two gains from the L2 cache (L would come out
-        // negative), L is taken as 0 and e from the largest alone.
+        // negative: the data does not determine L), the architecture's prior L is kept
+        // and e comes from the largest alone.
         std::vector<double> host;
         std::vector<const microbench_point*> elementwise;
         for (const auto* p : rows) {
@@ -227,8 +228,12 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
             const auto* next = elementwise[elementwise.size() - 2];
             const double b1 = 8 * next->cases.front().n, b2 = 8 * big->cases.front().n;
             const double t1 = seconds_of_row(*next), t2 = seconds_of_row(*big);
+            require(t2 > t1, "line " + std::to_string(big->row.line) + " time", t2,
+                    "must exceed the smaller elementwise size's time to fit a bandwidth");
             const double rate = (b2 - b1) / (t2 - t1);
-            launch = std::max(0.0, t1 - b1 / rate);
+            if (t1 - b1 / rate >= 0) launch = t1 - b1 / rate;
+            require(t2 > launch, "line " + std::to_string(big->row.line) + " time", t2,
+                    "must exceed the per-kernel overhead");
             f.memory_efficiency = b2 / ((t2 - launch) * gpu.memory_bandwidth.value());
             f.launch_overhead_us = launch * 1e6;
             fit.fit_lines.push_back(big->row.line);
@@ -247,12 +252,27 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
             const bool on_cuda_cores = c.storage == dtype::fp32 && !gpu.supports(dtype::tf32);
             const dtype math = c.storage == dtype::fp32 && !on_cuda_cores ? dtype::tf32 : c.storage;
             const double ideal = at_peak.gemm_compute_time({c.n, c.n, c.n, 1, math}).value();
+            require(seconds_of_row(*p) > launch, "line " + std::to_string(p->row.line) + " time",
+                    seconds_of_row(*p), "must exceed the per-kernel overhead");
             (on_cuda_cores ? cuda_core : tensor).push_back(ideal / (seconds_of_row(*p) - launch));
             fit.fit_lines.push_back(p->row.line);
         }
         if (!tensor.empty()) f.peak_fraction = 1.0 / md::scale_fit(tensor);
         if (!cuda_core.empty()) f.cuda_core_fraction = 1.0 / md::scale_fit(cuda_core);
-        if (f.peak_fraction > 0 && f.memory_efficiency > 0) fit.kernels[f.compute_capability] = f;
+        if (f.peak_fraction > 0 && f.memory_efficiency > 0) {
+            // One board per compute capability: a second would silently replace the first.
+            require(!fit.kernels.contains(f.compute_capability), "gpu", gpu_name,
+                    "is a second board of compute capability " + std::to_string(f.compute_capability) +
+                        " with kernel rows; fit one board per compute capability");
+            // What the fit gives must be a valid parameter set (no NaN, in range).
+            kernel_params fitted = prior;
+            fitted.peak_fraction = f.peak_fraction;
+            if (f.cuda_core_fraction > 0) fitted.cuda_core_fraction = f.cuda_core_fraction;
+            fitted.memory_efficiency = f.memory_efficiency;
+            fitted.launch_overhead = seconds_of(launch);
+            validate(fitted);
+            fit.kernels[f.compute_capability] = f;
+        }
     }
 
     // The profile's host costs on the host board.
@@ -260,9 +280,11 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
     require(board != by_gpu.end(), "host_board", host_board, "has no rows in the table");
     const bench_system sys = microbench_system(host_board, fit);
     const double bare = sys.eager_op_time.value();
+    int gemm_rows = 0;
     for (const auto* p : board->second) {
         const bench_case& c = p->cases.front();
         if (c.kind == bench_kind::matmul && c.n == 128 && c.storage == dtype::fp16) {
+            require(++gemm_rows == 1, "host_board", host_board, "has more than one fp16 n = 128 matmul row");
             fit.host.gemm = bench_work(c) / (p->measured_rate * 1e12) / bare;
             fit.fit_lines.push_back(p->row.line);
         }
@@ -296,6 +318,7 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
     const Eigen::VectorXd x = a.colPivHouseholderQr().solve(b);
     fit.host.module = x(0);
     fit.host.backward_node = x(1);
+    validate(fit.host);
     std::sort(fit.fit_lines.begin(), fit.fit_lines.end());
     fit.fit_lines.erase(std::unique(fit.fit_lines.begin(), fit.fit_lines.end()), fit.fit_lines.end());
     return fit;

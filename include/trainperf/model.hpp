@@ -144,12 +144,14 @@ constexpr double layer_linear_parameters(const transformer_config& m) {
     return qkv + out + ffn;
 }
 
-// Parameter tensors of one layer's linear projections, as parameter_tensors lists
-// them (separate Q, K and V): matrices, and biases where the model has them.
-constexpr double layer_linear_tensors(const transformer_config& m) {
-    const double matrices = 4.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
-    double biases = has_qkv_biases(m) ? 3.0 : 0.0;
-    if (m.linear_biases) biases += 2.0 + (m.ffn == ffn_kind::swiglu ? 2.0 : 1.0);
+// Parameter tensors of one layer's linear projections as the code runs them: Q, K and
+// V as three Linears (BERT, LLaMA) or one fused projection (GPT-2's c_attn, the
+// generic layer); the output and FFN matrices; biases where the model has them.
+constexpr double layer_linear_tensors(const transformer_config& m, model_code code = model_code::generic) {
+    const double qkv = code == model_code::bert || code == model_code::llama ? 3.0 : 1.0;
+    const double matrices = qkv + 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+    double biases = has_qkv_biases(m) ? qkv : 0.0;
+    if (m.linear_biases) biases += 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
     return matrices + biases;
 }
 

@@ -165,7 +165,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double kv_tp = tokens * m.kv_width() / c.tp;
     const double ffn = tokens * m.ffn_hidden / c.tp;
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * double(c.seq) * c.seq;
-    const model_code code = code_run(m, fw);
+    const model_code code = c.code;  // the context's, as for the GEMMs (code_run sets it)
     layer_block block = layer_block::attention;  // the MLP block starts at its norm
     const auto op = [&block](std::string_view name, double moved, op_region region = op_region::other,
                              double launches = 1) {
@@ -178,7 +178,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     };
     if (c.autocast)
         sink(cast("autocast_weight_cast", layer_linear_parameters(m) / c.tp, f32, a, op_region::other,
-                  layer_linear_tensors(m)));
+                  layer_linear_tensors(m, c.code)));
     const auto norm = [&] {
         if (m.norm == norm_kind::layernorm) {
             sink(op("layernorm", hidden * (res + normed)));
@@ -198,7 +198,8 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, op_region::other, 3));
     if (code == model_code::llama && m.positions == position_kind::rotary) {
         // apply_rotary_pos_emb on q and k: neg and cat (rotate_half), × cos, × sin, +:
-        // 5 kernels over each, ~10 bytes per element; the cos/sin tables are small.
+        // 5 kernels over each, ~10 element accesses (10·a bytes) per element; the cos/sin
+        // tables are small.
         sink(op("rotary", 10 * (hidden_tp + kv_tp) * a, op_region::other, 10));
         // repeat_kv: grouped K and V expanded to every head (a copy each).
         if (m.effective_kv_heads() < m.heads) sink(op("repeat_kv", 2 * 2 * hidden_tp * a, op_region::other, 2));
@@ -340,15 +341,10 @@ constexpr layer_host_calls host_calls_per_layer(model_code code) {
     return {{7, 4}, {3, 4}, {0, 2}};
 }
 
-// Parameter tensors of one layer (each has an AccumulateGrad node in backward).
+// Parameter tensors of one layer (each has an AccumulateGrad node in backward): its
+// projections' as the code runs them, and the norms'.
 constexpr double layer_parameter_tensors(const transformer_config& m, model_code code) {
-    const double qkv = code == model_code::bert || code == model_code::llama ? 3 : 1;
-    const double matrices = qkv + 1 + (m.ffn == ffn_kind::swiglu ? 3 : 2);
-    double biases = 0;
-    if (m.linear_biases) biases = matrices - (m.qkv_biases ? 0 : qkv);
-    else if (m.qkv_bias_only) biases = qkv;
-    const double norms = m.norms_per_layer * (m.norm == norm_kind::layernorm ? 2.0 : 1.0);
-    return matrices + biases + norms;
+    return layer_linear_tensors(m, code) + m.norms_per_layer * (m.norm == norm_kind::layernorm ? 2.0 : 1.0);
 }
 
 inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, const layer_context& c,

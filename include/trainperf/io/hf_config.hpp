@@ -151,7 +151,9 @@ inline transformer_config llama_like(const json& j, const std::string& type, boo
     m.linear_biases = false;
     m.dropout = trained_with_dropout(j, false);  // these classes default every dropout to 0.0
     m.activation = activation_kind::silu;
-    m.code = model_code::llama;  // modeling_llama.py and its copies (RMSNorm and rotary as PyTorch ops)
+    // modeling_llama.py and its copies (RMSNorm and rotary as PyTorch ops, separate
+    // q/k/v projections); Phi-3 fuses qkv_proj and gate_up_proj: generic.
+    m.code = type == "phi3" ? model_code::generic : model_code::llama;
     activation_is(j, "hidden_act", {"silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new"}, &m);
     activation_is(j, "hidden_activation", {"gelu", "gelu_pytorch_tanh", "gelu_new"}, &m);
     if (type == "qwen2") {
@@ -208,7 +210,8 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         m.qkv_biases = false;  // GPTNeoSelfAttention: q/k/v_proj bias=False, out_proj bias=True
         m.dropout = hd::trained_with_dropout(j, false);  // GPTNeoConfig: 0.0 dropouts
         m.activation = activation_kind::gelu_new;  // GPTNeoConfig: activation_function="gelu_new"
-        m.code = model_code::gpt2;                  // GPT-2's attention code without the scaling
+        // GPT-Neo's attention (separate q/k/v Linears, no scaling) has no model_code of its own.
+        m.code = model_code::generic;
         hd::activation_is(j, "activation_function", {"gelu_new", "gelu", "gelu_fast", "relu"}, &m);
     } else if (type == "gpt_neox") {
         hd::common_sizes(j, m, "intermediate_size");

@@ -103,8 +103,14 @@ inline std::vector<microbench_row> read_microbench(std::istream& in) {
         r.kind = f[3];
         r.dtype = f[4];
         r.n = md::number(f[6], number, "n").value_or(0);
-        r.batch = int(md::number(f[8], number, "batch").value_or(0));
-        r.seq = int(md::number(f[9], number, "seq").value_or(0));
+        const auto whole = [&](const std::string& text, const char* field) {
+            const double v = md::number(text, number, field).value_or(0);
+            require(v <= double(1 << 20) && v == double(int(v)), "line " + std::to_string(number) + " " + field, text,
+                    "must be a whole number between 0 and 2^20");
+            return int(v);
+        };
+        r.batch = whole(f[8], "batch");
+        r.seq = whole(f[9], "seq");
         r.model = f[10];
         r.tflops = md::number(f[12], number, "measured_tflops");
         r.gb_per_s = md::number(f[13], number, "measured_gb_per_s");

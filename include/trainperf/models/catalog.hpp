@@ -79,8 +79,8 @@ struct gpt2_xl {
 // GPT-Neo (EleutherAI). Source: Hugging Face EleutherAI/gpt-neo-1.3B and
 // gpt-neo-2.7B config.json: max_position_embeddings 2048, vocab 50257, intermediate
 // 4 × hidden, tied LM head. Its q/k/v projections have no bias (out_proj and the
-// MLP do); activation_function "gelu_new"; the attention is GPT-2's code without the
-// scaling. Alternate layers use local (windowed) attention, which changes FLOPs of
+// MLP do); activation_function "gelu_new". Its attention code (separate q/k/v Linears,
+// no scaling, torch.where mask) has no model_code of its own: generic. Alternate layers use local (windowed) attention, which changes FLOPs of
 // the score GEMMs at long context but not the parameter count; modelled as global.
 struct gpt_neo_1_3b {
     static constexpr transformer_config config{
@@ -89,7 +89,7 @@ struct gpt_neo_1_3b {
         .ffn = ffn_kind::gelu, .positions = position_kind::learned, .norm = norm_kind::layernorm,
         .tied_embeddings = true, .linear_biases = true, .causal = true,
         .token_types = 0, .pooler = false, .qkv_biases = false,
-        .activation = activation_kind::gelu_new, .code = model_code::gpt2};
+        .activation = activation_kind::gelu_new, .code = model_code::generic};
 };
 struct gpt_neo_2_7b {
     static constexpr transformer_config config{
@@ -98,7 +98,7 @@ struct gpt_neo_2_7b {
         .ffn = ffn_kind::gelu, .positions = position_kind::learned, .norm = norm_kind::layernorm,
         .tied_embeddings = true, .linear_biases = true, .causal = true,
         .token_types = 0, .pooler = false, .qkv_biases = false,
-        .activation = activation_kind::gelu_new, .code = model_code::gpt2};
+        .activation = activation_kind::gelu_new, .code = model_code::generic};
 };
 
 // ---------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ constexpr transformer_config megatron_like(std::string_view name, int layers, in
             .ffn_hidden = 4 * hidden, .vocab = 51200, .max_seq = 2048,
             .ffn = ffn_kind::gelu, .positions = position_kind::learned,
             .norm = norm_kind::layernorm, .tied_embeddings = true, .linear_biases = true,
-            .causal = true, .activation = activation_kind::gelu_new, .code = model_code::gpt2};
+            .causal = true};
 }
 }  // namespace model_detail
 
