@@ -181,6 +181,10 @@ int lines_of(const std::string& text) { return int(std::count(text.begin(), text
 TEST_CASE("every flag of every command refuses bad values with one line and exit code 2", "[cli][contract]") {
     const auto dir = std::filesystem::temp_directory_path() / ("trainperf_contract_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
+    // Values an output flag accepts as a path ("abc", "-1") are written where the CLI
+    // runs: here, not in the build tree.
+    const auto previous = std::filesystem::current_path();
+    std::filesystem::current_path(dir);
     const auto bases = base_invocations(synthetic_measurement_file(dir), dir.string());
     const std::vector<std::string> bad_values{"",    "0",   "-1",    "1e300",  "99999999999999999999",
                                               "nan", "inf", "abc",   "1e-320", "5 parsecs",
@@ -215,6 +219,7 @@ TEST_CASE("every flag of every command refuses bad values with one line and exit
         CHECK(c.run.err.rfind("trainperf: ", 0) == 0);
         CHECK(c.run.out.empty());
     }
+    std::filesystem::current_path(previous);
     std::filesystem::remove_all(dir);
 }
 
