@@ -883,3 +883,25 @@ TEST_CASE("docs/extending.md's worked example runs as written: an RTX 4090 and T
         CHECK(r.out.find("rtx-4090") != std::string::npos);
     }
 }
+
+TEST_CASE("the flash-attention flag overrides the profile, and advice turns it on where it helps", "[cli]") {
+    // gpt2-medium at seq 1024, batch 8 on one RTX 3090 Ti in pytorch-eager: the s x s
+    // attention probabilities (16 heads · 1024² · batch per layer) do not fit.
+    const std::string base = "--gpu rtx-3090-ti --model gpt2-medium --seq 1024 --batch 8 --precision fp16 --json";
+    const auto unfused = run_json("memory " + base);
+    const auto fused = run_json("memory " + base + " --flash-attention on");
+    CHECK(fused["total_bytes"].get<double>() < unfused["total_bytes"].get<double>());
+    const auto off = run_json("memory " + base + " --flash-attention off");
+    CHECK(off["total_bytes"] == unfused["total_bytes"]);
+    // Advice for the layout that does not fit names the change and prints the flag.
+    const auto r = run_cli("predict --gpu rtx-3090-ti --model gpt2-medium --seq 1024 --batch 8 --precision fp16");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("flash-attention:") != std::string::npos);
+    CHECK(r.out.find("--flash-attention on") != std::string::npos);
+    // A Volta GPU has no FlashAttention-2: no such advice.
+    const auto v = run_cli("predict --gpu v100-sxm2-32gb --model gpt2-medium --seq 1024 --batch 8 --precision fp16");
+    CHECK(v.out.find("flash-attention:") == std::string::npos);
+    const auto bad = run_cli("memory " + base + " --flash-attention maybe");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("flash-attention = maybe") != std::string::npos);
+}

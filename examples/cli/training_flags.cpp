@@ -74,6 +74,9 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     fw->excludes(sub->add_option("--framework-file", framework_file,
                                  "Framework profile file (trainperf frameworks --json NAME prints one)"));
     sub->add_flag("--fp32-grads", fp32_grads, "Keep fp32 main gradients (as Megatron and DeepSpeed do) in any framework");
+    sub->add_option("--flash-attention", flash_attention,
+                    "on|off: the attention core as one fused kernel without the s x s tensor (FlashAttention, "
+                    "PyTorch SDPA), whatever the framework profile does (default: the profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
     auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
@@ -115,6 +118,11 @@ training_setup training_flags::build_without_model() const {
     s.optimizer = parse_optimizer(optimizer);
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
     if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
+    if (!flash_attention.empty()) {
+        require(flash_attention == "on" || flash_attention == "off", "flash-attention", flash_attention,
+                "must be on or off");
+        s.framework.flash_attention = flash_attention == "on";
+    }
     const auto order = parse_enum<trainperf::rank_order>("rank_order", rank_order);
     if (!system_file.empty())
         s.cluster = build_cluster(g, io::load_system_file(system_file), total, order);
@@ -161,10 +169,21 @@ namespace {
 // The flags of setup_flags, each part given: the GPU, the model, the framework and the
 // nodes as flags, and whether --fp32-grads is needed.
 std::string setup_text(const training_setup& s, const std::string& gpu, const std::string& model,
-                       const std::string& framework, bool fp32_grads, const std::string& nodes) {
+                       const std::string& framework, bool fp32_grads, const std::string& nodes,
+                       bool flash_differs) {
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
            std::string(s.precision.name) + " --optimizer " + std::string(to_string(s.optimizer)) + " " + framework +
-           (fp32_grads ? " --fp32-grads" : "") + " " + nodes;
+           (fp32_grads ? " --fp32-grads" : "") +
+           (flash_differs ? std::string(" --flash-attention ") + (s.framework.flash_attention ? "on" : "off") : "") +
+           " " + nodes;
+}
+
+// Whether the setup's FlashAttention differs from the named catalog profile's (a profile
+// from a file, not in the catalog, is taken as given).
+bool flash_differs_from_catalog(const framework_profile& fw) {
+    for (const auto& p : framework_profiles)
+        if (p.name == fw.name) return p.flash_attention != fw.flash_attention;
+    return false;
 }
 }  // namespace
 
@@ -173,7 +192,8 @@ std::string setup_flags(const training_setup& s) {
                       "--framework " + std::string(s.framework.name),
                       s.framework.fp32_gradient_accumulation &&
                           !lookup_framework(s.framework.name).fp32_gradient_accumulation,
-                      "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node));
+                      "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node),
+                      flash_differs_from_catalog(s.framework));
 }
 
 std::string training_flags::run_text(const training_setup& s) const {
@@ -189,7 +209,9 @@ std::string training_flags::run_text(const training_setup& s) const {
             : fp32_grads;
     const std::string nodes_flag = system_file.empty() ? "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node)
                                                        : "--system-file " + shell_word(system_file);
-    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, fp32_grads_flag, nodes_flag);
+    // A changed FlashAttention (the flag, or advice that turns it on) is printed.
+    const bool flash = framework_file.empty() ? flash_differs_from_catalog(s.framework) : true;
+    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, fp32_grads_flag, nodes_flag, flash);
     if (!link.empty()) t += " --link " + shell_word(link);
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);

@@ -28,6 +28,7 @@ struct training_flags {
     std::string dp_overlap = "framework", rank_order = "tp-dp-pp";
     std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth;
     std::string calibration;
+    std::string flash_attention;  // on | off; empty: as the framework profile has it
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false, fp32_grads = false;
 

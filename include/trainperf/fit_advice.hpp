@@ -28,12 +28,12 @@ namespace trainperf {
 enum class fit_change {
     recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
     recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
-    sequence_parallel, dp_overlap, best_layout
+    sequence_parallel, dp_overlap, flash_attention, best_layout
 };
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 13> table{
+    static constexpr std::array<enum_name<fit_change>, 14> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
@@ -46,6 +46,7 @@ struct enum_names<fit_change> {
          {fit_change::pipeline_parallel, "pipeline-parallel"},
          {fit_change::sequence_parallel, "sequence-parallel"},
          {fit_change::dp_overlap, "dp-overlap"},
+         {fit_change::flash_attention, "flash-attention"},
          {fit_change::best_layout, "best-layout"}}};
 };
 
@@ -81,7 +82,8 @@ inline std::optional<step_report> fitting(const training_setup& s) {
 // recompute mode, every other micro-batch that divides the samples per replica per
 // step, every other ZeRO stage, offload on or off, tp or pp halved or doubled (dp
 // takes up the GPUs, accumulation the batch), sequence parallelism and data-parallel
-// overlap switched. Some may be invalid (fitting() drops them).
+// overlap switched, FlashAttention turned on where the framework does not use it and the
+// GPU has it. Some may be invalid (fitting() drops them).
 inline std::vector<std::pair<fit_change, training_setup>> neighbours(const training_setup& s) {
     std::vector<std::pair<fit_change, training_setup>> out;
     const parallel_layout& l = s.layout;
@@ -136,6 +138,14 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     if (l.dp > 1)
         for (dp_overlap_mode o : {dp_overlap_mode::on, dp_overlap_mode::off})
             if (o != l.dp_overlap) with(fit_change::dp_overlap, [o](parallel_layout& p) { p.dp_overlap = o; });
+    // The attention core as one fused kernel where the framework runs it unfused:
+    // FlashAttention-2 supports Ampere, Ada and Hopper GPUs (Dao-AILab/flash-attention
+    // README), i.e. compute capability 8.0 and up.
+    if (!s.framework.flash_attention && s.cluster.gpu.compute_capability >= 80) {
+        training_setup t = s;
+        t.framework.flash_attention = true;
+        out.emplace_back(fit_change::flash_attention, t);
+    }
     return out;
 }
 
