@@ -110,18 +110,27 @@ inline constexpr std::array<fitted_kernel_params, 2> fitted_kernel_defaults{{
 // ASSUMPTION: small_tile_efficiency 0.9, i.e. a 64×128 tile runs at 90 % of a 128×128
 // tile's rate per SM and a 64×64 at 81 %: smaller CUTLASS/cuBLAS tiles reuse each
 // loaded operand fewer times. What the fits below measured is with it on.
+// The compute capability whose fit a GPU takes.
+constexpr int fitted_compute_capability(const gpu_spec& gpu) {
+    const int cc = gpu.compute_capability;
+    return cc == 87 || cc == 89 ? 86 : cc;
+}
+
+// A fit laid over parameters: what it measured replaces them (a CUDA-core fraction
+// only where one was fitted).
+constexpr kernel_params with_fit(kernel_params p, const fitted_kernel_params& f) {
+    p.peak_fraction = f.peak_fraction;
+    if (f.cuda_core_fraction > 0) p.cuda_core_fraction = f.cuda_core_fraction;
+    p.memory_efficiency = f.memory_efficiency;
+    p.launch_overhead = microseconds_of(f.launch_overhead_us);
+    return p;
+}
+
 constexpr kernel_params default_kernel_params(const gpu_spec& gpu) {
     kernel_params p = default_kernel_params(gpu.architecture);
     p.small_tile_efficiency = 0.9;
-    int cc = gpu.compute_capability;
-    if (cc == 87 || cc == 89) cc = 86;
     for (const auto& f : fitted_kernel_defaults)
-        if (f.compute_capability == cc) {
-            p.peak_fraction = f.peak_fraction;
-            if (f.cuda_core_fraction > 0) p.cuda_core_fraction = f.cuda_core_fraction;
-            p.memory_efficiency = f.memory_efficiency;
-            p.launch_overhead = microseconds_of(f.launch_overhead_us);
-        }
+        if (f.compute_capability == fitted_compute_capability(gpu)) p = with_fit(p, f);
     return p;
 }
 

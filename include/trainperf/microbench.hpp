@@ -108,11 +108,11 @@ inline void validate(const bench_case& c) {
 }
 
 // Whether an op of a layer belongs to what the benchmark calls.
-inline bool selected(bench_kind k, layer_block block, std::string_view name, activation_kind act) {
+inline bool selected(bench_kind k, layer_block block, std::string_view name) {
     switch (k) {
         case bench_kind::linear: return name == "ffn_up";
-        case bench_kind::linear_activation:
-            return name == "ffn_up" || name == to_string(act) || name == "gelu" || name == "gelu_new";
+        case bench_kind::linear_activation:  // the activation op as the workload names it
+            return name == "ffn_up" || name == "gelu" || name == "gelu_new";
         case bench_kind::mlp_block: return block == layer_block::mlp;
         case bench_kind::attention_block: return block == layer_block::attention;
         default: return true;
@@ -153,7 +153,7 @@ inline bench_prediction predict_bench(const bench_case& c, const bench_system& s
                             .activations = c.storage, .code = code, .padding_mask = false};
     const bool backward = c.kind == bench_kind::layer_forward_backward;
     const auto wanted = [&](layer_block block, std::string_view name) {
-        return bench_detail::selected(c.kind, block, name, m.activation);
+        return bench_detail::selected(c.kind, block, name);
     };
     const auto forward = layer_forward_gemms(m, ctx);
     double launches = 0;

@@ -64,8 +64,7 @@ inline dtype storage_of(const io::microbench_row& r) {
 }
 
 // The sizes a "best" row is the best of (the notebook's own lists).
-inline std::vector<bench_case> best_sweep(const io::microbench_row& r, bench_kind kind, dtype storage,
-                                          const transformer_config& model) {
+inline std::vector<bench_case> best_sweep(bench_kind kind, dtype storage, const transformer_config& model) {
     std::vector<bench_case> cases;
     if (kind == bench_kind::matmul) {
         for (double n : {128.0, 512.0, 2048.0, 8192.0}) cases.push_back({kind, storage, n, 0, 0, {}});
@@ -77,7 +76,6 @@ inline std::vector<bench_case> best_sweep(const io::microbench_row& r, bench_kin
                                           : std::vector<int>{2, 4, 8, 16, 32, 64};
     for (int s : seqs)
         for (int b : batches) cases.push_back({kind, storage, 0, b, s, model});
-    (void)r;
     return cases;
 }
 
@@ -107,7 +105,7 @@ inline microbench_point to_point(const io::microbench_row& r) {
     transformer_config model{};
     if (k->second != bench_kind::matmul && k->second != bench_kind::elementwise) model = lookup_model(r.model);
     if (p.best) {
-        p.cases = md::best_sweep(r, k->second, storage, model);
+        p.cases = md::best_sweep(k->second, storage, model);
     } else {
         p.cases.push_back({k->second, storage, r.n, r.batch, r.seq, model});
     }
@@ -133,14 +131,8 @@ inline bench_system microbench_system(const std::string& gpu_name, const microbe
     bench_system sys;
     sys.gpu = lookup_gpu(gpu_name);
     sys.kernels = default_kernel_params(sys.gpu);
-    int cc = sys.gpu.compute_capability;
-    if (cc == 87 || cc == 89) cc = 86;
-    if (const auto f = fit.kernels.find(cc); f != fit.kernels.end()) {
-        sys.kernels.peak_fraction = f->second.peak_fraction;
-        if (f->second.cuda_core_fraction > 0) sys.kernels.cuda_core_fraction = f->second.cuda_core_fraction;
-        sys.kernels.memory_efficiency = f->second.memory_efficiency;
-        sys.kernels.launch_overhead = microseconds_of(f->second.launch_overhead_us);
-    }
+    if (const auto f = fit.kernels.find(fitted_compute_capability(sys.gpu)); f != fit.kernels.end())
+        sys.kernels = with_fit(sys.kernels, f->second);
     if (const auto h = fit.eager_op_time.find(gpu_name); h != fit.eager_op_time.end())
         sys.eager_op_time = seconds_of(h->second);
     sys.framework = pytorch_eager_profile;
@@ -235,7 +227,6 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
             require(t2 > launch, "line " + std::to_string(big->row.line) + " time", t2,
                     "must exceed the per-kernel overhead");
             f.memory_efficiency = b2 / ((t2 - launch) * gpu.memory_bandwidth.value());
-            f.launch_overhead_us = launch * 1e6;
             fit.fit_lines.push_back(big->row.line);
             fit.fit_lines.push_back(next->row.line);
         }
@@ -265,12 +256,8 @@ inline microbench_fit fit_microbench(const std::vector<microbench_point>& points
                     "is a second board of compute capability " + std::to_string(f.compute_capability) +
                         " with kernel rows; fit one board per compute capability");
             // What the fit gives must be a valid parameter set (no NaN, in range).
-            kernel_params fitted = prior;
-            fitted.peak_fraction = f.peak_fraction;
-            if (f.cuda_core_fraction > 0) fitted.cuda_core_fraction = f.cuda_core_fraction;
-            fitted.memory_efficiency = f.memory_efficiency;
-            fitted.launch_overhead = seconds_of(launch);
-            validate(fitted);
+            f.launch_overhead_us = launch * 1e6;
+            validate(with_fit(prior, f));
             fit.kernels[f.compute_capability] = f;
         }
     }
