@@ -28,6 +28,8 @@ struct training_flags {
     std::string dp_overlap = "framework", rank_order = "tp-dp-pp";
     std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth;
     std::string calibration;
+    std::string finetune = "full", lora_targets = "q,v";  // which parameters train (finetune.hpp)
+    int lora_rank = 16;
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false, fp32_grads = false;
 
