@@ -47,14 +47,26 @@ void run(const fit_options& opt, std::ostream& out) {
                 rows.push_back({{"optimizer", std::string(to_string(optimizers[i]))},
                                 {"precision", std::string(to_string(precisions[j]))},
                                 {"max_micro_batch", largest[i][j]}});
-        print_json(out, {{"gpu", std::string(gpu.name)}, {"model", std::string(base.model.name)}, {"seq", seq},
-                         {"framework", std::string(base.framework.name)}, {"fits", rows}});
+        nlohmann::json j{{"gpu", std::string(gpu.name)}, {"model", std::string(base.model.name)}, {"seq", seq},
+                         {"framework", std::string(base.framework.name)},
+                         {"finetune", std::string(to_string(base.finetune.mode))}, {"fits", rows}};
+        if (base.finetune.freezes_base()) {
+            j["lora_rank"] = base.finetune.rank;
+            j["lora_targets"] = lora_targets_text(base.finetune.targets);
+        }
+        print_json(out, j);
         return;
     }
     out << "Largest micro-batch that fits: " << base.model.name << ", seq " << seq << ", on " << gpu.name << " ("
         << fixed(to_gib(usable_memory(gpu, base.framework)).value(), 1) << " GiB usable), " << base.framework.name << ", "
-        << describe(base.layout) << " (micro-batch varied)\n"
-        << "0 = not even a micro-batch of 1 fits.\n\n";
+        << describe(base.layout) << " (micro-batch varied)\n";
+    if (base.finetune.freezes_base())
+        out << to_string(base.finetune.mode) << ": rank " << base.finetune.rank << " adapters on "
+            << lora_targets_text(base.finetune.targets) << ", "
+            << fixed(adapter_parameters(base.model, base.finetune) / 1e6, 3)
+            << " M trainable parameters (fp32, with their gradients and optimizer state); the base frozen in "
+            << (base.finetune.quantized() ? "4-bit NF4 (projections; the rest in 16 bits)" : "16 bits") << "\n";
+    out << "0 = not even a micro-batch of 1 fits.\n\n";
     std::vector<std::string> header{"optimizer"};
     for (precision_kind p : precisions) header.emplace_back(to_string(p));
     table t(header);
@@ -64,6 +76,14 @@ void run(const fit_options& opt, std::ostream& out) {
         t.add_row(row);
     }
     t.print(out);
+    // Fine-tuning recipes checkpoint activations (PEFT's gradient checkpointing): say
+    // what the given recipe fits with it when the layout does not recompute.
+    if (base.finetune.freezes_base() && base.layout.recompute != recompute_mode::full) {
+        training_setup s = base;
+        s.layout.recompute = recompute_mode::full;
+        out << "\nWith --recompute full (gradient checkpointing): " << max_micro_batch(s) << " for "
+            << base.precision.name << " and " << to_string(base.optimizer) << ".\n";
+    }
 }
 
 const command_registration registration{31, [](CLI::App& app, std::ostream& out) {

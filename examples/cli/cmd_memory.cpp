@@ -114,6 +114,11 @@ void run(const memory_options& opt, std::ostream& out) {
         << "precision " << r.name << " (gradients " << to_string(r.gradients) << "), optimizer "
         << to_string(k) << ", framework " << s.framework.name << "\nlayout " << describe(p);
     if (opt.model_given) out << "; seq " << seq;
+    if (s.finetune.freezes_base())
+        out << "\n" << to_string(s.finetune.mode) << ": rank " << s.finetune.rank << " adapters on "
+            << lora_targets_text(s.finetune.targets)
+            << "; the frozen base has no gradients, master or optimizer state; gradients and optimizer state are "
+               "the fp32 adapters'";
     out << "\n\n";
     table t({"component", "GB", "GiB"});
     for (const auto& [name, value] : components(mb))
@@ -156,7 +161,8 @@ const command_registration registration{21, [](CLI::App& app, std::ostream& out)
         opt->model_given = opt->flags.model.given();
         opt->params_given = params->count() > 0;
         opt->model_only_flags_given.clear();
-        for (const char* name : {"--batch", "--seq", "--recompute", "--sp", "--grad-accum", "--interleave"})
+        for (const char* name : {"--batch", "--seq", "--recompute", "--sp", "--grad-accum", "--interleave", "--finetune",
+                                 "--lora-rank", "--lora-targets"})
             if (sub->get_option(name)->count() > 0) opt->model_only_flags_given.emplace_back(name);
         for (const char* name : {"batch", "seq"})
             if (opt->plot_over.rfind(std::string(name) + "=", 0) == 0 && sub->get_option(std::string("--") + name)->count() > 0)

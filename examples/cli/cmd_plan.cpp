@@ -148,7 +148,12 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
         return;
     }
     out << "trainperf plan: " << s.model.name << " on " << request.gpus << " x " << s.cluster.gpu.name << " ("
-        << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer) << "), global batch "
+        << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer)
+        << (s.finetune.freezes_base() ? ", " + std::string(to_string(s.finetune.mode)) + " rank " +
+                                            std::to_string(s.finetune.rank) + " on " +
+                                            lora_targets_text(s.finetune.targets)
+                                      : std::string())
+        << "), global batch "
         << request.global_batch << " x seq " << sequence_length(s) << "\n"
         << result.candidates << " candidate layouts: " << result.evaluated << " predicted, " << result.pruned
         << " skipped by a bound (cannot fit or cannot enter the top " << opt.top << "), " << result.fitting

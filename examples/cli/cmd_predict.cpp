@@ -67,7 +67,8 @@ void print_offload(std::ostream& out, const training_setup& s, const step_report
 
 void print_text(std::ostream& out, const training_flags& flags, const training_setup& s, const step_report& r) {
     out << "trainperf predict: " << s.model.name << " on " << r.gpus << " x " << s.cluster.gpu.name << " ("
-        << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer) << ")\n"
+        << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer)
+        << (s.finetune.freezes_base() ? ", " + std::string(to_string(s.finetune.mode)) : std::string()) << ")\n"
         << "layout " << describe(s.layout) << "; seq " << r.seq << ", global batch " << r.global_batch
         << " samples\n\n";
     if (!r.fits) {
@@ -82,10 +83,17 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     t.add_row({"throughput", fixed(r.samples_per_second, 2) + " samples/s"});
     t.add_row({"tokens", fixed(r.tokens_per_second, 0) + " tokens/s"});
     t.add_row({"model FLOP rate per GPU (PaLM, no recompute)", fixed(r.model_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
-    t.add_row({"hardware FLOP rate per GPU (with recompute)", fixed(r.hardware_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
+    t.add_row({r.frozen_base ? "hardware FLOP rate per GPU (what runs: no frozen wgrad, adapters)"
+                             : "hardware FLOP rate per GPU (with recompute)",
+               fixed(r.hardware_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
     t.add_row({"MFU / HFU", fixed(100 * r.mfu, 1) + " % / " + fixed(100 * r.hfu, 1) + " %"});
     t.add_row({"bottleneck", std::string(to_string(r.bottleneck))});
     t.print(out);
+    if (r.frozen_base)
+        out << "Fine-tuning (" << to_string(s.finetune.mode) << ", rank " << s.finetune.rank << " on "
+            << lora_targets_text(s.finetune.targets)
+            << "): MFU counts PaLM's 6N FLOPs per token, including the weight gradients of the frozen base that do "
+               "not run, so it can exceed HFU (the FLOPs that run).\n";
     out << '\n';
     table time({"time breakdown", "ms", "share"});
     const auto row = [&](const char* name, seconds v) {

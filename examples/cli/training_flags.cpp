@@ -69,6 +69,14 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     }
     sub->add_option("--precision", precision, enum_name_list<precision_kind>() + " (default bf16)");
     sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
+    sub->add_option("--finetune", finetune,
+                    enum_name_list<finetune_mode>() +
+                        ": train every parameter, or LoRA adapters on a frozen 16-bit base, or on a 4-bit NF4 "
+                        "base (QLoRA) (default full)");
+    sub->add_option("--lora-rank", lora_rank, "LoRA rank r (default 16; with --finetune lora|qlora)");
+    sub->add_option("--lora-targets", lora_targets,
+                    "Projections with adapters: a comma-separated list of q,k,v,o,gate,up,down, or all-linear "
+                    "(default q,v; with --finetune lora|qlora)");
     auto* fw =
         sub->add_option("--framework", framework, catalog_names(framework_profiles) + " (default pytorch-eager)");
     fw->excludes(sub->add_option("--framework-file", framework_file,
@@ -116,6 +124,9 @@ training_setup training_flags::build_without_model() const {
     s.precision = parse_precision(precision);
     check_supported(g, s.precision);
     s.optimizer = parse_optimizer(optimizer);
+    s.finetune = {.mode = parse_enum<finetune_mode>("finetune", finetune), .rank = lora_rank,
+                  .targets = parse_lora_targets(lora_targets)};
+    validate(s.finetune);
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
     if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
     if (!flash_attention.empty()) {
@@ -171,9 +182,14 @@ namespace {
 std::string setup_text(const training_setup& s, const std::string& gpu, const std::string& model,
                        const std::string& framework, bool fp32_grads, const std::string& nodes,
                        bool flash_differs) {
+    const std::string finetune =
+        s.finetune.freezes_base()
+            ? " --finetune " + std::string(to_string(s.finetune.mode)) + " --lora-rank " +
+                  std::to_string(s.finetune.rank) + " --lora-targets " + lora_targets_text(s.finetune.targets)
+            : "";
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
-           std::string(s.precision.name) + " --optimizer " + std::string(to_string(s.optimizer)) + " " + framework +
-           (fp32_grads ? " --fp32-grads" : "") +
+           std::string(s.precision.name) + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
+           framework + (fp32_grads ? " --fp32-grads" : "") +
            (flash_differs ? std::string(" --flash-attention ") + (s.framework.flash_attention ? "on" : "off") : "") +
            " " + nodes;
 }

@@ -29,6 +29,8 @@ struct training_flags {
     std::string framework = "pytorch-eager", link, link_bandwidth, inter_node_bandwidth;
     std::string calibration;
     std::string flash_attention;  // on | off; empty: as the framework profile has it
+    std::string finetune = "full", lora_targets = "q,v";  // which parameters train (finetune.hpp)
+    int lora_rank = 16;
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false, fp32_grads = false;
 

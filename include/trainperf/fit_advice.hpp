@@ -108,7 +108,7 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     if (l.dp > 1)
         for (int z = 0; z <= 3; ++z)
             if (z != l.zero) with(fit_change::zero_stage, [z](parallel_layout& p) { p.zero = z; });
-    if (l.offload == offload_mode::none && !s.cluster.gpu.memory_shared_with_host)
+    if (l.offload == offload_mode::none && !s.cluster.gpu.memory_shared_with_host && !s.finetune.freezes_base())
         with(fit_change::optimizer_offload, [](parallel_layout& p) { p.offload = offload_mode::optimizer; });
     if (l.offload != offload_mode::none)
         with(fit_change::no_offload, [](parallel_layout& p) { p.offload = offload_mode::none; });

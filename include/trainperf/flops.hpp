@@ -5,6 +5,7 @@
 #pragma once
 
 #include "error.hpp"
+#include "finetune.hpp"
 #include "model.hpp"
 #include "parallel.hpp"
 #include "units.hpp"
@@ -159,6 +160,25 @@ constexpr flops palm_training_flops_per_sample(const transformer_config& m, int 
 // count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
 constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
     return exact_training_flops_per_sample(m, seq, r) - exact_training_flops_per_sample(m, seq, recompute_mode::none);
+}
+
+// FLOPs that run per sample when fine-tuning with adapters (LoRA, QLoRA), on PaLM's
+// count: its 6·N per token is 2·N forward, 2·N input gradients and 2·N weight gradients
+// (N = matmul_parameters); the frozen weights' gradients do not run, so 2·N per token
+// less, and each adapter parameter adds its own forward, dgrad and wgrad, 6 per token
+// (two GEMMs of r·d_in and r·d_out multiply-adds per token each pass), plus its forward
+// again with full recompute. ASSUMPTION: every frozen dgrad runs, the first layer's too
+// (gradient checkpointing in PEFT makes the embeddings' output require grad).
+// MFU keeps PaLM's model FLOPs (6·N, the weight gradients that do not run included),
+// so under fine-tuning it can exceed HFU.
+constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, int seq, const finetune_spec& f,
+                                                   recompute_mode r) {
+    const flops full = palm_training_flops_per_sample(m, seq) + recompute_flops_per_sample(m, seq, r);
+    if (!f.freezes_base()) return full;
+    const double t = seq;
+    const double adapters = adapter_parameters(m, f);
+    const double recomputed = r == recompute_mode::full ? 2.0 * adapters : 0.0;
+    return full - flops_of(t * 2.0 * matmul_parameters(m)) + flops_of(t * (6.0 * adapters + recomputed));
 }
 
 }  // namespace trainperf

@@ -13,6 +13,7 @@
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "finetune.hpp"
 #include "framework.hpp"
 #include "hardware.hpp"
 #include "model.hpp"
@@ -289,20 +290,62 @@ struct layer_activations {
     bytes rebuilt = bytes_of(0);
 };
 
+// Fine-tuning with adapters (LoRA, QLoRA) keeps, per layer, the full-training terms and
+// the output x·A (b·s·r, the GEMM-input format) of every adapted projection, which B's
+// weight gradient reads. ASSUMPTION: the frozen projections' inputs are all still kept.
+// A frozen GEMM's dgrad needs only its weight, so the inputs of projections without an
+// adapter could be dropped, but the adapted ones need theirs (A's weight gradient reads
+// x), the norms, softmax and activation keep their inputs either way, and whether
+// autograd saves a frozen linear's input depends on its implementation (bitsandbytes'
+// 4-bit matmul is an autograd.Function of its own); counting them errs on the safe side.
+// The adapters' activations are not split by tensor parallelism (r is not sharded).
+// Per layer: Σ over adapted projections of g·s·b·r.
+constexpr bytes adapter_activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
+                                                   int micro_batch, int seq, const finetune_spec& ft) {
+    return bytes_of(size_of(x.gemm_inputs) * double(micro_batch) * seq * ft.rank * adapted_matrices_per_layer(m, ft));
+}
+
 constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
-                                                 const parallel_layout& p, int seq, const framework_profile& fw) {
+                                                 const parallel_layout& p, int seq, const framework_profile& fw,
+                                                 const finetune_spec& ft = {}) {
     layer_activations a;
     const activation_formats x = activation_formats_of(r);
     a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw);
     if (p.recompute == recompute_mode::full)
         a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw);
+    if (ft.freezes_base()) {
+        const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft);
+        if (p.recompute == recompute_mode::full) a.rebuilt += adapters;
+        else a.kept += adapters;
+    }
     return a;
+}
+
+// The static state of a stage whose base is frozen (LoRA, QLoRA): `params` base
+// parameters of the stage (before tp), of which `projections` are QLoRA-quantized
+// projection weights, and `adapters` adapter parameters.
+//   base: frozen 16-bit weights (frozen_weight_bytes), no gradients, no master, no
+//     optimizer state (Hu et al. 2021 §4.2); QLoRA stores the projections in NF4 with
+//     double quantization (qlora_bytes_per_parameter = 0.515869140625 B) and keeps the
+//     embeddings, norms and the output head in 16 bits (ASSUMPTION: bitsandbytes
+//     replaces nn.Linear layers only, and PEFT/QLoRA setups skip lm_head);
+//   adapters: fp32 weights and gradients and their optimizer state, sharded by ZeRO as
+//     a full model's would be; no master copy (they are fp32 already).
+// ZeRO-3 also shards the frozen base over dp.
+constexpr void add_frozen_static_state(memory_breakdown& mb, double params, double projections, double adapters,
+                                       bytes adapter_state, const precision_recipe& r, const parallel_layout& p,
+                                       bool quantized) {
+    add_static_state(mb, adapters, adapter_state, recipe(precision_kind::fp32), p);
+    const double quantized_params = quantized ? projections : 0.0;
+    const double base = (params - quantized_params) * frozen_weight_bytes(r) +
+                        quantized_params * qlora_bytes_per_parameter;
+    mb.weights += bytes_of(base / (p.zero >= 3 ? p.dp : 1.0));
 }
 
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
                                         const model_state& state, const parallel_layout& p, int seq,
                                         const framework_profile& fw, const layer_activations& layer, bool first,
-                                        bool last) {
+                                        bool last, const finetune_spec& ft = {}) {
     const memory_overheads& o = fw.memory;
     memory_breakdown mb;
     mb.stage = first ? 0 : p.pp - 1;
@@ -322,7 +365,16 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
 
     const double zero_optimizer = p.zero >= 1 ? p.dp : 1.0;
     const double fp32 = size_of(dtype::fp32);
-    add_static_state(mb, local, share * state.optimizer_state, r, p);
+    // What the optimizer updates on this GPU (before ZeRO): all of it, or the adapters.
+    double trained = local;
+    if (ft.freezes_base()) {
+        trained = stage_layers * adapter_parameters_per_layer(m, ft) / t;
+        const double projections = stage_layers * layer_projection_matrix_parameters(m) / t;
+        add_frozen_static_state(mb, local, projections, trained, trained / state.trainable_parameters *
+                                state.optimizer_state, r, p, ft.quantized());
+    } else {
+        add_static_state(mb, local, share * state.optimizer_state, r, p);
+    }
 
     // Activations: micro-batches in flight on this stage (1F1B: p on the first
     // stage, 1 on the last), interleaving's extra factor on the first stage.
@@ -340,7 +392,10 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     // Autocast's 16-bit weight copies, one set per micro-batch in flight (each forward
     // is its own autocast region, and autograd keeps its copies until that backward).
     // Not sharded by ZeRO-3: the copies are made of the gathered weights.
-    if (r.autocast)
+    // A frozen 16-bit base is not cast; the fp32 adapters are (fine-tuning).
+    if (r.autocast && ft.freezes_base())
+        mb.weight_copies = bytes_of(in_flight * trained * weight_copy_bytes_per_parameter(r));
+    else if (r.autocast)
         mb.weight_copies = bytes_of(in_flight * autocast_cast_parameters(m, stage_layers, last) / t *
                                     weight_copy_bytes_per_parameter(r));
 
@@ -351,6 +406,10 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     }
     mb.workspace = o.workspace;
     mb.temporaries = o.temporaries;
+    // QLoRA: bitsandbytes dequantizes a 4-bit weight into a 16-bit tensor before each
+    // matmul that uses it. ASSUMPTION: one dequantized projection is live at a time (it
+    // is freed after its matmul): the largest one of the layer, in 16 bits, split by tp.
+    if (ft.quantized()) mb.temporaries += bytes_of(largest_projection(m) / t * frozen_weight_bytes(r));
     // Communication buckets when dp > 1; DDP's copy of every gradient into them only
     // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
     // reduce-scattered from the buckets, which hold no second copy.
@@ -359,9 +418,10 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     else if (p.dp > 1)
         mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
     if (p.zero == 3 && p.dp > 1)  // the gathered layer being used and the one prefetched
-        mb.buffers += bytes_of(2 * state.layer_parameters / t * size_of(r.weights));
+        mb.buffers += bytes_of(2 * state.layer_parameters / t *
+                               (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
     if (p.offload == offload_mode::none)
-        mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * local * fp32 / zero_optimizer);
+        mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * trained * fp32 / zero_optimizer);
     mb.fragmentation = o.fragmentation * mb.peak_allocated();
     return mb;
 }
@@ -383,11 +443,11 @@ constexpr const memory_breakdown& busier(const memory_breakdown& first, const me
 // For inputs already validated (the planner builds only valid layouts).
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
                                          const precision_recipe& r, const parallel_layout& p, int seq,
-                                         const framework_profile& fw) {
-    const layer_activations layer = layer_activations_of(m, r, p, seq, fw);
-    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, true, true);
-    return busier(stage_memory(m, r, state, p, seq, fw, layer, true, false),
-                  stage_memory(m, r, state, p, seq, fw, layer, false, true));
+                                         const framework_profile& fw, const finetune_spec& ft = {}) {
+    const layer_activations layer = layer_activations_of(m, r, p, seq, fw, ft);
+    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, true, true, ft);
+    return busier(stage_memory(m, r, state, p, seq, fw, layer, true, false, ft),
+                  stage_memory(m, r, state, p, seq, fw, layer, false, true, ft));
 }
 }  // namespace memory_detail
 
@@ -485,7 +545,8 @@ constexpr memory_report report_of(const memory_breakdown& busiest, bytes capacit
 }
 
 constexpr memory_report report_of(const training_setup& s, const model_state& state) {
-    return report_of(busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework),
+    return report_of(busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework,
+                                   s.finetune),
                      usable_memory(s.cluster.gpu, s.framework));
 }
 }  // namespace memory_detail

@@ -205,7 +205,11 @@ struct model_state {
     double head_parameters = 0;
     double tensors = 0;                    // parameter tensors, layers counted
     double largest_tensor = 0;             // elements of the largest parameter tensor
-    bytes optimizer_state = bytes_of(0);   // the whole model's optimizer state
+    bytes optimizer_state = bytes_of(0);   // the whole model's optimizer state (of what trains)
+    // What the optimizer updates: every parameter, or only the adapters when the base is
+    // frozen (finetune.hpp; setup.hpp model_state_of sets them).
+    double trainable_parameters = 0;
+    double trainable_tensors = 0;
 };
 
 constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state = dtype::fp32) {
@@ -219,6 +223,8 @@ constexpr model_state model_state_of(optimizer_kind k, const transformer_config&
         if (t.elements() > r.largest_tensor) r.largest_tensor = t.elements();
     }
     r.optimizer_state = optimizer_state_bytes(k, m, state);
+    r.trainable_parameters = r.parameters;
+    r.trainable_tensors = r.tensors;
     return r;
 }
 

@@ -133,7 +133,8 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int accu
             if (interleave_splits_layers(m, pp, v)) c.interleaves.push_back(v);
     for (int z = 0; z <= (dp > 1 ? 3 : 0); ++z) c.zeros.push_back(z);
     c.offloads.push_back(offload_mode::none);
-    if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host) c.offloads.push_back(offload_mode::optimizer);
+    if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host && !r.base.finetune.freezes_base())
+        c.offloads.push_back(offload_mode::optimizer);
     if (dp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
     return c;
@@ -242,7 +243,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
         // (ZeRO, offload); the first stage's for each interleave.
         const precision_recipe stored = stored_precision(s);
         const memory_detail::layer_activations layer =
-            memory_detail::layer_activations_of(s.model, stored, s.layout, seq, s.framework);
+            memory_detail::layer_activations_of(s.model, stored, s.layout, seq, s.framework, s.finetune);
         std::array<memory_breakdown, 8> last_stage{};
         for (std::size_t z = 0, i = 0; z < choices.zeros.size(); ++z)
             for (std::size_t o = 0; o < choices.offloads.size(); ++o, ++i) {
@@ -250,7 +251,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                 s.layout.offload = choices.offloads[o];
                 if (u.pp > 1)
                     last_stage[i] = memory_detail::stage_memory(s.model, stored, state, s.layout, seq, s.framework,
-                                                                layer, false, true);
+                                                                layer, false, true, s.finetune);
             }
         for (int v : choices.interleaves) {
             std::size_t step_config = 0;
@@ -271,7 +272,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         continue;
                     }
                     const memory_breakdown first = memory_detail::stage_memory(
-                        s.model, stored, state, s.layout, seq, s.framework, layer, true, u.pp == 1);
+                        s.model, stored, state, s.layout, seq, s.framework, layer, true, u.pp == 1, s.finetune);
                     const memory_report memory = memory_detail::report_of(
                         u.pp > 1 ? memory_detail::busier(first, last_stage[step_config - 1]) : first, capacity);
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
@@ -284,7 +285,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         memory_report at_overlap = memory;
                         if (per_overlap) {
                             at_overlap = memory_detail::report_of(
-                                memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework),
+                                memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework, s.finetune),
                                 capacity);
                             any_fits = any_fits || at_overlap.fits;
                         }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "error.hpp"
+#include "finetune.hpp"
 #include "framework.hpp"
 #include "hardware.hpp"
 #include "kernel_params.hpp"
@@ -24,6 +25,7 @@ struct training_setup {
     transformer_config model{};
     precision_recipe precision = recipe(precision_kind::bf16);
     optimizer_kind optimizer = optimizer_kind::adamw;
+    finetune_spec finetune{};                     // which parameters train (default: all)
     parallel_layout layout{};
     int seq = 0;                                  // 0: the model's max_seq
     framework_profile framework = megatron_profile;
@@ -73,10 +75,19 @@ constexpr int gpus_sharing_a_host(const training_setup& s) {
     return s.layout.gpus() < s.cluster.gpus_per_node ? s.layout.gpus() : s.cluster.gpus_per_node;
 }
 
-// What the setup's model and optimizer hold whatever the layout.
+// What the setup's model and optimizer hold whatever the layout. Fine-tuning with
+// adapters trains only them: the optimizer state is theirs (fp32, finetune.hpp), and
+// the trainable parameters and tensors are the adapters' A and B of every layer.
 constexpr model_state model_state_of(const training_setup& s) {
     validate(s.model);
-    return model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
+    model_state r = model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
+    if (s.finetune.freezes_base()) {
+        validate(s.finetune);
+        r.trainable_parameters = adapter_parameters(s.model, s.finetune);
+        r.trainable_tensors = 2 * s.model.layers * adapted_matrices_per_layer(s.model, s.finetune);
+        r.optimizer_state = adapter_optimizer_state_bytes(s.optimizer, s.model, s.finetune);
+    }
+    return r;
 }
 
 constexpr void validate(const training_setup& s) {
@@ -85,6 +96,7 @@ constexpr void validate(const training_setup& s) {
     validate(s.layout, s.model);
     validate(s.framework);
     validate(kernel_params_of(s));
+    validate(s.finetune);
     check_supported(s.cluster.gpu, s.precision);
     const auto& l = s.layout;
     require(l.interleave <= s.model.layers, "interleave", l.interleave, "must not exceed the number of layers");
@@ -104,6 +116,12 @@ constexpr void validate(const training_setup& s) {
     require_in(s.host_to_device.value(), limits::step_time, "host_to_device_s");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
             "optimizer", "this GPU has no host link (gpu.host_link) to copy gradients and weights over");
+    require(!(s.finetune.freezes_base() && l.offload == offload_mode::optimizer), "offload", "optimizer",
+            "is not modelled with lora or qlora (the adapters' optimizer state is small)");
+    // The only projection a model can lack is the gate (no SwiGLU): targets that adapt
+    // nothing are exactly {gate}.
+    require(!s.finetune.freezes_base() || adapted_matrices_per_layer(s.model, s.finetune) > 0, "lora_targets",
+            "gate", "names no projection this model has (it has no gate without SwiGLU)");
 }
 
 }  // namespace trainperf

@@ -14,6 +14,7 @@
 #include "models/catalog.hpp"
 #include "precision.hpp"
 #include "optimizer.hpp"
+#include "finetune.hpp"
 #include "ops.hpp"
 #include "kernel_params.hpp"
 #include "kernel_model.hpp"

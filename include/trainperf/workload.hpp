@@ -15,6 +15,7 @@
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "finetune.hpp"
 #include "framework.hpp"
 #include "model.hpp"
 #include "ops.hpp"
@@ -42,6 +43,9 @@ struct layer_context {
     // An additive padding mask is applied to the scores (BERT's attention_mask; a
     // training batch of padded sequences has one, a bare layer call has none).
     bool padding_mask = true;
+    // The projections' weights are frozen in 16 bits (LoRA, QLoRA; finetune.hpp):
+    // autocast has nothing to cast for them.
+    bool frozen_16bit_weights = false;
 };
 
 constexpr void validate(const layer_context& c, const transformer_config& m) {
@@ -176,7 +180,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
                                op_region region = op_region::other, double launches = 1) {
         return memory_op{name, bytes_of(elements * (from + to)), op_phase::forward, region, launches, block, true};
     };
-    if (c.autocast)
+    if (c.autocast && !c.frozen_16bit_weights)
         sink(cast("autocast_weight_cast", layer_linear_parameters(m) / c.tp, f32, a, op_region::other,
                   layer_linear_tensors(m, c.code)));
     const auto norm = [&] {
@@ -390,8 +394,8 @@ struct stage_op {
 };
 
 struct stage_workload {
-    op_list<stage_op<gemm_op>, 32> gemms;
-    op_list<stage_op<memory_op>, 104> memory;
+    op_list<stage_op<gemm_op>, 80> gemms;     // 30 for a full layer and head; adapters add 6 per target
+    op_list<stage_op<memory_op>, 112> memory;
     op_list<stage_op<collective_op>, 4> collectives;
     op_list<stage_op<host_op>, 4> host;
 };
@@ -412,6 +416,80 @@ constexpr stage_op<collective_op> pipeline_sends(const training_setup& s, const 
             step_part::pipeline};
 }
 
+// The adapters' ops of one layer (LoRA, QLoRA), `layers` times per micro-batch and
+// `recomputed` more with full recompute; returns the forward kernel launches. Per
+// adapted projection W (d_in → d_out), after Hu et al. 2021 §4.1, h = W·x + B·A·x:
+//   forward: x·A (tokens × r over d_in) and (xA)·B (tokens × d_out over r), then the
+//     scaling (α/r) multiply and the add into W's output: 2a + 3a = 5a bytes per output
+//     element over 2 kernels, a the GEMM format;
+//   backward: the dgrad and the wgrad of both GEMMs (A's and B's weight gradients, and
+//     the input gradients the layer below needs), the elementwise backward of the add.
+// Tensor parallelism splits B's output for a column-parallel projection and A's input
+// for a row-parallel one (ASSUMPTION: as the projection itself is split; r is whole).
+// Under autocast the fp32 adapter weights are cast to 16 bits once per forward (and
+// their gradients cast back), 4 + 2 B per parameter.
+// QLoRA: before each GEMM that uses a 4-bit weight, bitsandbytes dequantizes it to 16
+// bits, a memory-bound kernel reading qlora_bytes_per_parameter (NF4 values and their
+// constants) and writing the 16-bit weight, once per projection, in forward and again
+// in backward for the dgrad (ASSUMPTION: bitsandbytes' 4-bit matmul, MatMul4Bit,
+// dequantizes then runs a 16-bit matmul, in forward and for the input gradient in
+// backward, and keeps no dequantized copy between them; full recompute dequantizes
+// again with the forward it repeats).
+template <class Sink>
+constexpr double for_each_adapter_op(const training_setup& s, const layer_context& ctx, double layers,
+                                     double recomputed, Sink&& sink) {
+    const auto& m = s.model;
+    const finetune_spec& ft = s.finetune;
+    const double tokens = double(ctx.micro_batch) * ctx.seq;
+    const double t = ctx.tp, r = ft.rank;
+    const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
+    double launches = 0, outputs = 0;
+    for (const auto& x : lora_matrices(m)) {
+        if (!x.present || !ft.adapts(x.target)) continue;
+        const double d_in = x.column_parallel ? x.d_in : x.d_in / t;
+        const double d_out = x.column_parallel ? x.d_out / t : x.d_out;
+        const layer_block block =
+            x.target == lora_target::gate || x.target == lora_target::up || x.target == lora_target::down
+                ? layer_block::mlp
+                : layer_block::attention;
+        const gemm_op down{x.a_name, {tokens, r, d_in, 1, ctx.math}, op_phase::forward, op_region::other, block};
+        const gemm_op up{x.b_name, {tokens, d_out, r, 1, ctx.math}, op_phase::forward, op_region::other, block};
+        for (const gemm_op& g : {down, up}) {
+            sink(stage_op<gemm_op>{g, layers, recomputed, step_part::forward});
+            sink(stage_op<gemm_op>{{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, block}, layers, 0,
+                                   step_part::backward});
+            sink(stage_op<gemm_op>{{g.name, wgrad_of(g.shape), op_phase::backward_weight, g.region, block}, layers, 0,
+                                   step_part::backward});
+        }
+        launches += 2;
+        outputs += tokens * d_out;
+    }
+    const double adapted = adapted_matrices_per_layer(m, ft);
+    const auto both = [&](const memory_op& f) {
+        launches += f.launches;
+        sink(stage_op<memory_op>{f, layers, recomputed, step_part::forward});
+        sink(stage_op<memory_op>{backward_of(f, s.framework), layers, 0, step_part::backward});
+    };
+    both({"lora_scale_add", bytes_of(5 * a * outputs), op_phase::forward, op_region::other, 2 * adapted,
+          layer_block::other});
+    if (ctx.autocast)
+        both({"autocast_lora_weight_cast", bytes_of(adapter_parameters_per_layer(m, ft) / t * (size_of(dtype::fp32) + a)),
+              op_phase::forward, op_region::other, 2 * adapted, layer_block::other, true});
+    if (ft.quantized()) {
+        const double matrices = layer_projection_matrices(m);
+        const bytes moved = bytes_of(layer_projection_matrix_parameters(m) / t *
+                                     (qlora_bytes_per_parameter + frozen_weight_bytes(s.precision)));
+        const memory_op forward{"dequantize_4bit", moved, op_phase::forward, op_region::other, matrices,
+                                layer_block::other, true};
+        launches += matrices;
+        sink(stage_op<memory_op>{forward, layers, recomputed, step_part::forward});
+        sink(stage_op<memory_op>{{"dequantize_4bit", moved, op_phase::backward, op_region::other, matrices,
+                                  layer_block::other, true},
+                                 layers, 0, step_part::backward});
+    }
+    return launches;
+}
+
 // The busiest stage is the last one (logits and loss); with pp = 1 the only stage
 // also embeds. Tensor parallelism: 2 all-reduces of the b·s·h activations per layer
 // forward and 2 in backward (Megatron's f/g operators); with sequence parallelism each
@@ -428,9 +506,12 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const auto& l = s.layout;
     const auto& fw = s.framework;
     const int seq = sequence_length(s);
+    const finetune_spec& ft = s.finetune;
+    const bool frozen = ft.freezes_base();
     const layer_context ctx{.micro_batch = l.micro_batch, .seq = seq, .tp = l.tp, .sp = l.sp,
                             .math = s.precision.math, .activations = s.precision.activations,
-                            .autocast = s.precision.autocast, .code = code_run(m, fw)};
+                            .autocast = s.precision.autocast, .code = code_run(m, fw),
+                            .frozen_16bit_weights = frozen && frozen_weight_bytes(s.precision) < size_of(dtype::fp32)};
     const double layers = stage_layers(s);
     const auto recomputed = [&](op_region region) {
         if (l.recompute == recompute_mode::full) return layers;
@@ -441,14 +522,17 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const auto forward_gemms = layer_forward_gemms(m, ctx);
     for (const auto& g : forward_gemms)
         sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
+    // A frozen weight needs no weight gradient: its wgrad GEMM does not run; its dgrad
+    // still does, to carry the gradient to the adapters below (Hu et al. 2021 §4.2).
     for (const auto& g : backward_gemms_of(forward_gemms))
-        sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
+        if (!(frozen && g.phase == op_phase::backward_weight)) sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
     double forward_launches = double(forward_gemms.size());
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
         forward_launches += op.launches;
         sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
         sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
     });
+    if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
     // What the host calls besides the kernels: views and module calls in forward (again
     // when recomputed); in backward one autograd node per recorded op and view, and one
     // AccumulateGrad per parameter tensor.
@@ -457,10 +541,15 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const double recomputed_layers = l.recompute == recompute_mode::full ? layers : 0.0;
     sink(stage_op<host_op>{{"layer_views", host_call::view, calls.views, op_phase::forward}, layers,
                            recomputed_layers, step_part::forward});
-    sink(stage_op<host_op>{{"layer_modules", host_call::module, calls.modules, op_phase::forward}, layers,
-                           recomputed_layers, step_part::forward});
+    // Fine-tuning: PEFT's LoRA layer calls its base layer, the adapter dropout, A and B
+    // (ASSUMPTION: 3 module calls per adapted projection besides the base's own); only
+    // the adapters' A and B have an AccumulateGrad node.
+    const double adapted = adapted_matrices_per_layer(m, ft);
+    const double parameter_tensors = frozen ? 2 * adapted : layer_parameter_tensors(m, code);
+    sink(stage_op<host_op>{{"layer_modules", host_call::module, calls.modules + 3 * adapted, op_phase::forward},
+                           layers, recomputed_layers, step_part::forward});
     sink(stage_op<host_op>{{"layer_autograd_nodes", host_call::backward_node,
-                            forward_launches + calls.views + layer_parameter_tensors(m, code), op_phase::backward},
+                            forward_launches + calls.views + parameter_tensors, op_phase::backward},
                            layers, 0, step_part::backward});
 
     // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
@@ -470,7 +559,8 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, s.precision.math};
     sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
     sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
-    sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
+    if (!frozen)  // the output head is frozen too when fine-tuning with adapters
+        sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
     const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
     // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
     constexpr double loss_passes = 4.0;
@@ -487,7 +577,7 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
             sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
             sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
         };
-        cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
+        if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
         cast("autocast_cast_head_input", tokens * m.hidden);
     }
     if (l.pp == 1) {
@@ -535,9 +625,10 @@ inline stage_workload micro_batch_workload(const training_setup& s) {
 
 // ---- Once per step ---------------------------------------------------------------------
 
-// Parameters held (and updated) by one GPU, after tp·pp model splitting (before ZeRO).
+// Parameters updated by one GPU, after tp·pp model splitting (before ZeRO): all it
+// holds, or only its adapters when the base is frozen.
 constexpr double parameters_per_gpu(const training_setup& s, const model_state& model) {
-    return model.parameters / (double(s.layout.tp) * s.layout.pp);
+    return model.trainable_parameters / (double(s.layout.tp) * s.layout.pp);
 }
 
 // When a per-step collective runs relative to the micro-batches and the optimizer.
@@ -611,9 +702,17 @@ struct step_ops {
 // fp16 the GradScaler's unscale_ reads and writes every gradient once, checking for
 // infs as it goes (torch._amp_foreach_non_finite_check_and_unscale_, PyTorch
 // torch/cuda/amp/grad_scaler.py@02f1c1a5).
+// Fine-tuning with adapters: the update sweeps only them, fp32 weights and gradients
+// with no master and no copy back: 4 (gradient) + 2·4 (weights) + 2·state, the clip's
+// read of the gradient 4, and fp16-amp's unscale 2·4.
 constexpr double optimizer_bytes_per_parameter(const training_setup& s, const model_state& model) {
+    const double state = model.optimizer_state.value() / model.trainable_parameters;
+    if (s.finetune.freezes_base()) {
+        const double fp32 = size_of(adapter_dtype);
+        const double unscale = s.precision.autocast && s.precision.loss_scaling ? 2 * fp32 : 0.0;
+        return fp32 + 2 * fp32 + 2 * state + fp32 + unscale;
+    }
     const precision_recipe stored = stored_precision(s);
-    const double state = model.optimizer_state.value() / model.parameters;
     const double grad = size_of(stored.gradients);
     const double weights = size_of(s.precision.weights);
     const double master = size_of(dtype::fp32);
@@ -715,7 +814,7 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
         w.update = {"optimizer_update", bytes_of(moved), op_phase::backward, op_region::other, 1};
         return w;
     }
-    const double tensors = model.tensors / (double(l.tp) * l.pp);
+    const double tensors = model.trainable_tensors / (double(l.tp) * l.pp);
     w.update = {"optimizer_update", bytes_of(moved * fw.unfused_optimizer_passes),
                 op_phase::backward, op_region::other, tensors * fw.unfused_kernels_per_tensor};
     return w;
@@ -734,8 +833,12 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     w.optimizer = optimizer_workload(s, model);
     const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
     const double params = parameters_per_gpu(s, model);
-    const bytes gradients = bytes_of(params * size_of(stored_precision(s).gradients));
-    const bytes weights = bytes_of(params * size_of(s.precision.weights));
+    // Fine-tuning with adapters synchronises only their fp32 gradients (and gathers
+    // their fp32 weights with ZeRO ≥ 1): params is theirs.
+    const bool frozen = s.finetune.freezes_base();
+    const bytes gradients =
+        bytes_of(params * (frozen ? size_of(adapter_dtype) : size_of(stored_precision(s).gradients)));
+    const bytes weights = bytes_of(params * (frozen ? size_of(adapter_dtype) : size_of(s.precision.weights)));
     if (l.dp > 1) {
         const auto op = [&](std::string_view name, collective kind, bytes size) {
             return collective_op{name, kind, size, groups.data};
@@ -755,13 +858,18 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 w.sync.push_back({reduce, sync_point::every_micro_batch});
                 w.sync.push_back({gather, sync_point::after_optimizer});
                 break;
-            default:
+            default: {
+                // A frozen base sharded by ZeRO-3 is gathered all the same, in its 16 bits.
+                const collective_op base_gather =
+                    op("weight_all_gather", collective::all_gather,
+                       bytes_of(model.parameters / (double(l.tp) * l.pp) * frozen_weight_bytes(s.precision)));
                 w.sync.push_back({reduce, sync_point::every_micro_batch});
-                w.sync.push_back({gather, sync_point::every_micro_batch, 2});
+                w.sync.push_back({frozen ? base_gather : gather, sync_point::every_micro_batch, 2});
                 break;
+            }
         }
     }
-    if (l.pp > 1 && s.model.tied_embeddings) {
+    if (l.pp > 1 && s.model.tied_embeddings && !frozen) {
         const bytes embedding = bytes_of(double(s.model.vocab) * s.model.hidden / l.tp *
                                          size_of(stored_precision(s).gradients));
         w.sync.push_back({{"tied_embedding_all_reduce", collective::all_reduce, embedding, stage_pair(groups)},
