@@ -203,9 +203,17 @@ TEST_CASE("a collective is priced on the links its group spans", "[comm][placeme
     CHECK(collective_time(op(16, 8), c).value() ==
           Approx((reduce_scatter_time(size, 8, nvlink) + ring_all_reduce_time(size / 8.0, 2, ib) +
                   all_gather_time(size, 8, nvlink)).value()));
+    // A reduce-scatter is NCCL's ring over all 16 ranks: 15 step latencies, 1 across
+    // the network and 14 inside nodes; the two halves count 7 + 1, so the other
+    // (8 − 1)·(2 − 1) = 7 NVLink latencies are added.
     const collective_op rs{"grads", collective::reduce_scatter, size, {16, 8}};
     CHECK(collective_time(rs, c).value() ==
-          Approx((reduce_scatter_time(size, 8, nvlink) + reduce_scatter_time(size / 8.0, 2, ib)).value()));
+          Approx((reduce_scatter_time(size, 8, nvlink) + reduce_scatter_time(size / 8.0, 2, ib)).value() +
+                 7 * nvlink.latency.value()));
+    // At 1024 ranks on 128 nodes the latency alone is 127 network and 896 NVLink steps.
+    const collective_op wide{"grads", collective::all_gather, bytes_of(1024.0), {1024, 8}};
+    CHECK(collective_time(wide, c).value() ==
+          Approx(127 * ib.latency.value() + 896 * nvlink.latency.value()).epsilon(0.01));
     // A pipeline send between nodes goes over the adapter.
     const collective_op send{"send", collective::p2p, size, {2, 1}};
     CHECK(collective_time(send, c) == p2p_time(size, ib));

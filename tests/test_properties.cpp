@@ -131,7 +131,8 @@ TEST_CASE("every report of a valid setup meets its post-conditions", "[propertie
         const step_report r = predict(s);
         CHECK(postcondition_violation(r).empty());
         CHECK(r.time.total().value() == Approx(r.step_time.value()).epsilon(slack));
-        CHECK(r.mfu <= r.hfu * (1 + slack));
+        // MFU counts PaLM's FLOPs; a fused causal kernel runs half the attention core.
+        if (!r.causal_attention_skipped && !r.frozen_base) CHECK(r.mfu <= r.hfu * (1 + slack));
         CHECK(r.hfu <= 1.0);
     });
 }

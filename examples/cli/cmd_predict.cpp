@@ -94,6 +94,9 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
             << lora_targets_text(s.finetune.targets)
             << "): MFU counts PaLM's 6N FLOPs per token, including the weight gradients of the frozen base that do "
                "not run, so it can exceed HFU (the FLOPs that run).\n";
+    if (r.causal_attention_skipped)
+        out << "Fused causal attention: HFU counts the unmasked half of the attention core that the kernel runs; "
+               "MFU keeps PaLM's count of the whole core.\n";
     out << '\n';
     table time({"time breakdown", "ms", "share"});
     const auto row = [&](const char* name, seconds v) {

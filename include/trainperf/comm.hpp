@@ -170,10 +170,19 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
         case collective::all_reduce:
             return reduce_scatter_time(op.size, local, intra) + all_reduce_time(shard, nodes, network, nccl) +
                    all_gather_time(op.size, local, intra);
+        // NCCL runs these as rings over all n ranks: n − 1 steps, nodes − 1 of them
+        // across the network and n − nodes inside nodes, each paying its link's
+        // latency (NCCL src/graph/tuning.cc@5067397c: ring latency = base +
+        // (nsteps − nInterSteps)·intraLat + nInterSteps·interLat, nsteps = n − 1). The
+        // two halves above count local − 1 + nodes − 1 of them; the ring's other
+        // (local − 1)·(nodes − 1) intra-node steps are added: at a thousand ranks the
+        // latency of one collective reaches milliseconds.
         case collective::reduce_scatter:
-            return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, network);
+            return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, network) +
+                   (local - 1.0) * (nodes - 1.0) * intra.latency;
         case collective::all_gather:
-            return all_gather_time(shard, nodes, network) + all_gather_time(op.size, local, intra);
+            return all_gather_time(shard, nodes, network) + all_gather_time(op.size, local, intra) +
+                   (local - 1.0) * (nodes - 1.0) * intra.latency;
         case collective::p2p: break;
     }
     return seconds_of(0.0);

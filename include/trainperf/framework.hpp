@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "attention_kernels.hpp"
 #include "catalog_lookup.hpp"
 #include "error.hpp"
 #include "units.hpp"
@@ -128,6 +129,10 @@ struct framework_profile {
     bool fused_bias_gelu = false;     // bias + GELU in one kernel (Megatron)
     bool fused_bias_dropout_add = false;  // bias + dropout + residual add in one kernel
     bool flash_attention = false;     // attention core in one kernel, no s² tensor in memory
+    // The fused attention kernel the software runs where the GPU has it
+    // (attention_kernels.hpp): PyTorch's SDPA runs FlashAttention-2 everywhere;
+    // Transformer Engine runs a Hopper-native one (FlashAttention-3 or cuDNN) on Hopper.
+    attention_kernel flash_kernel = attention_kernel::flash2;
     // Runs the model's own (Hugging Face) code op by op: its activation, attention and
     // norm as PyTorch launches them (model_code, activation_kind); otherwise the
     // framework's own layer (unfused ops are one kernel each).
@@ -145,6 +150,14 @@ struct framework_profile {
     bool overlap_data_parallel_sync = false;  // bucketed all-reduce during backward (DDP)
     double overlappable_backward_fraction = 0.0;  // share of backward time that can hide sync
     bool fp32_gradient_accumulation = false;  // Megatron/DeepSpeed keep a fp32 main_grad
+    // The sharded optimizer's parameter all-gather (ZeRO-1/2, Megatron's distributed
+    // optimizer) runs bucket by bucket during the next forward instead of after the
+    // optimizer step (Megatron-Core --overlap-param-gather).
+    bool overlap_parameter_gather = false;
+    // Tensor-parallel communication overlapped with the GEMMs it feeds or drains, the
+    // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
+    // --tp-comm-overlap; needs sequence parallelism). step.hpp prices it.
+    bool tensor_parallel_overlap = false;
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
 
@@ -265,8 +278,45 @@ inline constexpr framework_profile deepspeed_profile{
     },
 };
 
+// Megatron-Core (2024-2025) with Transformer Engine (NVIDIA Megatron-LM
+// megatron/core@d98e8a64, TransformerEngine@d0067d0d): the 2022 profile's fused
+// kernels, and
+//   - fused attention: Transformer Engine's DotProductAttention, a Hopper-native
+//     kernel (cuDNN or FlashAttention-3) on Hopper, FlashAttention-2 elsewhere;
+//   - the distributed optimizer (--use-distributed-optimizer): fp32 main weights and
+//     Adam's state sharded over the data-parallel ranks, gradients reduce-scattered and
+//     parameters all-gathered; in this engine's terms ZeRO stage 1 with fp32 main
+//     gradients, 6 + 12/d bytes per parameter for bf16 (Megatron-LM
+//     docs/user-guide/features/dist_optimizer.md) — the layout's zero = 1;
+//   - --overlap-grad-reduce: each gradient bucket's reduce-scatter (or all-reduce)
+//     starts when the bucket is ready, during backward (megatron/core/distributed/
+//     param_and_grad_buffer.py);
+//   - --overlap-param-gather: the parameter all-gather bucket by bucket during the
+//     next forward;
+//   - --tp-comm-overlap (with sequence parallelism): tensor-parallel all-gathers and
+//     reduce-scatters overlapped with chunked GEMMs (step.hpp stage_pricer).
+// ASSUMPTIONs as for megatron: overlappable share 0.8, 5 ms per step on the host.
+inline constexpr framework_profile megatron_core_profile{
+    .name = "megatron-core",
+    .fused_softmax = true,
+    .fused_bias_gelu = true,
+    .fused_bias_dropout_add = true,
+    .flash_attention = true,
+    .flash_kernel = attention_kernel::flash3,
+    .runs_model_code = false,
+    .head_layout_copies = false,
+    .fused_optimizer = true,
+    .overlap_data_parallel_sync = true,
+    .overlappable_backward_fraction = 0.8,
+    .fp32_gradient_accumulation = true,
+    .overlap_parameter_gather = true,
+    .tensor_parallel_overlap = true,
+    .per_step_overhead = milliseconds_of(5.0),
+    .memory = megatron_profile.memory,
+};
+
 inline constexpr std::array framework_profiles{pytorch_eager_profile, megatron_profile,
-                                               deepspeed_profile};
+                                               deepspeed_profile, megatron_core_profile};
 
 constexpr const framework_profile& lookup_framework(std::string_view name) {
     return find_by_name(framework_profiles, "framework", name);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "attention_kernels.hpp"
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -128,6 +129,25 @@ public:
         return p_.launch_overhead + std::max(gemm_compute_time(g), gemm_memory_time(g));
     }
 
+    // A fused attention kernel (attention_kernels.hpp): launch + max(FLOPs at the
+    // kernel's efficiency of the 16-bit peak, its HBM traffic). fp32/tf32 math has no
+    // FlashAttention kernel: the memory-efficient one at that math's peak.
+    seconds attention_time(const attention_op& a) const {
+        validate(a);
+        const bool sixteen_bit = a.math == dtype::fp16 || a.math == dtype::bf16;
+        const attention_kernel_params k = attention_kernel_defaults(
+            sixteen_bit ? a.kernel : attention_kernel::memory_efficient, gpu_.compute_capability);
+        const double blocks = a.batch * kernel_detail::ceil_count(a.seq_q / k.block);
+        const double occupancy = blocks / (kernel_detail::ceil_count(blocks / sms_) * sms_);
+        const double efficiency = (a.phase == op_phase::forward ? k.forward_efficiency : k.backward_efficiency) *
+                                  a.head_dim / (a.head_dim + k.head_dim_half) *
+                                  attention_sequence_factor(k, a.seq_kv, a.causal) * occupancy;
+        const double peak = gpu_.peak_for(a.math).value() * gpu_.clock_ratio();
+        const seconds compute = seconds_of(attention_flops(a).value() / (peak * efficiency));
+        const seconds memory = seconds_of(attention_bytes(a).value() * seconds_per_byte_);
+        return p_.launch_overhead + std::max(compute, memory);
+    }
+
     // Memory-bound work: `moved` bytes over `launches` kernel launches.
     seconds memory_time(bytes moved, double launches = 1) const {
         require(moved.value() >= 0, "bytes", moved.value(), "must not be negative");
@@ -211,6 +231,10 @@ inline seconds gemm_time(const gpu_spec& gpu, const gemm_shape& g, const kernel_
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update).
 inline seconds memory_op_time(const gpu_spec& gpu, bytes moved, const kernel_params& p) {
     return kernel_cost_model(gpu, p).memory_time(moved);
+}
+
+inline seconds attention_time(const gpu_spec& gpu, const attention_op& a, const kernel_params& p) {
+    return kernel_cost_model(gpu, p).attention_time(a);
 }
 
 // A memory op of the workload: its bytes over its launches.

@@ -158,18 +158,25 @@ inline bench_prediction predict_bench(const bench_case& c, const bench_system& s
     const auto forward = layer_forward_gemms(m, ctx);
     double launches = 0;
     for (const auto& g : forward)
-        if (wanted(g.block, g.name)) {
+        if (runs_as_gemm(g, fw) && wanted(g.block, g.name)) {
             pricer(stage_op<gemm_op>{g, 1, 0, step_part::forward});
             launches += 1;
         }
     if (backward)
         for (const auto& g : backward_gemms_of(forward)) {
+            if (!runs_as_gemm(g, fw)) continue;
             // Post-norm code (BERT) projects X itself first: X needs no gradient, so
             // autograd skips the data gradient of Q, K and V.
             const bool input_gradient = g.phase == op_phase::backward_data && code == model_code::bert &&
                                         (g.name == "q" || g.name == "k" || g.name == "v");
             if (!input_gradient) pricer(stage_op<gemm_op>{g, 1, 0, step_part::backward});
         }
+    if (fw.flash_attention && wanted(layer_block::attention, "flash_attention")) {
+        const fused_attention_ops core = attention_core_ops(m, ctx, fw);
+        pricer(stage_op<attention_op>{core.forward, 1, 0, step_part::forward});
+        launches += 1;
+        if (backward) pricer(stage_op<attention_op>{core.backward, 1, 0, step_part::backward});
+    }
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
         if (!wanted(op.block, op.name)) return;
         pricer(stage_op<memory_op>{op, 1, 0, step_part::forward});

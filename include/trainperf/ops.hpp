@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "attention_kernels.hpp"
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -84,6 +85,48 @@ struct gemm_op {
     op_region region = op_region::other;
     layer_block block = layer_block::other;
 };
+
+// The attention core as one fused kernel (attention_kernels.hpp): `batch` problems
+// (micro-batch × heads on this rank) of seq_q queries against seq_kv keys of head size
+// head_dim, the s_q × s_kv scores never written to memory. Forward, or backward (which
+// recomputes the scores from the saved log-sum-exp).
+struct attention_op {
+    std::string_view name;
+    double batch = 1, seq_q = 1, seq_kv = 1, head_dim = 64;
+    bool causal = false;
+    dtype math = dtype::bf16;
+    op_phase phase = op_phase::forward;   // forward or backward
+    attention_kernel kernel = attention_kernel::flash2;  // what the software prefers
+    layer_block block = layer_block::attention;
+};
+
+// FLOPs as the FlashAttention benchmarks count them: 4·batch·s_q·s_kv·d forward,
+// halved under a causal mask, backward 2.5 × forward.
+constexpr flops attention_flops(const attention_op& a) {
+    const double forward = 4.0 * a.batch * a.seq_q * a.seq_kv * a.head_dim * (a.causal ? 0.5 : 1.0);
+    return flops_of(a.phase == op_phase::forward ? forward : 2.5 * forward);
+}
+
+// HBM traffic: forward reads Q, K, V and writes O and the fp32 log-sum-exp; backward
+// reads Q, K, V, O, dO and the log-sum-exp, writes dQ, dK, dV, and reads and writes
+// the fp32 row sums of dO∘O (its preprocessing kernel).
+constexpr bytes attention_bytes(const attention_op& a) {
+    const double e = size_of(a.math), f32 = size_of(dtype::fp32);
+    const double q = a.batch * a.seq_q * a.head_dim * e, kv = a.batch * a.seq_kv * a.head_dim * e;
+    const double rows = a.batch * a.seq_q * f32;
+    if (a.phase == op_phase::forward) return bytes_of(2 * q + 2 * kv + rows);
+    return bytes_of(4 * q + 4 * kv + 3 * rows);
+}
+
+constexpr void validate(const attention_op& a) {
+    constexpr double max_size = 2147483648.0;
+    require(a.batch >= 1 && a.batch <= max_size, "attention.batch", a.batch, "must be between 1 and 2^31");
+    require(a.seq_q >= 1 && a.seq_q <= max_size, "attention.seq_q", a.seq_q, "must be between 1 and 2^31");
+    require(a.seq_kv >= 1 && a.seq_kv <= max_size, "attention.seq_kv", a.seq_kv, "must be between 1 and 2^31");
+    require(a.head_dim >= 1 && a.head_dim <= 4096, "attention.head_dim", a.head_dim, "must be between 1 and 4096");
+    require(a.phase == op_phase::forward || a.phase == op_phase::backward, "attention.phase", to_string(a.phase),
+            "must be forward or backward");
+}
 
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update):
 // `moved` bytes read plus written over `launches` kernel launches. A cast converts a

@@ -69,6 +69,13 @@ constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
     return overlaps_data_parallel_sync(s.layout, s.framework);
 }
 
+// Whether tensor-parallel communication overlaps the GEMMs (the framework's
+// tensor_parallel_overlap): Megatron-Core requires sequence parallelism for it
+// (--tp-comm-overlap asserts --sequence-parallel), and it needs tp > 1.
+constexpr bool overlaps_tensor_parallel(const training_setup& s) {
+    return s.framework.tensor_parallel_overlap && s.layout.sp && s.layout.tp > 1;
+}
+
 // GPUs of one node that run at the same time, and so share its host: the node's GPUs,
 // or all of the job's when it uses fewer.
 constexpr int gpus_sharing_a_host(const training_setup& s) {

@@ -64,6 +64,7 @@ struct micro_batch_times {
     seconds recompute = seconds_of(0.0);
     seconds tensor_parallel_comm = seconds_of(0.0);
     seconds pipeline_comm = seconds_of(0.0);
+    seconds tensor_parallel_hidden = seconds_of(0.0);  // behind the GEMMs it overlaps (not in the total)
     seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
     seconds gpu_backward = seconds_of(0.0);
     seconds gpu_recompute = seconds_of(0.0);
@@ -105,6 +106,9 @@ struct step_report {
     // which includes the frozen weights' gradients that do not run; HFU counts what runs
     // (flops.hpp finetune_hardware_flops_per_sample), so MFU can exceed HFU and 100 %.
     bool frozen_base = false;
+    // A causal attention core run by a fused kernel that skips the masked half: MFU
+    // (PaLM's count) can exceed HFU (what runs).
+    bool causal_attention_skipped = false;
     memory_breakdown memory{};
     bytes memory_capacity = bytes_of(0.0);
     bool fits = true;
@@ -155,9 +159,10 @@ inline std::string postcondition_violation(const step_report& r) {
     if (!(r.step_time.value() > 0)) return "step_time = 0";
     if (std::abs(r.time.total().value() - r.step_time.value()) > 1e-9 * r.step_time.value())
         return "time breakdown does not sum to step_time";
-    if (!((r.frozen_base || r.mfu <= r.hfu * (1 + 1e-12)) && r.hfu <= 1 + 1e-12))
+    const bool mfu_may_exceed_hfu = r.frozen_base || r.causal_attention_skipped;
+    if (!((mfu_may_exceed_hfu || r.mfu <= r.hfu * (1 + 1e-12)) && r.hfu <= 1 + 1e-12))
         return "mfu = " + std::to_string(r.mfu) + ", hfu = " + std::to_string(r.hfu) +
-               (r.frozen_base ? " (not hfu <= 1)" : " (not mfu <= hfu <= 1)");
+               (mfu_may_exceed_hfu ? " (not hfu <= 1)" : " (not mfu <= hfu <= 1)");
     if (r.fits != (r.memory.total() <= r.memory_capacity)) return "fits disagrees with memory and capacity";
     if (r.gpus < 1 || r.global_batch < 1 || r.seq < 1) return "gpus, global_batch or seq below 1";
     return {};
@@ -196,12 +201,31 @@ class stage_pricer {
 public:
     stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster,
                  const eager_host_costs& host = {}, seconds bare_op = seconds_of(0.0))
-        : kernels_(gpu, k), cluster_(cluster), host_(host), bare_op_(bare_op) {}
+        : kernels_(gpu, k), cluster_(cluster), host_(host), bare_op_(bare_op), sms_(gpu.sm_count) {}
+
+    // Tensor-parallel communication overlapped with the layer's GEMMs (Transformer
+    // Engine userbuffers, Megatron-Core --tp-comm-overlap; needs sequence parallelism).
+    void overlap_tensor_parallel(int tp) { tp_overlap_ = tp; }
 
     void operator()(const stage_op<gemm_op>& g) {
+        if (tp_overlap_ > 1) {
+            const tp_overlap_method method = tp_overlap_method_of(g.op);
+            if (method.chunks > 0) {
+                const seconds t = overlapped_gemm_time(g.op.shape, method);
+                add(g.part, g.count, g.recomputed, t);
+                tp_overlap_capacity_ += (g.count + g.recomputed) * t;
+                add_host(g.part, g.count, g.recomputed,
+                         g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
+                return;
+            }
+        }
         add(g.part, g.count, g.recomputed, kernels_.gemm_time(g.op.shape));
         add_host(g.part, g.count, g.recomputed,
                  g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
+    }
+    void operator()(const stage_op<attention_op>& a) {
+        add(a.part, a.count, a.recomputed, kernels_.attention_time(a.op));
+        add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
     }
     void operator()(const stage_op<memory_op>& m) {
         const std::size_t part = m.part == step_part::forward ? 0 : 1;
@@ -225,6 +249,13 @@ public:
 
     micro_batch_times result() const {
         micro_batch_times t = t_;
+        if (tp_overlap_ > 1) {
+            // What the overlapped GEMMs do not cover stays exposed (ASSUMPTION: the
+            // layer's collectives and GEMMs are matched in aggregate, not pair by pair).
+            const seconds exposed = std::max(seconds_of(0.0), t.tensor_parallel_comm - tp_overlap_capacity_);
+            t.tensor_parallel_hidden = t.tensor_parallel_comm - exposed;
+            t.tensor_parallel_comm = exposed;
+        }
         const auto memory = [&](std::size_t part) { return kernels_.memory_time(bytes_of(bytes_[part]), launches_[part]); };
         t.gpu_forward += memory(0);
         t.gpu_backward += memory(1);
@@ -239,6 +270,41 @@ public:
     }
 
 private:
+    // Transformer Engine's default overlap method per GEMM (transformer_engine/pytorch/
+    // module/base.py initialize_ub@d0067d0d): ring_exchange (QKV and FC1 forward,
+    // their input all-gathered chunk by chunk; proj and FC2 dgrad) splits the GEMM
+    // into tp chunks and drives the ring with 1 SM; pipeline (proj and FC2 forward,
+    // reduce-scattered chunk by chunk) splits it into 4 and gives the communication 16
+    // SMs; bulk (QKV and FC1 dgrad and wgrad) overlaps a whole collective with an
+    // unsplit GEMM on 16 SMs; the proj/FC2 wgrad overlaps nothing of its own.
+    struct tp_overlap_method {
+        double chunks = 0;     // 0: not overlapped
+        double comm_sms = 0;   // SMs the communication kernels hold meanwhile
+    };
+    tp_overlap_method tp_overlap_method_of(const gemm_op& g) const {
+        const std::string_view n = g.name;
+        const bool column = n == "qkv" || n == "q" || n == "k" || n == "v" || n == "ffn_up" || n == "ffn_gate";
+        const bool row = n == "attention_out" || n == "ffn_down";
+        if (g.phase == op_phase::forward) {
+            if (column) return {double(tp_overlap_), 1};
+            if (row) return {4, 16};
+        } else if (g.phase == op_phase::backward_data) {
+            if (row) return {double(tp_overlap_), 1};
+            if (column) return {1, 16};
+        } else if (g.phase == op_phase::backward_weight && column) {
+            return {1, 16};
+        }
+        return {};
+    }
+    // The GEMM cut into `chunks` along its rows (tokens), each chunk priced by the
+    // kernel model, on the SMs the communication leaves it.
+    seconds overlapped_gemm_time(const gemm_shape& g, const tp_overlap_method& method) const {
+        gemm_shape chunk = g;
+        chunk.m = std::max(1.0, g.m / method.chunks);
+        const double sms = std::max(1, sms_);
+        return method.chunks * kernels_.gemm_time(chunk) * (sms / std::max(1.0, sms - method.comm_sms));
+    }
+
     void add(step_part part, double count, double recomputed, seconds time) {
         (part == step_part::forward ? t_.gpu_forward : t_.gpu_backward) += count * time;
         t_.gpu_recompute += recomputed * time;
@@ -252,6 +318,9 @@ private:
     eager_host_costs host_;
     seconds bare_op_;
     micro_batch_times t_{};
+    int tp_overlap_ = 0;
+    int sms_ = 1;
+    seconds tp_overlap_capacity_ = seconds_of(0.0);
     std::array<double, 3> bytes_{};      // forward, backward, recompute
     std::array<double, 3> launches_{};
     std::array<double, 3> host_calls_{}; // in bare ops
@@ -262,10 +331,12 @@ private:
 inline micro_batch_times price_micro_batch(const stage_workload& w, const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
+    if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);
     for (const auto& op : w.host) pricer(op);
+    for (const auto& op : w.attention) pricer(op);
     return pricer.result();
 }
 
@@ -275,19 +346,23 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 inline micro_batch_times price_micro_batch(const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
+    if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
     for_each_stage_op(s, pricer);
     return pricer.result();
 }
 
 // Data-parallel synchronisation of one GPU's shard, split by when it happens.
 struct data_parallel_sync {
+    seconds per_forward = seconds_of(0.0);       // during every micro-batch's forward (ZeRO-3 gathers)
+    seconds forward_unit = seconds_of(0.0);      // the first unit's gather of a forward: not prefetched
+    seconds backward_unit = seconds_of(0.0);     // the same in backward
     seconds per_micro_batch = seconds_of(0.0);   // during every micro-batch's backward
     seconds end_of_backward = seconds_of(0.0);   // once per step, can overlap the last backward
     seconds after_optimizer = seconds_of(0.0);   // once per step, after the update: exposed
     seconds end_of_step = seconds_of(0.0);       // once per step, never overlapped
 
     constexpr seconds per_step_total(double micro_batches) const {
-        return micro_batches * per_micro_batch + end_of_backward + after_optimizer + end_of_step;
+        return micro_batches * (per_forward + per_micro_batch) + end_of_backward + after_optimizer + end_of_step;
     }
 };
 
@@ -378,9 +453,17 @@ inline step_prices price_step(const step_ops& w, const training_setup& s) {
         p.weights_up = host_transfer_time(w.optimizer.weights_up, s.cluster.gpu, s.cluster.host);
     }
     for (const auto& op : w.sync) {
-        const seconds t = op.count * collective_time(op.op, s.cluster);
+        const seconds one = collective_time(op.op, s.cluster);
+        const seconds t = op.count * one;
         switch (op.when) {
-            case sync_point::every_micro_batch: p.sync.per_micro_batch += t; break;
+            case sync_point::every_forward:
+                p.sync.per_forward += t;
+                if (op.per_unit && op.op.kind == collective::all_gather) p.sync.forward_unit = one;
+                break;
+            case sync_point::every_micro_batch:
+                p.sync.per_micro_batch += t;
+                if (op.per_unit && op.op.kind == collective::all_gather) p.sync.backward_unit = one;
+                break;
             case sync_point::end_of_backward: p.sync.end_of_backward += t; break;
             case sync_point::after_optimizer: p.sync.after_optimizer += t; break;
             case sync_point::end_of_step: p.sync.end_of_step += t; break;
@@ -404,12 +487,26 @@ struct flop_counts {
     flops hardware = flops_of(0.0);   // model FLOPs + what recompute repeats (HFU); fine-tuning: what runs
 };
 
+// A fused attention kernel skips the masked half of a causal core (FlashAttention's
+// count, attention_kernels.hpp): the hardware runs half of PaLM's 12·L·q·s attention
+// FLOPs per token, and half of the core's forward where recompute repeats it. MFU keeps
+// PaLM's count, so it can exceed HFU.
+constexpr bool skips_masked_attention(const training_setup& s) {
+    return s.framework.flash_attention && s.model.causal;
+}
+
 inline flop_counts flop_counts_of(const training_setup& s) {
     const int seq = sequence_length(s);
     const flops model = palm_training_flops_per_sample(s.model, seq);
-    if (s.finetune.freezes_base())
-        return {model, finetune_hardware_flops_per_sample(s.model, seq, s.finetune, s.layout.recompute)};
-    return {model, model + recompute_flops_per_sample(s.model, seq, s.layout.recompute)};
+    flops hardware = s.finetune.freezes_base()
+                         ? finetune_hardware_flops_per_sample(s.model, seq, s.finetune, s.layout.recompute)
+                         : model + recompute_flops_per_sample(s.model, seq, s.layout.recompute);
+    if (skips_masked_attention(s)) {
+        const double core_forward = 4.0 * s.model.layers * double(s.model.q_width()) * double(seq) * seq;
+        const double repeated = s.layout.recompute == recompute_mode::none ? 0.0 : 1.0;
+        hardware -= flops_of(0.5 * core_forward * (3.0 + repeated));
+    }
+    return {model, hardware};
 }
 
 // One step from its priced parts. 1F1B (interleaved) pipeline: m micro-batches in the
@@ -426,6 +523,7 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
     r.global_batch = l.global_batch();
     r.micro_batch = mb;
     r.frozen_base = s.finetune.freezes_base();
+    r.causal_attention_skipped = skips_masked_attention(s);
     const double m = l.grad_accum;
     r.time.forward_backward = m * mb.compute();
     r.time.bubble = ((l.pp - 1.0) / l.interleave) * mb.total();
@@ -436,9 +534,25 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
                                  ? s.framework.overlappable_backward_fraction * (mb.backward + mb.recompute)
                                  : zero;
     const auto exposed = [zero](seconds comm, seconds hidden) { return std::max(zero, comm - hidden); };
-    seconds exposed_sync = m * exposed(sync.per_micro_batch, hideable) +
+    // The sharded optimizer's parameter all-gather: after the update, or bucket by
+    // bucket during the next step's first forward (Megatron-Core
+    // --overlap-param-gather: each bucket's gather is waited on by its first use and
+    // prefetches the next; ASSUMPTION: the same overlappable share of the forward).
+    const seconds after_optimizer =
+        s.framework.overlap_parameter_gather
+            ? exposed(sync.after_optimizer, s.framework.overlappable_backward_fraction * mb.forward)
+            : sync.after_optimizer;
+    // ZeRO-3: a pass's gathers are prefetched one unit ahead behind the compute of the
+    // unit before (FSDP's implicit forward prefetch and BACKWARD_PRE, PyTorch
+    // docs/source/notes/fsdp.rst@16d83c2f); the first unit's has nothing to hide behind.
+    const seconds hideable_forward =
+        overlaps_data_parallel_sync(s) ? s.framework.overlappable_backward_fraction * mb.forward : zero;
+    const seconds exposed_forward =
+        sync.per_forward > zero ? std::max(sync.forward_unit, exposed(sync.per_forward, hideable_forward)) : zero;
+    const seconds exposed_backward = std::max(sync.backward_unit, exposed(sync.per_micro_batch, hideable));
+    seconds exposed_sync = m * (exposed_forward + exposed_backward) +
                            exposed(sync.end_of_backward, exposed(hideable, sync.per_micro_batch)) +
-                           sync.after_optimizer + sync.end_of_step;
+                           after_optimizer + sync.end_of_step;
     if (prices.offloaded) {
         // ZeRO-Offload: a micro-batch's reductions and its gradient copies to and from
         // the host run on one stream ("copy_grad_stream is disabled because of race
@@ -451,8 +565,8 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
         const seconds first = sync.per_micro_batch + g.all_but_last;
         const seconds middle = sync.per_micro_batch + g.all_but_last + g.all_but_first;
         const seconds last = sync.per_micro_batch + (m > 1 ? g.all_but_first : zero) + g.last + sync.end_of_backward;
-        exposed_sync = (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
-                       exposed_offload(last) + sync.after_optimizer + sync.end_of_step;
+        exposed_sync = m * exposed_forward + (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
+                       exposed_offload(last) + after_optimizer + sync.end_of_step;
         r.offload = {g.per_step(m), prices.host_step, prices.weights_up};
     }
     r.time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm) + exposed_sync;

@@ -16,6 +16,7 @@
 #include "optimizer.hpp"
 #include "finetune.hpp"
 #include "ops.hpp"
+#include "attention_kernels.hpp"
 #include "kernel_params.hpp"
 #include "kernel_model.hpp"
 #include "measurement.hpp"

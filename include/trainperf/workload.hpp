@@ -120,6 +120,33 @@ inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_b
     return ops;
 }
 
+// The attention core as one fused kernel, forward and backward, when the framework
+// has one (framework_profile::flash_attention): b·a/t problems of s queries against s
+// keys of head size d, causal for decoders. It replaces the two attention-core GEMMs
+// and the memory-bound ops between them. It stays in 16 bits under an FP8 recipe
+// (Transformer Engine's fp8_dpa is off by default).
+struct fused_attention_ops {
+    attention_op forward{}, backward{};
+};
+
+constexpr fused_attention_ops attention_core_ops(const transformer_config& m, const layer_context& c,
+                                                 const framework_profile& fw) {
+    const attention_op forward{.name = "flash_attention", .batch = double(c.micro_batch) * m.heads / c.tp,
+                               .seq_q = double(c.seq), .seq_kv = double(c.seq), .head_dim = double(m.head_dim()),
+                               .causal = m.causal, .math = c.math == dtype::fp8 ? dtype::bf16 : c.math,
+                               .phase = op_phase::forward,
+                               .kernel = fw.flash_kernel, .block = layer_block::attention};
+    attention_op backward = forward;
+    backward.phase = op_phase::backward;
+    return {forward, backward};
+}
+
+// Whether a GEMM of the layer runs as such: with a fused attention kernel the
+// attention-core GEMMs are inside it.
+constexpr bool runs_as_gemm(const gemm_op& g, const framework_profile& fw) {
+    return !(fw.flash_attention && g.region == op_region::attention_core);
+}
+
 // The code a framework runs for the model's layers: the model's own (Hugging Face)
 // implementation op by op, or the framework's own layer.
 constexpr model_code code_run(const transformer_config& m, const framework_profile& fw) {
@@ -250,10 +277,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         if (probs != a && !fw.fused_softmax && code != model_code::llama)
             sink(cast("autocast_cast_probabilities", scores, probs, a, core));
         if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, core));
-    } else {
-        // One fused kernel reads q, k, v and writes the context; GEMM FLOPs stay in the GEMMs.
-        sink(op("flash_attention_io", 4 * hidden_tp * a, op_region::attention_core));
-    }
+    }  // else: one fused kernel (attention_core_ops), its traffic in its own op
     if (fw.head_layout_copies) sink(op("merge_heads_copy", 2 * hidden_tp * a));
     // The branch output (a GEMM's) added to the residual stream: reads both, writes the stream.
     const double add = hidden * (a + 2 * res);
@@ -398,6 +422,7 @@ struct stage_workload {
     op_list<stage_op<memory_op>, 112> memory;
     op_list<stage_op<collective_op>, 4> collectives;
     op_list<stage_op<host_op>, 4> host;
+    op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
 };
 
 // Transformer layers on the busiest stage.
@@ -520,13 +545,25 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     };
 
     const auto forward_gemms = layer_forward_gemms(m, ctx);
+    double forward_launches = 0;
     for (const auto& g : forward_gemms)
-        sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
+        if (runs_as_gemm(g, fw)) {
+            sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
+            forward_launches += 1;
+        }
     // A frozen weight needs no weight gradient: its wgrad GEMM does not run; its dgrad
     // still does, to carry the gradient to the adapters below (Hu et al. 2021 §4.2).
     for (const auto& g : backward_gemms_of(forward_gemms))
-        if (!(frozen && g.phase == op_phase::backward_weight)) sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
-    double forward_launches = double(forward_gemms.size());
+        if (runs_as_gemm(g, fw) && !(frozen && g.phase == op_phase::backward_weight))
+            sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
+    if (fw.flash_attention) {
+        // Its backward recomputes the scores itself; recompute of the core (selective,
+        // full) runs the forward kernel again.
+        const fused_attention_ops core = attention_core_ops(m, ctx, fw);
+        sink(stage_op<attention_op>{core.forward, layers, recomputed(op_region::attention_core), step_part::forward});
+        sink(stage_op<attention_op>{core.backward, layers, 0, step_part::backward});
+        forward_launches += 1;
+    }
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
         forward_launches += op.launches;
         sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
@@ -618,6 +655,7 @@ inline stage_workload micro_batch_workload(const training_setup& s) {
         void operator()(const stage_op<memory_op>& op) { w.memory.push_back(op); }
         void operator()(const stage_op<collective_op>& op) { w.collectives.push_back(op); }
         void operator()(const stage_op<host_op>& op) { w.host.push_back(op); }
+        void operator()(const stage_op<attention_op>& op) { w.attention.push_back(op); }
     };
     for_each_stage_op(s, collect{w});
     return w;
@@ -633,6 +671,7 @@ constexpr double parameters_per_gpu(const training_setup& s, const model_state& 
 
 // When a per-step collective runs relative to the micro-batches and the optimizer.
 enum class sync_point {
+    every_forward,       // during every micro-batch's forward (ZeRO-3's prefetched gathers)
     every_micro_batch,   // during every micro-batch's backward
     end_of_backward,     // once, may overlap the last micro-batch's backward
     after_optimizer,     // once, after the update: exposed
@@ -641,8 +680,8 @@ enum class sync_point {
 
 template <>
 struct enum_names<sync_point> {
-    static constexpr std::array<enum_name<sync_point>, 4> table{
-        {{sync_point::every_micro_batch, "every-micro-batch"}, {sync_point::end_of_backward, "end-of-backward"},
+    static constexpr std::array<enum_name<sync_point>, 5> table{
+        {{sync_point::every_forward, "every-forward"}, {sync_point::every_micro_batch, "every-micro-batch"}, {sync_point::end_of_backward, "end-of-backward"},
          {sync_point::after_optimizer, "after-optimizer"}, {sync_point::end_of_step, "end-of-step"}}};
 };
 
@@ -650,6 +689,9 @@ struct sync_op {
     collective_op op{};
     sync_point when = sync_point::end_of_step;
     double count = 1;
+    // One of the per-unit collectives of ZeRO-3 (FSDP): the first of a pass cannot be
+    // prefetched behind compute.
+    bool per_unit = false;
 };
 
 // When an offloaded gradient copy runs in a step of m micro-batches (the micro-batch
@@ -859,12 +901,27 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 w.sync.push_back({gather, sync_point::after_optimizer});
                 break;
             default: {
-                // A frozen base sharded by ZeRO-3 is gathered all the same, in its 16 bits.
-                const collective_op base_gather =
-                    op("weight_all_gather", collective::all_gather,
-                       bytes_of(model.parameters / (double(l.tp) * l.pp) * frozen_weight_bytes(s.precision)));
-                w.sync.push_back({reduce, sync_point::every_micro_batch});
-                w.sync.push_back({frozen ? base_gather : gather, sync_point::every_micro_batch, 2});
+                // ZeRO-3 (FSDP, DeepSpeed stage 3) works unit by unit: FSDP wraps each
+                // transformer block ("a good heuristic for LLMs", PyTorch
+                // docs/source/notes/fsdp.rst@16d83c2f) and the root holds the embedding
+                // and the head; DeepSpeed fetches each submodule's parameters ahead of
+                // its use. Per unit: an all-gather before its forward, again before its
+                // backward (reshard after forward), and a reduce-scatter of its
+                // gradients after it. Each is a collective of its own over the whole
+                // data-parallel group, so the latency of the ring is paid per unit.
+                // ASSUMPTION: the stage's parameters split evenly over its layers + 1
+                // units. A frozen base sharded by ZeRO-3 is gathered all the same, in
+                // its 16 bits.
+                const double units = stage_layers(s) + 1.0;
+                const bytes gathered =
+                    frozen ? bytes_of(model.parameters / (double(l.tp) * l.pp) * frozen_weight_bytes(s.precision))
+                           : weights;
+                const collective_op unit_gather = op("weight_all_gather", collective::all_gather, gathered / units);
+                const collective_op unit_reduce =
+                    op("gradient_reduce_scatter", collective::reduce_scatter, gradients / units);
+                w.sync.push_back({unit_gather, sync_point::every_forward, units, true});
+                w.sync.push_back({unit_gather, sync_point::every_micro_batch, units, true});
+                w.sync.push_back({unit_reduce, sync_point::every_micro_batch, units, true});
                 break;
             }
         }

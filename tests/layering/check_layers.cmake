@@ -3,7 +3,7 @@
 # Run: cmake -DINCLUDE_DIR=<repo>/include -P check_layers.cmake
 set(layer_0 units error limits catalog_lookup enum_names dtype)
 set(layer_1 hardware hardware/catalog host model models/catalog precision optimizer parallel framework
-            kernel_params links system setup layout_text finetune)
+            kernel_params attention_kernels links system setup layout_text finetune)
 set(layer_2 ops placement)
 set(layer_3 workload flops)
 set(layer_4 kernel_model comm memory measurement calibration input_pipeline scaling)

@@ -29,6 +29,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"fused_bias_gelu", f.fused_bias_gelu},
             {"fused_bias_dropout_add", f.fused_bias_dropout_add},
             {"flash_attention", f.flash_attention},
+            {"flash_kernel", std::string(to_string(f.flash_kernel))},
             {"runs_model_code", f.runs_model_code},
             {"head_layout_copies", f.head_layout_copies},
             {"backward_traffic_ratio", f.backward_traffic_ratio},
@@ -38,6 +39,8 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"overlap_data_parallel_sync", f.overlap_data_parallel_sync},
             {"overlappable_backward_fraction", f.overlappable_backward_fraction},
             {"fp32_gradient_accumulation", f.fp32_gradient_accumulation},
+            {"overlap_parameter_gather", f.overlap_parameter_gather},
+            {"tensor_parallel_overlap", f.tensor_parallel_overlap},
             {"per_step_overhead_seconds", f.per_step_overhead.value()},
             {"host_costs_in_bare_ops",
              {{"op", f.host.op},
@@ -67,7 +70,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "runs_model_code", "head_layout_copies", "backward_traffic_ratio", "fused_optimizer",
                    "unfused_optimizer_passes", "unfused_kernels_per_tensor", "overlap_data_parallel_sync",
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
-                   "host_costs_in_bare_ops", "memory"});
+                   "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
+                   "tensor_parallel_overlap"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -75,6 +79,12 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.fused_bias_gelu = dd::boolean(j, "", "fused_bias_gelu");
     f.fused_bias_dropout_add = dd::boolean(j, "", "fused_bias_dropout_add");
     f.flash_attention = dd::boolean(j, "", "flash_attention");
+    // Optional (added within v2; absent: FlashAttention-2, no overlap).
+    if (j.contains("flash_kernel"))
+        f.flash_kernel = dd::enum_value<attention_kernel>(j, "", "flash_kernel");
+    if (j.contains("overlap_parameter_gather"))
+        f.overlap_parameter_gather = dd::boolean(j, "", "overlap_parameter_gather");
+    if (j.contains("tensor_parallel_overlap")) f.tensor_parallel_overlap = dd::boolean(j, "", "tensor_parallel_overlap");
     f.runs_model_code = dd::boolean(j, "", "runs_model_code");
     f.head_layout_copies = dd::boolean(j, "", "head_layout_copies");
     f.backward_traffic_ratio = dd::number(j, "", "backward_traffic_ratio", 0, 16, "(ratio)");
