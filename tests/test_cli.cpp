@@ -905,3 +905,21 @@ TEST_CASE("the flash-attention flag overrides the profile, and advice turns it o
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("flash-attention = maybe") != std::string::npos);
 }
+
+TEST_CASE("predict --precision fp8 reports MFU against the FP8 and the BF16 peak", "[cli][fp8]") {
+    const auto j = run_json("predict --gpu h100-sxm --model gpt2-medium --batch 8 --precision fp8 --json");
+    REQUIRE(j.contains("mfu_bf16_peak"));
+    // Same FLOP rate over the dense FP8 (1979) and BF16 (989.4) TFLOP/s peaks.
+    CHECK(j["mfu_bf16_peak"].get<double>() == Approx(j["mfu"].get<double>() * 1979 / 989.4));
+    CHECK(j["fp8_scaling"] == "delayed");
+    const auto current = run_json(
+        "predict --gpu h100-sxm --model gpt2-medium --batch 8 --precision fp8 --fp8-scaling current --json");
+    CHECK(current["fp8_scaling"] == "current");
+    CHECK(current["step_time_seconds"].get<double>() > j["step_time_seconds"].get<double>());
+    CHECK_FALSE(run_json("predict --gpu h100-sxm --model gpt2-medium --batch 8 --json").contains("mfu_bf16_peak"));
+    const auto text = run_cli("predict --gpu h100-sxm --model gpt2-medium --batch 8 --precision fp8");
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("MFU / HFU against the dense BF16 peak") != std::string::npos);
+    check_refused(std::array{"predict --gpu h100-sxm --model gpt2-medium --fp8-scaling current",
+                             "predict --gpu h100-sxm --model gpt2-medium --precision fp8 --fp8-scaling sometimes"});
+}

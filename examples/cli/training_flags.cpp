@@ -68,6 +68,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                             "(default framework)");
     }
     sub->add_option("--precision", precision, enum_name_list<precision_kind>() + " (default bf16)");
+    sub->add_option("--fp8-scaling", scaling,
+                    enum_name_list<fp8_scaling>() +
+                        ": with --precision fp8, Transformer Engine's delayed scaling (scales from an amax history, "
+                        "one read per cast) or current scaling (an amax pass before each cast) (default delayed)");
     sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
     sub->add_option("--finetune", finetune,
                     enum_name_list<finetune_mode>() +
@@ -122,6 +126,9 @@ training_setup training_flags::build_without_model() const {
                 .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap)};
     validate(s.layout);
     s.precision = parse_precision(precision);
+    s.precision.scaling = parse_enum<fp8_scaling>("fp8-scaling", scaling);
+    require(fp8_linears(s.precision) || s.precision.scaling == fp8_scaling::delayed, "fp8-scaling", scaling,
+            "applies to --precision fp8 only");
     check_supported(g, s.precision);
     s.optimizer = parse_optimizer(optimizer);
     s.finetune = {.mode = parse_enum<finetune_mode>("finetune", finetune), .rank = lora_rank,
@@ -187,8 +194,11 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
             ? " --finetune " + std::string(to_string(s.finetune.mode)) + " --lora-rank " +
                   std::to_string(s.finetune.rank) + " --lora-targets " + lora_targets_text(s.finetune.targets)
             : "";
+    const std::string scaling = fp8_linears(s.precision) && s.precision.scaling != fp8_scaling::delayed
+                                    ? " --fp8-scaling " + std::string(to_string(s.precision.scaling))
+                                    : "";
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
-           std::string(s.precision.name) + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
+           std::string(s.precision.name) + scaling + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
            framework + (fp32_grads ? " --fp32-grads" : "") +
            (flash_differs ? std::string(" --flash-attention ") + (s.framework.flash_attention ? "on" : "off") : "") +
            " " + nodes;

@@ -182,25 +182,39 @@ constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, doubl
 // against 34·sbh + 5·as²b in 16 bits and 66·sbh + 9·as²b in fp32. gelu_new keeps
 // several tensors of its chain (pow's input, tanh's output, 0.5·x and 1 + tanh) in
 // every recipe; like Korthikanti's, this count keeps one for the GELU.
+//
+// Under fp8 (NVIDIA Transformer Engine, docs/features/low_precision_training,
+// @d0067d0d) what a Linear keeps of its input for backward is its FP8 copy: l = 1 B per
+// element, and on Hopper also the transposed copy the wgrad reads, l = 1 + 1 B
+// (ASSUMPTION: both are kept; TE could drop the row-wise one). The QKV and FFN inputs
+// become l·sbh each, the out-projection input l·sbh, the FFN-down input l·sbf; Q, K,
+// V, the softmax, the GELU input (SwiGLU's gate and up outputs) stay 16-bit. GPT
+// layer, t = 1: Blackwell (34 − 7)·sbh + 5·as²b = 27·sbh + 5·as²b; Hopper
+// 34·sbh + 5·as²b, as in bf16.
 constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
                                            int micro_batch, int seq, int tp, bool sp, recompute_mode r,
                                            const framework_profile& fw = pytorch_eager_profile) {
     const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
     const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double g = size_of(x.gemm_inputs), n = size_of(x.residual), p = size_of(x.softmax_output);
+    // What a Linear keeps of its input: the GEMM-input format, or FP8 (1 B, + 1 B for
+    // Hopper's transposed copy) under fp8.
+    const double lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
     const double sbh = s * b * h;
     if (r == recompute_mode::full) return bytes_of(n * sbh / (sp ? t : 1.0));
     const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
     const double masks = dropout ? 2 * sbh : 0.0;
     // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs.
-    const double unsplit = (m.norms_per_layer * n + 2 * g) * sbh + masks;
+    const double unsplit = (m.norms_per_layer * n + 2 * lin) * sbh + masks;
     // A GELU written as separate ops (HF gelu_new) keeps its chain's format; one kernel
     // keeps its 16-bit input.
     const double gelu = !fw.fused_bias_gelu && fw.runs_model_code && m.activation == activation_kind::gelu_new
                             ? size_of(x.elementwise_chain)
                             : g;
-    const double ffn = m.ffn == ffn_kind::swiglu ? 3 * g * f : (gelu + g) * f;
-    const double split = s * b * (g * (2 * q + 2 * kv) + ffn);  // Q and the out-projection input: q wide
+    // SwiGLU: gate and up outputs (16-bit) and their product, the FFN-down input.
+    const double ffn = m.ffn == ffn_kind::swiglu ? (2 * g + lin) * f : (gelu + lin) * f;
+    // Q, K, V (16-bit GEMM outputs) and the out-projection input (q wide).
+    const double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
     double core = 0;
     if (r != recompute_mode::selective) {
         if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
@@ -393,7 +407,16 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     // is its own autocast region, and autograd keeps its copies until that backward).
     // Not sharded by ZeRO-3: the copies are made of the gathered weights.
     // A frozen 16-bit base is not cast; the fp32 adapters are (fine-tuning).
-    if (r.autocast && ft.freezes_base())
+    // fp8 (Transformer Engine): the FP8 copy of every Linear weight of the stage, and
+    // its transpose on Hopper (fp8_weight_copy_bytes_per_parameter: 1 or 2 B per
+    // parameter), held for the step; the bf16 weights stay. ASSUMPTION: one set (the
+    // module keeps it in a workspace the next micro-batch overwrites), split by tp, not
+    // sharded by ZeRO-3; counted at the forward-backward peak only, though TE keeps
+    // the workspace through the optimizer step too.
+    if (fp8_linears(r))
+        mb.weight_copies = bytes_of(stage_layers * layer_projection_matrix_parameters(m) / t *
+                                    fp8_weight_copy_bytes_per_parameter(r));
+    else if (r.autocast && ft.freezes_base())
         mb.weight_copies = bytes_of(in_flight * trained * weight_copy_bytes_per_parameter(r));
     else if (r.autocast)
         mb.weight_copies = bytes_of(in_flight * autocast_cast_parameters(m, stage_layers, last) / t *
@@ -478,7 +501,7 @@ constexpr bool fits(const gpu_spec& g, const transformer_config& m, const precis
                     optimizer_kind k, const parallel_layout& p, int seq,
                     const framework_profile& fw = pytorch_eager_profile) {
     check_supported(g, r);
-    return memory_per_gpu(m, r, k, p, seq, fw).total() <= usable_memory(g, fw);
+    return memory_per_gpu(m, precision_on(r, g), k, p, seq, fw).total() <= usable_memory(g, fw);
 }
 
 // Tag types: static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), ...)).
@@ -575,7 +598,7 @@ constexpr int max_micro_batch(training_setup s) {
 // Static state of a bare parameter count (no model shape: no activations), split by
 // tp·pp and sharded by ZeRO; static_state_report sets it against the device. Under
 // autocast the 16-bit weight copies of the forward are added, every parameter taken
-// as cast (without shapes; HF's "1.5x the original model").
+// as cast (without shapes; HF's "1.5x the original model"); under fp8 the FP8 copies.
 constexpr memory_breakdown static_state_memory(double params, const precision_recipe& r, optimizer_kind k,
                                                const parallel_layout& p) {
     require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
@@ -583,7 +606,10 @@ constexpr memory_breakdown static_state_memory(double params, const precision_re
     memory_breakdown mb;
     const double split = double(p.tp) * p.pp;
     memory_detail::add_static_state(mb, params / split, optimizer_state_bytes(k, params, r.optimizer_state) / split, r, p);
-    mb.weight_copies = bytes_of(params / split * weight_copy_bytes_per_parameter(r));
+    // fp8: every parameter taken as a Linear weight with its FP8 copy (an upper bound:
+    // embeddings and norms have none).
+    mb.weight_copies =
+        bytes_of(params / split * (weight_copy_bytes_per_parameter(r) + fp8_weight_copy_bytes_per_parameter(r)));
     return mb;
 }
 

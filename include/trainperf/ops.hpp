@@ -27,9 +27,12 @@ struct gemm_shape {
 
 constexpr flops gemm_flops(const gemm_shape& g) { return flops_of(2.0 * g.m * g.n * g.k * g.batch); }
 
-// Each operand read once and the output written once.
+// Each operand read once and the output written once. An FP8 GEMM returns its output
+// in 16 bits (NVIDIA Transformer Engine, docs/features/low_precision_training,
+// @d0067d0d: activations, dgrad and wgrad come back in high precision).
 constexpr bytes gemm_bytes(const gemm_shape& g) {
-    return bytes_of((g.m * g.k + g.k * g.n + g.m * g.n) * g.batch * size_of(g.math));
+    const double out = g.math == dtype::fp8 ? size_of(dtype::bf16) : size_of(g.math);
+    return bytes_of(((g.m * g.k + g.k * g.n) * size_of(g.math) + g.m * g.n * out) * g.batch);
 }
 
 // Each size between 1 and 2^31 (cuBLASLt's int64 sizes go further; no training GEMM

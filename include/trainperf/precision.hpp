@@ -39,6 +39,21 @@ struct enum_names<precision_kind> {
 
 inline constexpr auto all_precisions = enum_values<precision_kind>();
 
+// How NVIDIA Transformer Engine picks the per-tensor scale of an FP8 tensor (NVIDIA
+// Transformer Engine, docs/features/low_precision_training, @d0067d0d):
+//   delayed (DelayedScaling, TE's default recipe): the scale comes from a history of
+//     past amaxes (amax_history_len 1024, algo "max"); the cast computes the new amax
+//     as it goes, so each quantization reads its tensor once;
+//   current (Float8CurrentScaling): the scale is fp8_max / amax of the tensor itself,
+//     computed on the fly: one read for the amax, one for the cast.
+enum class fp8_scaling { delayed, current };
+
+template <>
+struct enum_names<fp8_scaling> {
+    static constexpr std::array<enum_name<fp8_scaling>, 2> table{
+        {{fp8_scaling::delayed, "delayed"}, {fp8_scaling::current, "current"}}};
+};
+
 struct precision_recipe {
     precision_kind kind = precision_kind::fp32;
     std::string_view name = "fp32";
@@ -53,6 +68,12 @@ struct precision_recipe {
     // format its list gives it (activation_formats_of); the weights are cast to
     // `math` once per forward and those copies live until backward has used them.
     bool autocast = false;
+    // fp8 (math fp8): how the scales are chosen, and whether the GPU's FP8 GEMM needs
+    // a transposed FP8 copy of each operand it reads column-wise (Hopper and Ada: the
+    // FP8 GEMM is TN-only; Blackwell, compute capability 10.0 and up, reads them
+    // natively). precision_on() sets the latter from the GPU; true is the Hopper case.
+    fp8_scaling scaling = fp8_scaling::delayed;
+    bool fp8_transposes = true;
 };
 
 // The standard recipes. Mixed precision follows Micikevicius et al. 2018 ("Mixed
@@ -112,6 +133,65 @@ constexpr precision_recipe recipe(precision_kind k) {
     return {};
 }
 
+// Whether the recipe runs the Linear layers' GEMMs in FP8 (Transformer Engine): QKV,
+// attention-out and the FFN projections, forward, dgrad and wgrad. The attention
+// core stays 16-bit (TE's fp8_dpa and fp8_mha default to False), and so does the
+// output head (ASSUMPTION: Megatron-Core builds its output layer outside TE's FP8
+// region and keeps it in bf16; not cited from its code).
+constexpr bool fp8_linears(const precision_recipe& r) { return r.math == dtype::fp8; }
+
+// The math of the GEMMs the recipe keeps out of FP8 (the attention core, the head):
+// the 16-bit activation format under fp8, else the recipe's math.
+constexpr dtype high_precision_math(const precision_recipe& r) {
+    return fp8_linears(r) ? r.activations : r.math;
+}
+
+// Whether the GPU's FP8 GEMM needs transposed FP8 copies: Hopper's (and Ada's) FP8
+// GEMM is TN-only, so TE makes both X and Xᵀ (W and Wᵀ, dY and dYᵀ); Blackwell
+// (compute capability 10.0 and up) reads column-wise operands natively (NVIDIA
+// Transformer Engine, docs/features/low_precision_training, @d0067d0d). ASSUMPTION: a
+// GPU without an NVIDIA compute capability (0) is taken as needing them.
+constexpr bool fp8_needs_transposes(const gpu_spec& g) { return g.compute_capability < 100; }
+
+// The recipe as it runs on the GPU: fp8's transposed copies where the GPU needs them.
+constexpr precision_recipe precision_on(precision_recipe r, const gpu_spec& g) {
+    r.fp8_transposes = fp8_needs_transposes(g);
+    return r;
+}
+
+// Bytes per element of one FP8 quantization of a tensor stored in `from` bytes: it
+// reads the tensor once with delayed scaling, twice with current scaling (the amax
+// pass, then the cast), and writes the 1-byte FP8 copy, plus the 1-byte transposed
+// copy where the GPU needs it (one fused cast-transpose kernel). NVIDIA Transformer
+// Engine, docs/features/low_precision_training, @d0067d0d. E.g. a bf16 tensor on
+// Hopper: delayed 2 + 1 + 1 = 4 B, current 2·2 + 1 + 1 = 6 B; Blackwell 3 B and 5 B.
+constexpr double fp8_quantization_bytes_per_element(fp8_scaling scaling, bool transposes, double from) {
+    const double reads = scaling == fp8_scaling::current ? 2.0 : 1.0;
+    return reads * from + size_of(dtype::fp8) * (transposes ? 2.0 : 1.0);
+}
+
+// Kernels of one quantization: the cast (fused with its transpose), and with current
+// scaling the amax reduction before it. ASSUMPTION: one kernel each (TE launches a
+// separate amax kernel for current scaling; its scale computation is folded in).
+constexpr double fp8_quantization_launches(fp8_scaling scaling) {
+    return scaling == fp8_scaling::current ? 2.0 : 1.0;
+}
+
+// Delayed scaling's amax history: amax_history_len 1024 entries per scaled tensor
+// (NVIDIA Transformer Engine, DelayedScaling defaults, docs/features/
+// low_precision_training, @d0067d0d), 3 tensors per FP8 GEMM in forward (input,
+// weight, output) and 2 in backward (output gradient, input gradient), fp32 each.
+inline constexpr double fp8_amax_history_length = 1024;
+inline constexpr double fp8_forward_scaled_tensors_per_gemm = 3;
+inline constexpr double fp8_backward_scaled_tensors_per_gemm = 2;
+
+// Bytes per FP8 weight parameter of the FP8 copies Transformer Engine keeps of the
+// Linear weights for the step: 1 B, and 1 B more for the transpose where the GPU
+// needs it; 0 for other recipes.
+constexpr double fp8_weight_copy_bytes_per_parameter(const precision_recipe& r) {
+    return fp8_linears(r) ? size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0) : 0.0;
+}
+
 // The format of each kind of activation a layer produces. Without autocast every
 // activation has the recipe's one format. Under torch.autocast (PyTorch
 // docs/source/amp.rst@0137a5f1, aten/src/ATen/autocast_mode.cpp@008ec6b1), applied to
@@ -135,6 +215,10 @@ struct activation_formats {
     dtype norm_output = dtype::fp32;        // layer-norm outputs
     dtype softmax_output = dtype::fp32;     // attention probabilities as softmax writes them
     dtype elementwise_chain = dtype::fp32;  // a Python-op chain with an fp32-list op in it (gelu_new)
+    // fp8 (Transformer Engine): bytes per element a Linear GEMM keeps of its input for
+    // backward, its FP8 copy (1 B) and on Hopper the transposed one (1 B) the wgrad
+    // reads; 0: the input is kept in gemm_inputs.
+    double fp8_linear_inputs = 0;
 
     constexpr bool mixed() const {
         return residual != gemm_inputs || norm_output != gemm_inputs || softmax_output != gemm_inputs ||
@@ -150,8 +234,12 @@ constexpr activation_formats activation_formats_of(dtype activations, bool autoc
             .softmax_output = dtype::fp32, .elementwise_chain = dtype::fp32};
 }
 
+// fp8: the inputs of the Linear GEMMs are kept in FP8 (fp8_weight_copy_bytes_per_parameter's
+// 1 or 2 B per element, the same count), the rest in 16 bits.
 constexpr activation_formats activation_formats_of(const precision_recipe& r) {
-    return activation_formats_of(r.activations, r.autocast);
+    activation_formats x = activation_formats_of(r.activations, r.autocast);
+    if (fp8_linears(r)) x.fp8_linear_inputs = size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
+    return x;
 }
 
 // DeepSpeed and Megatron-LM accumulate gradients in fp32 ("main grads") even when

@@ -123,7 +123,7 @@ inline std::vector<std::string> step_figure_columns() {
             "micro_batch_recompute_ms", "micro_batch_tp_comm_ms", "micro_batch_pp_comm_ms",
             "samples_per_s",         "tokens_per_s",              "tokens_per_s_per_gpu",
             "model_tflops_per_gpu",  "hardware_tflops_per_gpu",   "mfu_percent",
-            "hfu_percent"};
+            "hfu_percent",           "mfu_bf16_peak_percent",     "hfu_bf16_peak_percent"};
 }
 
 inline std::vector<table_cell> step_figure_cells(const step_report& r) {
@@ -148,7 +148,10 @@ inline std::vector<table_cell> step_figure_cells(const step_report& r) {
             r.model_flops_per_gpu.value() / tera,
             r.hardware_flops_per_gpu.value() / tera,
             100 * r.mfu,
-            100 * r.hfu};
+            100 * r.hfu,
+            // fp8 only: the same rates against the dense bf16 peak (empty otherwise).
+            r.fp8 ? table_cell(100 * r.mfu_bf16_peak) : table_cell{},
+            r.fp8 ? table_cell(100 * r.hfu_bf16_peak) : table_cell{}};
 }
 
 // Memory per GPU: the total, what the device can use, the phase that peaks, the

@@ -48,9 +48,11 @@ constexpr kernel_params kernel_params_of(const training_setup& s) {
 
 constexpr int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : s.model.max_seq; }
 
-// The recipe as the framework stores it: fp32 main gradients where it keeps them.
+// The recipe as the framework stores it on the setup's GPU: fp32 main gradients where
+// it keeps them, fp8's transposed copies where the GPU needs them (precision_on).
 constexpr precision_recipe stored_precision(const training_setup& s) {
-    return s.framework.fp32_gradient_accumulation ? with_fp32_gradients(s.precision) : s.precision;
+    return precision_on(s.framework.fp32_gradient_accumulation ? with_fp32_gradients(s.precision) : s.precision,
+                        s.cluster.gpu);
 }
 
 // Whether data-parallel gradient sync overlaps backward: the layout's choice, or the

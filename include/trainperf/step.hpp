@@ -109,6 +109,12 @@ struct step_report {
     // A causal attention core run by a fused kernel that skips the masked half: MFU
     // (PaLM's count) can exceed HFU (what runs).
     bool causal_attention_skipped = false;
+    // fp8 (Transformer Engine): mfu and hfu are against the GPU's dense FP8 peak (the
+    // recipe's math); these are the same FLOP rates against its dense bf16 peak, the
+    // figure 16-bit runs are quoted against. 0 for other recipes.
+    bool fp8 = false;
+    double mfu_bf16_peak = 0;
+    double hfu_bf16_peak = 0;
     memory_breakdown memory{};
     bytes memory_capacity = bytes_of(0.0);
     bool fits = true;
@@ -149,6 +155,8 @@ inline std::string postcondition_violation(const step_report& r) {
         {"hardware_flops_per_gpu", r.hardware_flops_per_gpu.value()},
         {"mfu", r.mfu},
         {"hfu", r.hfu},
+        {"mfu_bf16_peak", r.mfu_bf16_peak},
+        {"hfu_bf16_peak", r.hfu_bf16_peak},
         {"memory.total", r.memory.total().value()},
         {"memory.static_state", r.memory.static_state().value()},
         {"memory.activations", r.memory.activations.value()},
@@ -586,6 +594,12 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
     r.hardware_flops_per_gpu = samples * flop.hardware / r.step_time / double(r.gpus);
     r.mfu = r.model_flops_per_gpu / peak;
     r.hfu = r.hardware_flops_per_gpu / peak;
+    if (fp8_linears(s.precision)) {
+        const flop_rate bf16 = s.cluster.gpu.peak_for(dtype::bf16);
+        r.fp8 = true;
+        r.mfu_bf16_peak = r.model_flops_per_gpu / bf16;
+        r.hfu_bf16_peak = r.hardware_flops_per_gpu / bf16;
+    }
 
     r.memory = memory.breakdown;
     r.memory_capacity = memory.capacity;

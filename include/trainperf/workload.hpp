@@ -9,6 +9,7 @@
 // prices an op: kernel_model.hpp and comm.hpp do, step.hpp schedules them.
 #pragma once
 
+#include <array>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,12 @@
 
 namespace trainperf {
 
+// The code a framework runs for the model's layers: the model's own (Hugging Face)
+// implementation op by op, or the framework's own layer.
+constexpr model_code code_run(const transformer_config& m, const framework_profile& fw) {
+    return fw.runs_model_code ? m.code : model_code::generic;
+}
+
 // What one layer's workload depends on besides the model.
 struct layer_context {
     int micro_batch = 1;
@@ -46,7 +53,23 @@ struct layer_context {
     // The projections' weights are frozen in 16 bits (LoRA, QLoRA; finetune.hpp):
     // autocast has nothing to cast for them.
     bool frozen_16bit_weights = false;
+    // fp8 (Transformer Engine, precision.hpp fp8_linears): the Linear layers' GEMMs run
+    // in FP8 on quantized inputs; `math` is then the 16-bit math of the attention core.
+    // How the scales are chosen, and whether the GPU needs transposed FP8 copies.
+    bool fp8_linears = false;
+    fp8_scaling scaling = fp8_scaling::delayed;
+    bool fp8_transposes = true;
 };
+
+// The context of the setup's layers, run by its framework on its GPU.
+constexpr layer_context layer_context_of(const training_setup& s) {
+    const precision_recipe r = precision_on(s.precision, s.cluster.gpu);
+    return {.micro_batch = s.layout.micro_batch, .seq = sequence_length(s), .tp = s.layout.tp, .sp = s.layout.sp,
+            .math = high_precision_math(r), .activations = r.activations, .autocast = r.autocast,
+            .code = code_run(s.model, s.framework),
+            .frozen_16bit_weights = s.finetune.freezes_base() && frozen_weight_bytes(r) < size_of(dtype::fp32),
+            .fp8_linears = fp8_linears(r), .scaling = r.scaling, .fp8_transposes = r.fp8_transposes};
+}
 
 constexpr void validate(const layer_context& c, const transformer_config& m) {
     require(c.micro_batch >= 1, "batch", c.micro_batch, "must be at least 1");
@@ -69,29 +92,30 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     const double kv_per_rank = m.effective_kv_heads() >= c.tp ? kv / t : d;
     const double attention_batch = double(c.micro_batch) * m.heads / t;
     const double f = m.ffn_hidden / t;
-    const dtype x = c.math;
+    const dtype x = c.math;                                   // the attention core
+    const dtype lin = c.fp8_linears ? dtype::fp8 : c.math;    // the Linear layers
     layer_gemm_list ops;
     const auto attention = layer_block::attention;
     const auto mlp = layer_block::mlp;
     const auto forward = op_phase::forward;
     const auto other = op_region::other;
     if (c.code == model_code::bert || c.code == model_code::llama) {
-        ops.push_back({"q", {tokens, q / t, h, 1, x}, forward, other, attention});
-        ops.push_back({"k", {tokens, kv_per_rank, h, 1, x}, forward, other, attention});
-        ops.push_back({"v", {tokens, kv_per_rank, h, 1, x}, forward, other, attention});
+        ops.push_back({"q", {tokens, q / t, h, 1, lin}, forward, other, attention});
+        ops.push_back({"k", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
+        ops.push_back({"v", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
     } else {
-        ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, x}, forward, other, attention});
+        ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, lin}, forward, other, attention});
     }
     ops.push_back({"attention_scores", {s, s, d, attention_batch, x}, forward, op_region::attention_core, attention});
     ops.push_back({"attention_context", {s, d, s, attention_batch, x}, forward, op_region::attention_core, attention});
-    ops.push_back({"attention_out", {tokens, h, q / t, 1, x}, forward, other, attention});
+    ops.push_back({"attention_out", {tokens, h, q / t, 1, lin}, forward, other, attention});
     if (m.ffn == ffn_kind::swiglu) {
-        ops.push_back({"ffn_gate", {tokens, f, h, 1, x}, forward, other, mlp});
-        ops.push_back({"ffn_up", {tokens, f, h, 1, x}, forward, other, mlp});
+        ops.push_back({"ffn_gate", {tokens, f, h, 1, lin}, forward, other, mlp});
+        ops.push_back({"ffn_up", {tokens, f, h, 1, lin}, forward, other, mlp});
     } else {
-        ops.push_back({"ffn_up", {tokens, f, h, 1, x}, forward, other, mlp});
+        ops.push_back({"ffn_up", {tokens, f, h, 1, lin}, forward, other, mlp});
     }
-    ops.push_back({"ffn_down", {tokens, h, f, 1, x}, forward, other, mlp});
+    ops.push_back({"ffn_down", {tokens, h, f, 1, lin}, forward, other, mlp});
     return ops;
 }
 
@@ -147,11 +171,6 @@ constexpr bool runs_as_gemm(const gemm_op& g, const framework_profile& fw) {
     return !(fw.flash_attention && g.region == op_region::attention_core);
 }
 
-// The code a framework runs for the model's layers: the model's own (Hugging Face)
-// implementation op by op, or the framework's own layer.
-constexpr model_code code_run(const transformer_config& m, const framework_profile& fw) {
-    return fw.runs_model_code ? m.code : model_code::generic;
-}
 
 // The memory-bound forward ops of one layer under a framework profile. Sizes are
 // per rank: hidden-sized tensors shrink by tp only with sequence parallelism. Each op
@@ -395,6 +414,89 @@ inline layer_memory_list backward_of(const layer_memory_list& forward, const fra
     return ops;
 }
 
+// ---- FP8 quantization (NVIDIA Transformer Engine) -------------------------------------
+
+// Linear modules of one layer as the code runs them under Transformer Engine: Q, K and
+// V as three (BERT's and LLaMA's code, each nn.Linear made a te.Linear) or one fused
+// QKV projection; the output projection; the FFN matrices, with SwiGLU's gate and up
+// as one Linear in Megatron's layer (linear_fc1 of width 2f; generic code) and as two
+// in the Hugging Face code.
+constexpr double fp8_linear_modules_per_layer(const transformer_config& m, model_code code) {
+    const bool split_qkv = code == model_code::bert || code == model_code::llama;
+    const bool swiglu = m.ffn == ffn_kind::swiglu;
+    return (split_qkv ? 3.0 : 1.0) + 1.0 + (swiglu && code != model_code::generic ? 3.0 : 2.0);
+}
+
+using fp8_quantization_list = op_list<memory_op, 6>;
+
+// The FP8 casts of one layer's Linear GEMMs (NVIDIA Transformer Engine,
+// docs/features/low_precision_training, @d0067d0d), memory-bound ops of
+// fp8_quantization_bytes_per_element each (read the 16-bit tensor once, twice with
+// current scaling; write the FP8 copy and on Hopper its transpose). Per Linear of
+// forward GEMM X[m×k]·W[k×n]:
+//   forward: X quantized to E4M3 (m·k elements), and W (k·n, the bf16 weight on this
+//     rank) once per forward of every micro-batch (ASSUMPTION: no FP8 weight cache
+//     across micro-batches; TE can keep one with is_first_microbatch, which would make
+//     it once per step);
+//   backward: the output gradient dY quantized to E5M2 (m·n) for the dgrad (dY·Wᵀ,
+//     with the Wᵀ copy made in forward) and the wgrad (Xᵀ·dY, with the saved Xᵀ).
+// A Linear whose input another already quantized shares its cast (Megatron's fused
+// gate and up: one Linear). Summed per block: input, weight and output-gradient casts
+// of the attention block, then of the MLP block; launches count the casts.
+inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config& m, const layer_context& c) {
+    fp8_quantization_list ops;
+    if (!c.fp8_linears) return ops;
+    const auto gemms = layer_forward_gemms(m, c);  // validates the context
+    // Activations and the working weights are 16-bit (bf16 under the fp8 recipe).
+    const double per = fp8_quantization_bytes_per_element(c.scaling, c.fp8_transposes, size_of(c.activations));
+    const double launches = fp8_quantization_launches(c.scaling);
+    struct casts {
+        double inputs = 0, weights = 0, gradients = 0, modules = 0, input_casts = 0;
+    };
+    std::array<casts, 2> block{};  // attention, MLP
+    std::string_view previous;
+    for (const auto& g : gemms) {
+        if (g.shape.math != dtype::fp8) continue;
+        casts& b = block[g.block == layer_block::mlp ? 1 : 0];
+        const bool fused_with_previous = c.code == model_code::generic && g.name == "ffn_up" && previous == "ffn_gate";
+        if (!fused_with_previous) {
+            b.inputs += g.shape.m * g.shape.k * g.shape.batch;
+            b.input_casts += 1;
+            b.modules += 1;
+        }
+        b.weights += g.shape.k * g.shape.n;
+        b.gradients += g.shape.m * g.shape.n * g.shape.batch;
+        previous = g.name;
+    }
+    for (std::size_t i = 0; i < block.size(); ++i) {
+        const casts& b = block[i];
+        const layer_block where = i == 0 ? layer_block::attention : layer_block::mlp;
+        const auto cast = [&](std::string_view name, double elements, op_phase phase, double count) {
+            ops.push_back({name, bytes_of(elements * per), phase, op_region::other, count * launches, where, true});
+        };
+        cast("fp8_quantize_input", b.inputs, op_phase::forward, b.input_casts);
+        cast("fp8_quantize_weight", b.weights, op_phase::forward, b.modules);
+        cast("fp8_quantize_output_gradient", b.gradients, op_phase::backward, b.modules);
+    }
+    return ops;
+}
+
+// Delayed scaling's per-region update: at the exit of each fp8_autocast region (every
+// micro-batch's forward, and its backward) TE reduces the new amaxes and rolls the
+// amax history of every scaled tensor in one batched kernel (NVIDIA Transformer
+// Engine, docs/features/low_precision_training, @d0067d0d): read and write
+// fp8_amax_history_length fp32 entries per tensor, 3 tensors per FP8 GEMM in forward
+// and 2 in backward, over `modules` Linear modules. ASSUMPTION: one launch each. The
+// amax all-reduce across the data- and tensor-parallel group that reduce_amax adds, a
+// latency-bound collective of (3 + 2)·4 B per FP8 GEMM, is left out (microseconds).
+constexpr memory_op fp8_amax_update(double modules, op_phase phase) {
+    const double tensors = phase == op_phase::forward ? fp8_forward_scaled_tensors_per_gemm
+                                                      : fp8_backward_scaled_tensors_per_gemm;
+    return {"fp8_amax_history_update",
+            bytes_of(2 * fp8_amax_history_length * tensors * modules * size_of(dtype::fp32)), phase,
+            op_region::other, 1, layer_block::other, false};
+}
+
 // ---- One micro-batch on the busiest pipeline stage -----------------------------------
 
 // Which part of a micro-batch's time an op adds to.
@@ -533,10 +635,7 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const int seq = sequence_length(s);
     const finetune_spec& ft = s.finetune;
     const bool frozen = ft.freezes_base();
-    const layer_context ctx{.micro_batch = l.micro_batch, .seq = seq, .tp = l.tp, .sp = l.sp,
-                            .math = s.precision.math, .activations = s.precision.activations,
-                            .autocast = s.precision.autocast, .code = code_run(m, fw),
-                            .frozen_16bit_weights = frozen && frozen_weight_bytes(s.precision) < size_of(dtype::fp32)};
+    const layer_context ctx = layer_context_of(s);
     const double layers = stage_layers(s);
     const auto recomputed = [&](op_region region) {
         if (l.recompute == recompute_mode::full) return layers;
@@ -570,6 +669,18 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
         sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
     });
     if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
+    // FP8 (Transformer Engine): the Linear GEMMs' casts, repeated with the forward they
+    // belong to; they run inside the Linear's autograd function (no node of their own).
+    for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
+        const bool forward = q.phase == op_phase::forward;
+        sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
+                                 forward ? step_part::forward : step_part::backward});
+    }
+    if (ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed) {
+        const double modules = layers * fp8_linear_modules_per_layer(m, ctx.code);
+        sink(stage_op<memory_op>{fp8_amax_update(modules, op_phase::forward), 1, 0, step_part::forward});
+        sink(stage_op<memory_op>{fp8_amax_update(modules, op_phase::backward), 1, 0, step_part::backward});
+    }
     // What the host calls besides the kernels: views and module calls in forward (again
     // when recomputed); in backward one autograd node per recorded op and view, and one
     // AccumulateGrad per parameter tensor.
@@ -593,7 +704,8 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward.
     const double tokens = double(l.micro_batch) * seq;
     const double a = size_of(s.precision.activations);
-    const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, s.precision.math};
+    // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
+    const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
     sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
     sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
     if (!frozen)  // the output head is frozen too when fine-tuning with adapters
