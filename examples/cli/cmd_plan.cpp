@@ -161,7 +161,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     if (result.best.empty()) {
         if (result.candidates == 0)
             out << "No layout of " << request.gpus << " GPUs reaches a global batch of " << request.global_batch
-                << " exactly: it must be a multiple of the data-parallel size dp = gpus / (tp x pp).\n";
+                << " exactly: it must be a multiple of the data-parallel size dp = gpus / (tp x cp x pp).\n";
         else
             out << "No layout fits. Try more GPUs, --offload, or a smaller global batch.\n";
         return;

@@ -22,7 +22,7 @@
 
 namespace trainperf::cli {
 enum class sweep_parameter {
-    batch, grad_accum, seq, gpus, dp, tp, pp, interleave, sp, zero, offload, recompute, dp_overlap,
+    batch, grad_accum, seq, gpus, dp, tp, cp, pp, interleave, sp, zero, offload, recompute, dp_overlap,
     precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node
 };
 }  // namespace trainperf::cli
@@ -31,12 +31,13 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 20> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 21> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
                                                           {p::dp, "dp"},
                                                           {p::tp, "tp"},
+                                                          {p::cp, "cp"},
                                                           {p::pp, "pp"},
                                                           {p::interleave, "interleave"},
                                                           {p::sp, "sp"},
@@ -65,7 +66,8 @@ constexpr std::size_t max_sweep_points = 256;
 bool numeric(sweep_parameter p) {
     switch (p) {
         case sweep_parameter::batch: case sweep_parameter::grad_accum: case sweep_parameter::seq:
-        case sweep_parameter::gpus: case sweep_parameter::dp: case sweep_parameter::tp: case sweep_parameter::pp:
+        case sweep_parameter::gpus: case sweep_parameter::dp: case sweep_parameter::tp: case sweep_parameter::cp:
+        case sweep_parameter::pp:
         case sweep_parameter::interleave: case sweep_parameter::zero: case sweep_parameter::gpus_per_node:
             return true;
         default:
@@ -124,6 +126,7 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::gpus: f.gpus = parse_int(a, v); break;
         case sweep_parameter::dp: dp = parse_int(a, v); break;
         case sweep_parameter::tp: f.tp = parse_int(a, v); break;
+        case sweep_parameter::cp: f.cp = parse_int(a, v); break;
         case sweep_parameter::pp: f.pp = parse_int(a, v); break;
         case sweep_parameter::interleave: f.interleave = parse_int(a, v); break;
         case sweep_parameter::zero: f.zero = parse_int(a, v); break;
@@ -163,7 +166,7 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
             throw usage_error(flag_of(a.parameter) + ": also varied by --vary " + a.text + "; give one of them");
         for (const auto& b : axes)
             if (a.parameter == sweep_parameter::dp && b.parameter == sweep_parameter::gpus)
-                throw usage_error("--vary " + a.text + ": dp and gpus cannot both be varied (gpus = dp x tp x pp)");
+                throw usage_error("--vary " + a.text + ": dp and gpus cannot both be varied (gpus = dp x tp x cp x pp)");
     }
     if (sub->get_option("--model")->count() == 0) throw usage_error("--model: required");
     const bool gpu_varied = std::any_of(axes.begin(), axes.end(), [](const axis& a) { return a.parameter == sweep_parameter::gpu; });
@@ -189,8 +192,9 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
             }
             try {
                 if (dp) {
-                    const long long gpus = 1LL * *dp * model_parallel_size(f.tp, f.pp);
-                    require(*dp >= 1 && gpus <= max_gpus, "dp", *dp, "must be at least 1, with dp x tp x pp at most 2^22");
+                    const long long gpus = 1LL * *dp * model_parallel_size(f.tp, f.pp, f.cp);
+                    require(*dp >= 1 && gpus <= max_gpus, "dp", *dp,
+                            "must be at least 1, with dp x tp x cp x pp at most 2^22");
                     f.gpus = int(gpus);
                 }
                 const training_setup s = f.build();

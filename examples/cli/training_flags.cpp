@@ -49,12 +49,15 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     if (set == flag_set::all) sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
     sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)")
         ->check(CLI::Range(1, limits::max_sequence));
-    sub->add_option("--gpus", gpus, "Total GPUs (default tp x pp); dp = gpus / (tp x pp)")
+    sub->add_option("--gpus", gpus, "Total GPUs (default tp x cp x pp); dp = gpus / (tp x cp x pp)")
         ->check(CLI::Range(1, max_gpus));
     auto* per_node = sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))")
                          ->check(CLI::Range(1, limits::max_gpus_per_node));
     if (set != flag_set::system_only) {
         sub->add_option("--tp", tp, "Tensor-parallel size (inside a node)");
+        sub->add_option("--cp", cp,
+                        "Context-parallel size: the sequence split over cp ranks, K and V passed around a ring "
+                        "(Megatron-Core + Transformer Engine; seq divisible by 2 x cp; default 1)");
         sub->add_option("--pp", pp, "Pipeline stages");
         sub->add_option("--interleave", interleave, "Virtual pipeline stages per rank (default 1)");
         sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
@@ -119,8 +122,8 @@ training_setup training_flags::build_without_model() const {
     training_setup s;
     if (gpu.empty() && gpu_file.empty()) throw usage_error("--gpu or --gpu-file: required");
     const gpu_spec g = gpu_file.empty() ? lookup_gpu(gpu) : io::load_gpu_file(gpu_file);
-    const int total = gpus == 0 ? model_parallel_size(tp, pp) : gpus;
-    s.layout = {.dp = data_parallel_size(total, tp, pp), .tp = tp, .pp = pp, .interleave = interleave, .sp = sp,
+    const int total = gpus == 0 ? model_parallel_size(tp, pp, cp) : gpus;
+    s.layout = {.dp = data_parallel_size(total, tp, pp, cp), .tp = tp, .cp = cp, .pp = pp, .interleave = interleave, .sp = sp,
                 .zero = zero, .offload = parse_offload(offload), .micro_batch = batch,
                 .grad_accum = grad_accum, .recompute = parse_recompute(recompute),
                 .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap)};

@@ -21,7 +21,7 @@ enum class flag_set { all, all_but_batch, system_only };
 struct training_flags {
     std::string gpu, gpu_file, system_file, framework_file;  // a catalog name or a description file
     model_flags model;
-    int batch = 1, seq = 0, gpus = 0, gpus_per_node = 0, tp = 1, pp = 1, interleave = 1, zero = 0;
+    int batch = 1, seq = 0, gpus = 0, gpus_per_node = 0, tp = 1, cp = 1, pp = 1, interleave = 1, zero = 0;
     int grad_accum = 1, adapters_per_node = 0, sockets_per_node = 1;
     bool sp = false;
     std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";

@@ -28,12 +28,12 @@ namespace trainperf {
 enum class fit_change {
     recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
     recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
-    sequence_parallel, dp_overlap, flash_attention, best_layout
+    sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel
 };
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 14> table{
+    static constexpr std::array<enum_name<fit_change>, 15> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
@@ -47,7 +47,8 @@ struct enum_names<fit_change> {
          {fit_change::sequence_parallel, "sequence-parallel"},
          {fit_change::dp_overlap, "dp-overlap"},
          {fit_change::flash_attention, "flash-attention"},
-         {fit_change::best_layout, "best-layout"}}};
+         {fit_change::best_layout, "best-layout"},
+         {fit_change::context_parallel, "context-parallel"}}};
 };
 
 struct fit_option {
@@ -80,8 +81,9 @@ inline std::optional<step_report> fitting(const training_setup& s) {
 
 // The layouts one change away that keep the GPUs and the global batch: every other
 // recompute mode, every other micro-batch that divides the samples per replica per
-// step, every other ZeRO stage, offload on or off, tp or pp halved or doubled (dp
-// takes up the GPUs, accumulation the batch), sequence parallelism and data-parallel
+// step, every other ZeRO stage, offload on or off, tp, cp or pp halved or doubled (dp
+// takes up the GPUs, accumulation the batch; cp only where the sequence splits into
+// 2·cp chunks), sequence parallelism and data-parallel
 // overlap switched, FlashAttention turned on where the framework does not use it and the
 // GPU has it. Some may be invalid (fitting() drops them).
 inline std::vector<std::pair<fit_change, training_setup>> neighbours(const training_setup& s) {
@@ -105,37 +107,41 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
                  p.grad_accum = int(per_replica / b);
              });
     }
-    if (l.dp > 1)
+    if (l.dp_cp() > 1)
         for (int z = 0; z <= 3; ++z)
             if (z != l.zero) with(fit_change::zero_stage, [z](parallel_layout& p) { p.zero = z; });
     if (l.offload == offload_mode::none && !s.cluster.gpu.memory_shared_with_host && !s.finetune.freezes_base())
         with(fit_change::optimizer_offload, [](parallel_layout& p) { p.offload = offload_mode::optimizer; });
     if (l.offload != offload_mode::none)
         with(fit_change::no_offload, [](parallel_layout& p) { p.offload = offload_mode::none; });
-    // tp or pp changed, dp taking up the GPUs and accumulation the global batch.
+    // tp, cp or pp changed, dp taking up the GPUs and accumulation the global batch.
     const long long global = l.global_batch();
-    const auto resized = [&](fit_change c, int tp, int pp) {
-        if (tp < 1 || pp < 1 || l.gpus() % (tp * pp) != 0) return;
-        const int dp = l.gpus() / (tp * pp);
+    const auto resized = [&](fit_change c, int tp, int pp, int cp) {
+        if (tp < 1 || pp < 1 || cp < 1 || l.gpus() % (1LL * tp * pp * cp) != 0) return;
+        if (!cp_splits_sequence(sequence_length(s), cp)) return;
+        const int dp = int(l.gpus() / (1LL * tp * pp * cp));
         if (global % (1LL * dp * l.micro_batch) != 0) return;
         const long long accum = global / (1LL * dp * l.micro_batch);
         if (accum > (1LL << 30)) return;
         with(c, [&](parallel_layout& p) {
             p.tp = tp;
             p.pp = pp;
+            p.cp = cp;
             p.dp = dp;
             p.grad_accum = int(accum);
             if (pp == 1) p.interleave = 1;
             if (tp == 1) p.sp = false;
-            if (dp == 1) p.zero = 0;
+            if (dp * cp == 1) p.zero = 0;
         });
     };
-    if (l.tp % 2 == 0) resized(fit_change::tensor_parallel, l.tp / 2, l.pp);
-    resized(fit_change::tensor_parallel, l.tp * 2, l.pp);
-    if (l.pp % 2 == 0) resized(fit_change::pipeline_parallel, l.tp, l.pp / 2);
-    resized(fit_change::pipeline_parallel, l.tp, l.pp * 2);
+    if (l.tp % 2 == 0) resized(fit_change::tensor_parallel, l.tp / 2, l.pp, l.cp);
+    resized(fit_change::tensor_parallel, l.tp * 2, l.pp, l.cp);
+    if (l.pp % 2 == 0) resized(fit_change::pipeline_parallel, l.tp, l.pp / 2, l.cp);
+    resized(fit_change::pipeline_parallel, l.tp, l.pp * 2, l.cp);
+    if (l.cp % 2 == 0) resized(fit_change::context_parallel, l.tp, l.pp, l.cp / 2);
+    resized(fit_change::context_parallel, l.tp, l.pp, l.cp * 2);
     if (l.tp > 1) with(fit_change::sequence_parallel, [](parallel_layout& p) { p.sp = !p.sp; });
-    if (l.dp > 1)
+    if (l.dp_cp() > 1)
         for (dp_overlap_mode o : {dp_overlap_mode::on, dp_overlap_mode::off})
             if (o != l.dp_overlap) with(fit_change::dp_overlap, [o](parallel_layout& p) { p.dp_overlap = o; });
     // The attention core as one fused kernel where the framework runs it unfused:
@@ -213,7 +219,7 @@ inline fit_advice advise_fit(const training_setup& s) {
     // falls as replicas are added: the fewest replicas that fit, found by bisection
     // (same micro-batch and accumulation). Nodes keep their size, or grow to a usual
     // server (default_gpus_per_node) where the setup's are smaller, e.g. one GPU's.
-    const int replica_gpus = l.tp * l.pp;
+    const int replica_gpus = l.tp * l.cp * l.pp;
     const auto node_size = [&](int dp) {
         return std::max(s.cluster.gpus_per_node, std::min(dp * replica_gpus, default_gpus_per_node));
     };

@@ -1,10 +1,12 @@
 // A parallel layout as text. to_string gives the equivalent command-line flags,
 //   --gpus 64 --tp 8 --pp 2 --interleave 2 --sp --zero 1 --offload none --batch 2
 //   --grad-accum 16 --recompute selective --dp-overlap framework
-// (every field; --gpus = dp·tp·pp, --sp only when on), which parse_layout reads back
+// (every field; --gpus = dp·tp·cp·pp, --sp only when on, --cp only when above 1, so
+// that a layout without context parallelism reads as it always has), which parse_layout reads back
 // and `trainperf predict` accepts. describe gives the one human-readable form the
 // CLI prints, e.g. "dp 4 x tp 8 x pp 2 (interleave 2), sp, ZeRO 1, recompute
-// selective, micro-batch 2, grad-accum 16".
+// selective, micro-batch 2, grad-accum 16" ("dp 8 x tp 8 x cp 2 x pp 4, ..." with
+// context parallelism).
 #pragma once
 
 #include <array>
@@ -20,12 +22,13 @@
 namespace trainperf {
 
 // The flags of the text form, in the order to_string writes them.
-enum class layout_flag { gpus, tp, pp, interleave, sp, zero, offload, batch, grad_accum, recompute, dp_overlap };
+enum class layout_flag { gpus, tp, cp, pp, interleave, sp, zero, offload, batch, grad_accum, recompute, dp_overlap };
 
 template <>
 struct enum_names<layout_flag> {
-    static constexpr std::array<enum_name<layout_flag>, 11> table{{{layout_flag::gpus, "--gpus"},
+    static constexpr std::array<enum_name<layout_flag>, 12> table{{{layout_flag::gpus, "--gpus"},
                                                                    {layout_flag::tp, "--tp"},
+                                                                   {layout_flag::cp, "--cp"},
                                                                    {layout_flag::pp, "--pp"},
                                                                    {layout_flag::interleave, "--interleave"},
                                                                    {layout_flag::sp, "--sp"},
@@ -37,12 +40,14 @@ struct enum_names<layout_flag> {
                                                                    {layout_flag::dp_overlap, "--dp-overlap"}}};
 };
 
-// Data-parallel replicas of `gpus` GPUs split tp × pp ways.
-constexpr int data_parallel_size(int gpus, int tp, int pp) {
-    const int replica = model_parallel_size(tp, pp);
+// Data-parallel replicas of `gpus` GPUs split tp × cp × pp ways.
+constexpr int data_parallel_size(int gpus, int tp, int pp, int cp = 1) {
+    const int replica = model_parallel_size(tp, pp, cp);
     require(gpus >= 1 && gpus <= max_gpus, "gpus", gpus, "must be between 1 and 2^22");
     if (gpus % replica != 0)
-        detail::fail("gpus", gpus, "must be a multiple of tp x pp = " + std::to_string(replica));
+        detail::fail("gpus", gpus,
+                     std::string(cp == 1 ? "must be a multiple of tp x pp = " : "must be a multiple of tp x cp x pp = ") +
+                         std::to_string(replica));
     return gpus / replica;
 }
 
@@ -53,6 +58,10 @@ inline std::string to_string(const parallel_layout& l) {
         switch (f) {
             case layout_flag::gpus: value = std::to_string(l.gpus()); break;
             case layout_flag::tp: value = std::to_string(l.tp); break;
+            case layout_flag::cp:
+                if (l.cp == 1) continue;
+                value = std::to_string(l.cp);
+                break;
             case layout_flag::pp: value = std::to_string(l.pp); break;
             case layout_flag::interleave: value = std::to_string(l.interleave); break;
             case layout_flag::sp:
@@ -97,7 +106,7 @@ inline int whole_number(std::string_view flag, std::string_view text) {
 }  // namespace layout_text_detail
 
 // Reads to_string's text back: the flags in any order, each at most once; a flag left
-// out keeps parallel_layout's default (--gpus: tp·pp). An unknown token, a missing or
+// out keeps parallel_layout's default (--gpus: tp·cp·pp). An unknown token, a missing or
 // bad value, or an invalid layout throws trainperf::invalid_argument naming it.
 inline parallel_layout parse_layout(std::string_view text) {
     namespace td = layout_text_detail;
@@ -118,6 +127,7 @@ inline parallel_layout parse_layout(std::string_view text) {
         switch (f) {
             case layout_flag::gpus: gpus = td::whole_number(flag, value); break;
             case layout_flag::tp: l.tp = td::whole_number(flag, value); break;
+            case layout_flag::cp: l.cp = td::whole_number(flag, value); break;
             case layout_flag::pp: l.pp = td::whole_number(flag, value); break;
             case layout_flag::interleave: l.interleave = td::whole_number(flag, value); break;
             case layout_flag::zero: l.zero = td::whole_number(flag, value); break;
@@ -129,17 +139,19 @@ inline parallel_layout parse_layout(std::string_view text) {
             case layout_flag::sp: break;
         }
     }
-    l.dp = data_parallel_size(seen[std::size_t(layout_flag::gpus)] ? gpus : model_parallel_size(l.tp, l.pp), l.tp,
-                              l.pp);
+    l.dp = data_parallel_size(seen[std::size_t(layout_flag::gpus)] ? gpus : model_parallel_size(l.tp, l.pp, l.cp),
+                              l.tp, l.pp, l.cp);
     validate(l);
     return l;
 }
 
-// The human-readable form: dp × tp × pp always, then what differs from the plain
+// The human-readable form: dp × tp × pp always (× cp after tp when above 1), then what differs from the plain
 // layout (interleave, sp, offload, dp-overlap), then ZeRO, recompute, micro-batch and
 // grad-accum.
 inline std::string describe(const parallel_layout& l) {
-    std::string s = "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp);
+    std::string s = "dp " + std::to_string(l.dp) + " x tp " + std::to_string(l.tp);
+    if (l.cp > 1) s += " x cp " + std::to_string(l.cp);
+    s += " x pp " + std::to_string(l.pp);
     if (l.interleave > 1) s += " (interleave " + std::to_string(l.interleave) + ")";
     if (l.sp) s += ", sp";
     s += ", ZeRO " + std::to_string(l.zero);

@@ -249,11 +249,14 @@ constexpr void check_inputs(const transformer_config& m, const parallel_layout& 
     require(seq >= 1, "seq", seq, "must be at least 1");
     require(m.positions != position_kind::learned || m.max_seq == 0 || seq <= m.max_seq, "seq",
             seq, "exceeds the model's learned position table (max_seq)");
+    require_cp_splits_sequence(seq, p.cp);
 }
 
 // Weights, gradients, master copy and optimizer state of `local` parameters (after
-// tp·pp splitting) whose whole optimizer state is `state`, sharded by ZeRO over dp:
-// stage 1 shards master and state, 2 also gradients, 3 also weights.
+// tp·pp splitting) whose whole optimizer state is `state`, sharded by ZeRO over dp × cp
+// (the cp ranks of a replica hold the same weights; Megatron-Core's distributed
+// optimizer shards over the data-parallel group with cp): stage 1 shards master and
+// state, 2 also gradients, 3 also weights.
 //
 // Offloaded (ZeRO-Offload, DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py@v0.12.6),
 // the host holds, per GPU, for its partition (÷dp with ZeRO ≥ 1): the fp32 weights
@@ -266,7 +269,7 @@ constexpr void check_inputs(const transformer_config& m, const parallel_layout& 
 // stage_memory), with ZeRO 0/1 the gradients accumulate on it as without offload.
 constexpr void add_static_state(memory_breakdown& mb, double local, bytes state, const precision_recipe& r,
                                 const parallel_layout& p) {
-    const double dp = p.dp;
+    const double dp = p.dp_cp();
     const double shard = p.zero >= 1 ? dp : 1.0;
     const double fp32 = size_of(dtype::fp32);
     mb.weights = bytes_of(local * size_of(r.weights) / (p.zero >= 3 ? dp : 1.0));
@@ -319,16 +322,22 @@ constexpr bytes adapter_activation_bytes_per_layer(const transformer_config& m, 
     return bytes_of(size_of(x.gemm_inputs) * double(micro_batch) * seq * ft.rank * adapted_matrices_per_layer(m, ft));
 }
 
+// Context parallelism (Megatron-Core docs/user-guide/features/context_parallel.md@d98e8a64)
+// partitions every activation along the sequence: a rank keeps its s/cp tokens of each
+// per-token tensor, its s/cp queries' rows of the attention core (a·(s/cp)·s·b
+// probabilities, or the log-sum-exp of its s/cp rows) and only its own KV chunk (the
+// ring brings the others again in backward): the layer's bytes ÷ cp.
 constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
                                                  const parallel_layout& p, int seq, const framework_profile& fw,
                                                  const finetune_spec& ft = {}) {
     layer_activations a;
     const activation_formats x = activation_formats_of(r);
-    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw);
+    const double cp = p.cp;
+    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw) / cp;
     if (p.recompute == recompute_mode::full)
-        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw);
+        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
     if (ft.freezes_base()) {
-        const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft);
+        const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft) / cp;
         if (p.recompute == recompute_mode::full) a.rebuilt += adapters;
         else a.kept += adapters;
     }
@@ -353,7 +362,7 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
     const double quantized_params = quantized ? projections : 0.0;
     const double base = (params - quantized_params) * frozen_weight_bytes(r) +
                         quantized_params * qlora_bytes_per_parameter;
-    mb.weights += bytes_of(base / (p.zero >= 3 ? p.dp : 1.0));
+    mb.weights += bytes_of(base / (p.zero >= 3 ? p.dp_cp() : 1.0));
 }
 
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
@@ -364,7 +373,8 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     memory_breakdown mb;
     mb.stage = first ? 0 : p.pp - 1;
     const double t = p.tp;
-    const double s = seq, b = p.micro_batch, h = m.hidden;
+    // This rank's tokens: s/cp of the sequence with context parallelism.
+    const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
     const activation_formats x = activation_formats_of(r);
     const int stage_layers = layers_per_stage(m, p.pp);
 
@@ -377,7 +387,7 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     const double local = params / t;
     const double share = local / total_params;  // shape-aware optimizer state, prorated
 
-    const double zero_optimizer = p.zero >= 1 ? p.dp : 1.0;
+    const double zero_optimizer = p.zero >= 1 ? p.dp_cp() : 1.0;
     const double fp32 = size_of(dtype::fp32);
     // What the optimizer updates on this GPU (before ZeRO): all of it, or the adapters.
     double trained = local;
@@ -438,9 +448,9 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     // reduce-scattered from the buckets, which hold no second copy.
     if (p.offload == offload_mode::optimizer)
         mb.buffers = offload_gradient_buffers(state, r, p, fw);
-    else if (p.dp > 1)
+    else if (p.dp_cp() > 1)
         mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
-    if (p.zero == 3 && p.dp > 1)  // the gathered layer being used and the one prefetched
+    if (p.zero == 3 && p.dp_cp() > 1)  // the gathered layer being used and the one prefetched
         mb.buffers += bytes_of(2 * state.layer_parameters / t *
                                (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
     if (p.offload == offload_mode::none)

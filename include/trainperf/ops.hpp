@@ -176,12 +176,14 @@ constexpr void validate(const rank_group& g) {
 }
 
 // One collective over a group; `size` is the full buffer (an all-gather's gathered
-// buffer, a reduce-scatter's input), as nccl-tests counts it.
+// buffer, a reduce-scatter's input), as nccl-tests counts it. `phase`: the pass it runs
+// in, where an overlap rule needs it (context parallelism's KV ring, step.hpp).
 struct collective_op {
     std::string_view name;
     collective kind = collective::all_reduce;
     bytes size = bytes_of(0.0);
     rank_group group{};
+    op_phase phase = op_phase::forward;
 };
 
 enum class transfer_direction { to_host, to_device };

@@ -45,6 +45,7 @@ struct enum_names<dp_overlap_mode> {
 struct parallel_layout {
     int dp = 1;                  // data-parallel replicas
     int tp = 1;                  // tensor parallel (Megatron), inside a node
+    int cp = 1;                  // context parallel: the sequence split over cp ranks (Megatron-Core + TE)
     int pp = 1;                  // pipeline stages
     int interleave = 1;          // virtual stages per pipeline rank (1 = plain 1F1B)
     bool sp = false;             // sequence parallelism (needs tp > 1 to matter)
@@ -55,25 +56,32 @@ struct parallel_layout {
     recompute_mode recompute = recompute_mode::none;
     dp_overlap_mode dp_overlap = dp_overlap_mode::framework;
 
-    constexpr int gpus() const { return dp * tp * pp; }
+    constexpr int gpus() const { return dp * tp * cp * pp; }
+    // The data-parallel group with context parallelism (Megatron-Core's
+    // get_data_parallel_group(with_context_parallel=True)): the cp ranks of a replica
+    // hold the same weights, so gradients are reduced, and ZeRO shards, over dp x cp.
+    constexpr int dp_cp() const { return dp * cp; }
     // Samples per optimizer step; only for a validated layout (validate bounds it).
     constexpr long long global_batch() const { return 1LL * micro_batch * dp * grad_accum; }
     friend constexpr bool operator==(const parallel_layout&, const parallel_layout&) = default;
 };
 
 
-// tp × pp, checked: the GPUs of one model replica.
-constexpr int model_parallel_size(int tp, int pp) {
+// tp × cp × pp, checked: the GPUs of one model replica (cp ranks split its sequence).
+constexpr int model_parallel_size(int tp, int pp, int cp = 1) {
     require(tp >= 1 && tp <= max_gpus, "tp", tp, "must be between 1 and 2^22");
     require(pp >= 1 && pp <= max_gpus, "pp", pp, "must be between 1 and 2^22");
-    require(1LL * tp * pp <= max_gpus, "gpus", 1LL * tp * pp, "tp x pp is beyond any real system (at most 2^22 GPUs)");
-    return tp * pp;
+    require(cp >= 1 && cp <= max_gpus, "cp", cp, "must be between 1 and 2^22");
+    require(1LL * tp * pp * cp <= max_gpus, "gpus", 1LL * tp * pp * cp,
+            cp == 1 ? "tp x pp is beyond any real system (at most 2^22 GPUs)"
+                    : "tp x cp x pp is beyond any real system (at most 2^22 GPUs)");
+    return tp * pp * cp;
 }
 
 constexpr void validate(const parallel_layout& p) {
     require(p.dp >= 1, "dp", p.dp, "must be at least 1");
-    require(1LL * p.dp * model_parallel_size(p.tp, p.pp) <= max_gpus, "gpus", 1LL * p.dp * p.tp * p.pp,
-            "dp x tp x pp is beyond any real system (at most 2^22 GPUs)");
+    require(1LL * p.dp * model_parallel_size(p.tp, p.pp, p.cp) <= max_gpus, "gpus", 1LL * p.dp * p.tp * p.cp * p.pp,
+            "dp x tp x cp x pp is beyond any real system (at most 2^22 GPUs)");
     require(p.interleave >= 1 && p.interleave <= max_gpus, "interleave", p.interleave, "must be between 1 and 2^22");
     require(p.zero >= 0 && p.zero <= 3, "zero", p.zero, "must be 0, 1, 2 or 3");
     require(p.micro_batch >= 1, "batch", p.micro_batch, "must be at least 1");
@@ -88,6 +96,20 @@ constexpr void validate(const parallel_layout& p) {
     // Megatron-LM's interleaved 1F1B schedule needs whole rounds of pp micro-batches.
     require(p.interleave == 1 || p.grad_accum % p.pp == 0, "grad_accum", p.grad_accum,
             "must be a multiple of pp with an interleaved schedule");
+}
+
+// Context parallelism with causal load balancing (Megatron-Core
+// docs/user-guide/features/context_parallel.md@d98e8a64; TransformerEngine
+// transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py@d0067d0d)
+// cuts the sequence into 2·cp chunks, rank r holding chunks r and 2cp−1−r: the
+// sequence must divide by 2·cp.
+constexpr bool cp_splits_sequence(int seq, int cp) { return cp == 1 || (seq > 0 && seq % (2LL * cp) == 0); }
+
+constexpr void require_cp_splits_sequence(int seq, int cp) {
+    if (!cp_splits_sequence(seq, cp))
+        detail::fail("cp", cp,
+                     "needs a sequence length divisible by 2 x cp (causal load balancing splits it into 2 x cp "
+                     "chunks); seq is " + std::to_string(seq));
 }
 
 // Tensor parallelism splits the attention heads, and the kv heads (or replicates a

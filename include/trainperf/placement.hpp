@@ -1,9 +1,11 @@
 // Where the ranks of a parallel layout sit on the nodes, and so which links each
 // communication group uses. Megatron-LM and DeepSpeed number ranks with tensor
-// parallelism fastest, then data parallelism, then pipeline stages (Megatron-Core
+// parallelism fastest, then context parallelism (Megatron-Core only), then data
+// parallelism, then pipeline stages (Megatron-Core
 // parallel_state.initialize_model_parallel, order "tp-cp-ep-dp-pp"; DeepSpeed
 // PipeModelDataParallelTopology, axes pipe, data, model), and consecutive ranks fill
-// a node. A group whose stride reaches gpus_per_node has one member per node.
+// a node. A group whose stride reaches gpus_per_node has one member per node. The
+// context-parallel group sits right after tp (stride tp) in either order.
 #pragma once
 
 #include <algorithm>
@@ -25,21 +27,42 @@ constexpr rank_group strided_group(int size, long long stride, int gpus_per_node
     return {size, int(std::min<long long>(size, per_node))};
 }
 
+// A group of `inner` ranks `inner_stride` apart, repeated `outer` times `outer_stride`
+// apart (the data-parallel-with-cp group: the cp ranks, then the dp replicas). Its
+// members in one node: those of the inner group there, times the outer repeats that
+// share the node once the inner group fits in one.
+constexpr rank_group nested_group(int inner, long long inner_stride, int outer, long long outer_stride,
+                                  int gpus_per_node) {
+    const rank_group in = strided_group(inner, inner_stride, gpus_per_node);
+    const rank_group out = strided_group(outer, outer_stride, gpus_per_node);
+    const long long size = 1LL * inner * outer;
+    require(size <= max_gpus, "group.size", size, "must be at most 2^22");
+    if (!in.inside_one_node() || 1LL * inner * inner_stride > gpus_per_node) return {int(size), in.per_node};
+    return {int(size), int(std::min<long long>(size, 1LL * in.per_node * out.per_node))};
+}
+
 struct layout_groups {
     rank_group tensor{};     // one tensor-parallel group
-    rank_group data{};       // one data-parallel group (ZeRO shards over it)
+    rank_group data{};       // one data-parallel group (the replicas of one rank)
     rank_group pipeline{};   // the stages of one pipeline
+    rank_group context{};    // one context-parallel group (the KV ring)
+    rank_group data_context{};  // dp × cp: gradients reduce and ZeRO shards over it
 };
 
 constexpr layout_groups place(const parallel_layout& l, int gpus_per_node,
                               rank_order order = rank_order::tp_dp_pp) {
+    const long long tp_cp = 1LL * l.tp * l.cp;
     if (order == rank_order::tp_pp_dp)
         return {.tensor = strided_group(l.tp, 1, gpus_per_node),
-                .data = strided_group(l.dp, 1LL * l.tp * l.pp, gpus_per_node),
-                .pipeline = strided_group(l.pp, l.tp, gpus_per_node)};
+                .data = strided_group(l.dp, tp_cp * l.pp, gpus_per_node),
+                .pipeline = strided_group(l.pp, tp_cp, gpus_per_node),
+                .context = strided_group(l.cp, l.tp, gpus_per_node),
+                .data_context = nested_group(l.cp, l.tp, l.dp, tp_cp * l.pp, gpus_per_node)};
     return {.tensor = strided_group(l.tp, 1, gpus_per_node),
-            .data = strided_group(l.dp, l.tp, gpus_per_node),
-            .pipeline = strided_group(l.pp, 1LL * l.tp * l.dp, gpus_per_node)};
+            .data = strided_group(l.dp, tp_cp, gpus_per_node),
+            .pipeline = strided_group(l.pp, tp_cp * l.dp, gpus_per_node),
+            .context = strided_group(l.cp, l.tp, gpus_per_node),
+            .data_context = nested_group(l.cp, l.tp, l.dp, tp_cp, gpus_per_node)};
 }
 
 // Two neighbouring pipeline stages (a send) or the first and the last stage (tied

@@ -1,12 +1,12 @@
 // Search over parallel layouts: for a model, a system of N GPUs and a global batch,
-// every layout — tensor parallel size, pipeline stages, virtual stages, data-parallel
-// replicas, micro-batch (every divisor of the per-replica batch), sequence
+// every layout — tensor parallel size, context parallel size (long sequences),
+// pipeline stages, virtual stages, data-parallel replicas, micro-batch (every divisor of the per-replica batch), sequence
 // parallelism, recompute none/selective/full, ZeRO 0–3, optimizer offload, data-
 // parallel overlap on/off — that reaches the global batch exactly, ranked by
 // predicted step time. The search is exhaustive: a candidate is skipped only when a
 // bound proves it cannot fit (memory grows with the micro-batch) or cannot enter the
 // top k (its compute alone is slower than the k-th best found). Pricing reuses what
-// does not change: a stage's micro-batch is priced once per (tp, pp, sp, recompute,
+// does not change: a stage's micro-batch is priced once per (tp, cp, pp, sp, recompute,
 // micro-batch) and reused across interleave, ZeRO stage, offload and overlap, memory
 // once per (…, interleave, ZeRO, offload). Threads share the candidates.
 #pragma once
@@ -47,6 +47,23 @@ struct plan_request {
 // compare exhaustively, and more than anyone reads.
 inline constexpr long long max_plan_candidates = 1LL << 36;
 inline constexpr std::size_t max_plan_top = std::size_t{1} << 24;
+
+// ASSUMPTION: context parallelism is searched only for sequences of at least 8192
+// tokens, and only while each rank keeps at least 1024 of them (its two
+// load-balancing chunks 512 each). Megatron-Core documents cp for long-context
+// training (docs/user-guide/features/context_parallel.md@d98e8a64); below these sizes
+// the activations it splits are small next to the model state, and the ring's
+// per-step latency grows against the small attention blocks it overlaps. Above them
+// the search decides whether cp pays.
+inline constexpr int min_context_parallel_sequence = 8192;
+inline constexpr int min_tokens_per_context_rank = 1024;
+
+// Whether the search tries `cp` ranks for a sequence of `seq` tokens: always cp = 1;
+// cp > 1 for a long sequence that splits into 2·cp chunks, each rank keeping enough tokens.
+constexpr bool context_parallel_candidate(int seq, int cp) {
+    return cp == 1 || (seq >= min_context_parallel_sequence && cp_splits_sequence(seq, cp) &&
+                       seq / cp >= min_tokens_per_context_rank);
+}
 
 struct plan_options {
     std::size_t top = 10;          // layouts kept, fastest first
@@ -98,9 +115,9 @@ inline std::vector<long long> divisors(long long n) {
     return low;
 }
 
-// One unit of work: a (tp, pp, sp, recompute) and all its micro-batches.
+// One unit of work: a (tp, cp, pp, sp, recompute) and all its micro-batches.
 struct unit {
-    int tp = 1, pp = 1;
+    int tp = 1, pp = 1, cp = 1;
     bool sp = false;
     recompute_mode recompute = recompute_mode::none;
 };
@@ -111,7 +128,7 @@ struct space {
     long long candidates = 0;
 };
 
-constexpr int dp_of(const plan_request& r, int tp, int pp) { return r.gpus / (tp * pp); }
+constexpr int dp_of(const plan_request& r, int tp, int pp, int cp = 1) { return r.gpus / (tp * pp * cp); }
 
 // The candidate dimensions once the (tp, pp, micro-batch) are fixed.
 struct inner_choices {
@@ -124,18 +141,19 @@ struct inner_choices {
 };
 
 // With `accum` micro-batches per step: an interleaved schedule needs a multiple of pp.
-inline inner_choices choices_for(const plan_request& r, int pp, int dp, int accum) {
+// ZeRO and data-parallel overlap act on the gradient group, dp × cp.
+inline inner_choices choices_for(const plan_request& r, int pp, int dp, int accum, int cp = 1) {
     const auto& m = r.base.model;
     inner_choices c;
     c.interleaves.push_back(1);
     if (pp > 1 && accum % pp == 0)
         for (int v = 2; 1LL * pp * v <= m.layers; ++v)
             if (interleave_splits_layers(m, pp, v)) c.interleaves.push_back(v);
-    for (int z = 0; z <= (dp > 1 ? 3 : 0); ++z) c.zeros.push_back(z);
+    for (int z = 0; z <= (dp * cp > 1 ? 3 : 0); ++z) c.zeros.push_back(z);
     c.offloads.push_back(offload_mode::none);
     if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host && !r.base.finetune.freezes_base())
         c.offloads.push_back(offload_mode::optimizer);
-    if (dp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
+    if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
     return c;
 }
@@ -158,8 +176,8 @@ inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
 inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
     if (a.report.step_time != b.report.step_time) return a.report.step_time < b.report.step_time;
     const auto key = [](const parallel_layout& l) {
-        return std::array<int, 11>{l.tp, l.pp, l.interleave, l.dp, l.micro_batch, l.grad_accum, int(l.sp), l.zero,
-                                   int(l.offload), int(l.recompute), int(l.dp_overlap)};
+        return std::array<int, 12>{l.tp, l.cp, l.pp, l.interleave, l.dp, l.micro_batch, l.grad_accum, int(l.sp),
+                                   l.zero, int(l.offload), int(l.recompute), int(l.dp_overlap)};
     };
     return key(a.layout) < key(b.layout);
 }
@@ -198,16 +216,17 @@ struct worker_result {
 // configuration that did not fit stays pruned for the larger ones.
 inline void search_unit(const plan_request& r, const unit& u, const plan_options& options, training_setup& s,
                         worker_result& out) {
-    const int dp = dp_of(r, u.tp, u.pp);
+    const int dp = dp_of(r, u.tp, u.pp, u.cp);
     const auto batches = micro_batches_for(r, dp);
-    const layout_groups groups = place({.dp = dp, .tp = u.tp, .pp = u.pp}, s.cluster.gpus_per_node, s.cluster.order);
-    s.layout = {.dp = dp, .tp = u.tp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
+    const layout_groups groups =
+        place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = u.pp}, s.cluster.gpus_per_node, s.cluster.order);
+    s.layout = {.dp = dp, .tp = u.tp, .cp = u.cp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
     const flop_counts flop = flop_counts_of(s);
     const model_state state = model_state_of(s);
     const int seq = sequence_length(s);
     const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
-    const inner_choices all = choices_for(r, u.pp, dp, u.pp);
+    const inner_choices all = choices_for(r, u.pp, dp, u.pp, u.cp);
     std::vector<step_prices> step_costs;
     // Whether an (interleave, ZeRO, offload) configuration did not fit at a smaller
     // micro-batch, for every interleave the unit can take (a batch whose grad-accum
@@ -223,7 +242,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
 
     for (int b : batches) {
         const int accum = int(r.global_batch / (1LL * b * dp));
-        const inner_choices choices = choices_for(r, u.pp, dp, accum);
+        const inner_choices choices = choices_for(r, u.pp, dp, accum, u.cp);
         const long long per_batch = static_cast<long long>(choices.count());
         s.layout.micro_batch = b;
         s.layout.grad_accum = accum;
@@ -304,24 +323,30 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
 
 inline space build_space(const plan_request& r) {
     const auto& m = r.base.model;
+    const int seq = sequence_length(r.base);
     space sp;
     for (long long tp_ll : divisors(r.gpus)) {
         const int tp = int(tp_ll);
         if (tp > r.base.cluster.gpus_per_node || !tp_splits_heads(m, tp)) continue;
-        for (long long pp_ll : divisors(r.gpus / tp)) {
-            const int pp = int(pp_ll);
-            if (pp > m.layers) continue;
-            const int dp = dp_of(r, tp, pp);
-            const auto batches = micro_batches_for(r, dp);
-            if (batches.empty()) continue;
-            long long inner = 0;
-            for (int b : batches)
-                inner += static_cast<long long>(choices_for(r, pp, dp, int(r.global_batch / (1LL * b * dp))).count());
-            for (bool sequence_parallel : {false, true}) {
-                if (sequence_parallel && tp == 1) continue;
-                for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
-                    sp.units.push_back({tp, pp, sequence_parallel, rc});
-                    sp.candidates += inner;
+        for (long long cp_ll : divisors(r.gpus / tp)) {
+            const int cp = int(cp_ll);
+            if (!context_parallel_candidate(seq, cp)) continue;
+            for (long long pp_ll : divisors(r.gpus / (1LL * tp * cp))) {
+                const int pp = int(pp_ll);
+                if (pp > m.layers) continue;
+                const int dp = dp_of(r, tp, pp, cp);
+                const auto batches = micro_batches_for(r, dp);
+                if (batches.empty()) continue;
+                long long inner = 0;
+                for (int b : batches)
+                    inner += static_cast<long long>(
+                        choices_for(r, pp, dp, int(r.global_batch / (1LL * b * dp)), cp).count());
+                for (bool sequence_parallel : {false, true}) {
+                    if (sequence_parallel && tp == 1) continue;
+                    for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+                        sp.units.push_back({.tp = tp, .pp = pp, .cp = cp, .sp = sequence_parallel, .recompute = rc});
+                        sp.candidates += inner;
+                    }
                 }
             }
         }

@@ -82,7 +82,7 @@ inline table_cell whole(long long n) { return n; }
 inline std::vector<std::string> setup_columns() {
     return {"gpu",       "model",         "framework",   "precision",     "optimizer",
             "seq",       "gpus",          "gpus_per_node", "intra_node_link", "intra_node_link_GBps",
-            "inter_node_link_GBps", "dp", "tp",          "pp",            "interleave",
+            "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "interleave",
             "sp",        "zero",          "offload",     "micro_batch",   "grad_accum",
             "global_batch", "recompute",  "dp_overlap"};
 }
@@ -103,6 +103,7 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             c.inter_node.per_direction.value() / giga,
             whole(l.dp),
             whole(l.tp),
+            whole(l.cp),
             whole(l.pp),
             whole(l.interleave),
             l.sp,
@@ -121,6 +122,7 @@ inline std::vector<std::string> step_figure_columns() {
             "optimizer_ms",          "bubble_ms",                 "data_ms",
             "data_parallel_sync_ms", "micro_batch_forward_ms",    "micro_batch_backward_ms",
             "micro_batch_recompute_ms", "micro_batch_tp_comm_ms", "micro_batch_pp_comm_ms",
+            "micro_batch_cp_comm_ms",
             "samples_per_s",         "tokens_per_s",              "tokens_per_s_per_gpu",
             "model_tflops_per_gpu",  "hardware_tflops_per_gpu",   "mfu_percent",
             "hfu_percent",           "mfu_bf16_peak_percent",     "hfu_bf16_peak_percent"};
@@ -142,6 +144,7 @@ inline std::vector<table_cell> step_figure_cells(const step_report& r) {
             ms(m.recompute),
             ms(m.tensor_parallel_comm),
             ms(m.pipeline_comm),
+            ms(m.context_parallel_comm),
             r.samples_per_second,
             r.tokens_per_second,
             r.tokens_per_second_per_gpu(),

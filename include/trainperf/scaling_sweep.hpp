@@ -45,7 +45,7 @@ inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) 
     // Overlapped sync can make the engine scale perfectly; r is then 0.
     result.r = implied_r(max_replicas, std::clamp(top, 1.0, double(max_replicas)));
     for (int n = 1; n <= max_replicas; ++n)
-        result.points.push_back({n, n * s.layout.tp * s.layout.pp, throughput[n - 1] / throughput.front(),
+        result.points.push_back({n, n * s.layout.tp * s.layout.cp * s.layout.pp, throughput[n - 1] / throughput.front(),
                                  speedup(n, result.r)});
     return result;
 }

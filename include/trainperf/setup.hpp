@@ -116,6 +116,7 @@ constexpr void validate(const training_setup& s) {
             "micro-batch x seq must be at most 2^31 tokens");
     require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
             "seq", sequence_length(s), "exceeds the model's learned position table (max_seq)");
+    require_cp_splits_sequence(sequence_length(s), l.cp);
     require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
     require(l.tp <= s.cluster.gpus_per_node, "tp", l.tp,
             "must not exceed gpus_per_node (tensor parallelism stays inside a node)");

@@ -65,6 +65,10 @@ struct micro_batch_times {
     seconds tensor_parallel_comm = seconds_of(0.0);
     seconds pipeline_comm = seconds_of(0.0);
     seconds tensor_parallel_hidden = seconds_of(0.0);  // behind the GEMMs it overlaps (not in the total)
+    // Context parallelism's KV ring: what its sends leave exposed beyond the attention
+    // core they overlap, per pass (in total()), and the sends' whole time.
+    seconds context_parallel_comm = seconds_of(0.0);
+    seconds context_parallel_ring = seconds_of(0.0);
     seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
     seconds gpu_backward = seconds_of(0.0);
     seconds gpu_recompute = seconds_of(0.0);
@@ -73,7 +77,9 @@ struct micro_batch_times {
     seconds host_recompute = seconds_of(0.0);
 
     constexpr seconds compute() const { return forward + backward + recompute; }
-    constexpr seconds total() const { return compute() + tensor_parallel_comm + pipeline_comm; }
+    constexpr seconds total() const {
+        return compute() + tensor_parallel_comm + pipeline_comm + context_parallel_comm;
+    }
     constexpr seconds gpu_compute() const { return gpu_forward + gpu_backward + gpu_recompute; }
     constexpr seconds host_compute() const { return host_forward + host_backward + host_recompute; }
     // The passes the host bounds: more of the compute time waits on the host than on the GPU.
@@ -143,6 +149,8 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.recompute", r.micro_batch.recompute.value()},
         {"micro_batch.tensor_parallel_comm", r.micro_batch.tensor_parallel_comm.value()},
         {"micro_batch.pipeline_comm", r.micro_batch.pipeline_comm.value()},
+        {"micro_batch.context_parallel_comm", r.micro_batch.context_parallel_comm.value()},
+        {"micro_batch.context_parallel_ring", r.micro_batch.context_parallel_ring.value()},
         {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
@@ -205,6 +213,15 @@ constexpr seconds price_collective(const stage_op<collective_op>& op, const clus
 // beside the GPU's: each kernel launch is one call from Python in forward (a GEMM's
 // costs more) and from the C++ autograd engine in backward, plus the workload's
 // host ops (views, module calls, autograd nodes), in units of the host's bare op.
+//
+// Context parallelism's KV ring (step_part::context_parallel) overlaps the attention
+// compute: TE issues each step's send of the next KV chunk before the attention on the
+// chunk in hand (TransformerEngine transformer_engine/pytorch/attention/
+// dot_product_attention/context_parallel.py@d0067d0d; Megatron-Core
+// docs/user-guide/features/context_parallel.md@d98e8a64), so per pass (forward,
+// backward, recompute) only max(0, ring sends − attention-core time) is exposed. The
+// layers are alike, so the rule per layer and per stage give the same sum. The
+// attention core's time is its GEMMs and memory-bound ops (op_region::attention_core).
 class stage_pricer {
 public:
     stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster,
@@ -218,7 +235,7 @@ public:
     void operator()(const stage_op<gemm_op>& g) {
         if (tp_overlap_ > 1) {
             const tp_overlap_method method = tp_overlap_method_of(g.op);
-            if (method.chunks > 0) {
+            if (method.chunks > 0) {  // a projection: never part of the attention core
                 const seconds t = overlapped_gemm_time(g.op.shape, method);
                 add(g.part, g.count, g.recomputed, t);
                 tp_overlap_capacity_ += (g.count + g.recomputed) * t;
@@ -227,12 +244,20 @@ public:
                 return;
             }
         }
-        add(g.part, g.count, g.recomputed, kernels_.gemm_time(g.op.shape));
+        const seconds time = kernels_.gemm_time(g.op.shape);
+        add(g.part, g.count, g.recomputed, time);
+        if (g.op.region == op_region::attention_core) {
+            core_[g.part == step_part::forward ? 0 : 1] += g.count * time;
+            core_[2] += g.recomputed * time;
+        }
         add_host(g.part, g.count, g.recomputed,
                  g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
     }
     void operator()(const stage_op<attention_op>& a) {
-        add(a.part, a.count, a.recomputed, kernels_.attention_time(a.op));
+        const seconds time = kernels_.attention_time(a.op);
+        add(a.part, a.count, a.recomputed, time);
+        core_[a.part == step_part::forward ? 0 : 1] += a.count * time;  // what a context-parallel ring hides behind
+        core_[2] += a.recomputed * time;
         add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
     }
     void operator()(const stage_op<memory_op>& m) {
@@ -241,11 +266,23 @@ public:
         launches_[part] += m.count * m.op.launches;
         bytes_[2] += m.recomputed * m.op.moved.value();
         launches_[2] += m.recomputed * m.op.launches;
+        if (m.op.region == op_region::attention_core) {
+            core_bytes_[part] += m.count * m.op.moved.value();
+            core_launches_[part] += m.count * m.op.launches;
+            core_bytes_[2] += m.recomputed * m.op.moved.value();
+            core_launches_[2] += m.recomputed * m.op.launches;
+        }
         add_host(m.part, m.count * m.op.launches, m.recomputed * m.op.launches,
                  m.part == step_part::forward ? host_.op : host_.backward_launch);
     }
     void operator()(const stage_op<collective_op>& c) {
         if (cluster_ == nullptr) return;
+        if (c.part == step_part::context_parallel) {
+            const seconds one = collective_time(c.op, *cluster_);
+            ring_[c.op.phase == op_phase::forward ? 0 : 1] += c.count * one;
+            ring_[2] += c.recomputed * one;
+            return;
+        }
         (c.part == step_part::pipeline ? t_.pipeline_comm : t_.tensor_parallel_comm) += price_collective(c, *cluster_);
     }
     void operator()(const stage_op<host_op>& h) {
@@ -274,6 +311,11 @@ public:
         t.forward = std::max(t.gpu_forward, t.host_forward);
         t.backward = std::max(t.gpu_backward, t.host_backward);
         t.recompute = std::max(t.gpu_recompute, t.host_recompute);
+        for (std::size_t pass = 0; pass < 3; ++pass) {
+            const seconds core = core_[pass] + kernels_.memory_time(bytes_of(core_bytes_[pass]), core_launches_[pass]);
+            t.context_parallel_ring += ring_[pass];
+            t.context_parallel_comm += std::max(seconds_of(0.0), ring_[pass] - core);
+        }
         return t;
     }
 
@@ -332,6 +374,11 @@ private:
     std::array<double, 3> bytes_{};      // forward, backward, recompute
     std::array<double, 3> launches_{};
     std::array<double, 3> host_calls_{}; // in bare ops
+    // Context parallelism, per pass: the KV ring's sends and the attention core they overlap.
+    std::array<seconds, 3> ring_{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
+    std::array<seconds, 3> core_{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
+    std::array<double, 3> core_bytes_{};
+    std::array<double, 3> core_launches_{};
 };
 
 // The same for ops already collected in lists (micro_batch_workload), e.g. a workload
@@ -577,7 +624,7 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
                        exposed_offload(last) + after_optimizer + sync.end_of_step;
         r.offload = {g.per_step(m), prices.host_step, prices.weights_up};
     }
-    r.time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm) + exposed_sync;
+    r.time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm) + exposed_sync;
     r.time.optimizer = prices.optimizer;
     // Input pipeline: sequential, loading and copying add to the step; prefetched, the
     // step is bound by its slowest stage (input_pipeline.hpp).

@@ -40,6 +40,7 @@ struct layer_context {
     int micro_batch = 1;
     int seq = 1;
     int tp = 1;
+    int cp = 1;                    // context parallel: this rank holds s/cp of the sequence
     bool sp = false;               // sequence parallel: norms and dropouts on s/t tokens
     dtype math = dtype::bf16;      // GEMM math
     dtype activations = dtype::bf16;  // what GEMMs read and write (autocast: the 16-bit format)
@@ -64,7 +65,8 @@ struct layer_context {
 // The context of the setup's layers, run by its framework on its GPU.
 constexpr layer_context layer_context_of(const training_setup& s) {
     const precision_recipe r = precision_on(s.precision, s.cluster.gpu);
-    return {.micro_batch = s.layout.micro_batch, .seq = sequence_length(s), .tp = s.layout.tp, .sp = s.layout.sp,
+    return {.micro_batch = s.layout.micro_batch, .seq = sequence_length(s), .tp = s.layout.tp, .cp = s.layout.cp,
+            .sp = s.layout.sp,
             .math = high_precision_math(r), .activations = r.activations, .autocast = r.autocast,
             .code = code_run(s.model, s.framework),
             .frozen_16bit_weights = s.finetune.freezes_base() && frozen_weight_bytes(r) < size_of(dtype::fp32),
@@ -76,6 +78,32 @@ constexpr void validate(const layer_context& c, const transformer_config& m) {
     require(c.seq >= 1, "seq", c.seq, "must be at least 1");
     require(c.tp >= 1, "tp", c.tp, "must be at least 1");
     require(m.heads % c.tp == 0, "tp", c.tp, "must divide the number of attention heads");
+    require(c.cp >= 1, "cp", c.cp, "must be at least 1");
+    require_cp_splits_sequence(c.seq, c.cp);
+}
+
+// Tokens of the micro-batch on this rank: every per-token op (GEMMs' m, norms,
+// dropouts, residual adds, tensor-parallel collectives, pipeline sends) runs on
+// b·s/cp of them with context parallelism.
+constexpr double rank_tokens(const layer_context& c) { return double(c.micro_batch) * c.seq / c.cp; }
+
+// The attention core of one rank: its queries against the keys they attend to, and
+// the share of the layer's attention-core work (causal or not) it does.
+// Context parallelism (Megatron-Core docs/user-guide/features/context_parallel.md@d98e8a64;
+// TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py@d0067d0d; Liu et al. 2023, Ring Attention, arXiv:2310.01889):
+// each rank keeps its s/cp queries and meets all s keys as the KV chunks pass around
+// the ring; with causal load balancing (2·cp chunks, rank r holds r and 2cp−1−r) every
+// non-diagonal ring step costs half a full (s/cp)² block, so each rank does 1/cp of
+// the causal core, and 1/cp of a non-causal one. Without cp: s queries, s keys, all.
+struct attention_core_extent {
+    double queries = 1;   // q length on this rank
+    double keys = 1;      // kv length its queries meet
+    double share = 1;     // this rank's share of the layer's attention-core work
+};
+
+constexpr attention_core_extent attention_core_shape(const transformer_config&, const layer_context& c) {
+    return {double(c.seq) / c.cp, double(c.seq), 1.0 / c.cp};
 }
 
 // The forward GEMMs of one layer on one tensor-parallel rank.
@@ -85,8 +113,9 @@ using layer_memory_list = op_list<memory_op, 48>;
 
 inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
     validate(c, m);
-    const double tokens = double(c.micro_batch) * c.seq;
-    const double h = m.hidden, t = c.tp, d = m.head_dim(), s = c.seq, q = m.q_width();
+    const double tokens = rank_tokens(c);
+    const attention_core_extent core = attention_core_shape(m, c);
+    const double h = m.hidden, t = c.tp, d = m.head_dim(), q = m.q_width();
     // Grouped-query attention: kv heads shard over tp, or are replicated when fewer.
     const double kv = m.kv_width();
     const double kv_per_rank = m.effective_kv_heads() >= c.tp ? kv / t : d;
@@ -106,8 +135,10 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     } else {
         ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, lin}, forward, other, attention});
     }
-    ops.push_back({"attention_scores", {s, s, d, attention_batch, x}, forward, op_region::attention_core, attention});
-    ops.push_back({"attention_context", {s, d, s, attention_batch, x}, forward, op_region::attention_core, attention});
+    ops.push_back({"attention_scores", {core.queries, core.keys, d, attention_batch, x}, forward,
+                   op_region::attention_core, attention});
+    ops.push_back({"attention_context", {core.queries, d, core.keys, attention_batch, x}, forward,
+                   op_region::attention_core, attention});
     ops.push_back({"attention_out", {tokens, h, q / t, 1, lin}, forward, other, attention});
     if (m.ffn == ffn_kind::swiglu) {
         ops.push_back({"ffn_gate", {tokens, f, h, 1, lin}, forward, other, mlp});
@@ -155,8 +186,11 @@ struct fused_attention_ops {
 
 constexpr fused_attention_ops attention_core_ops(const transformer_config& m, const layer_context& c,
                                                  const framework_profile& fw) {
+    // With context parallelism this rank's s/cp queries meet all s keys (the ring's
+    // chunks one after the other); load-balanced causal work is 1/cp of the core.
+    const attention_core_extent core = attention_core_shape(m, c);
     const attention_op forward{.name = "flash_attention", .batch = double(c.micro_batch) * m.heads / c.tp,
-                               .seq_q = double(c.seq), .seq_kv = double(c.seq), .head_dim = double(m.head_dim()),
+                               .seq_q = core.queries, .seq_kv = core.keys, .head_dim = double(m.head_dim()),
                                .causal = m.causal, .math = c.math == dtype::fp8 ? dtype::bf16 : c.math,
                                .phase = op_phase::forward,
                                .kernel = fw.flash_kernel, .block = layer_block::attention};
@@ -209,12 +243,13 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double chain = size_of(x.elementwise_chain);
     const double f32 = size_of(dtype::fp32);
     const double mask = 1.0;  // dropout masks are one byte per element
-    const double tokens = double(c.micro_batch) * c.seq;
+    const double tokens = rank_tokens(c);
     const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
     const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
     const double kv_tp = tokens * m.kv_width() / c.tp;
     const double ffn = tokens * m.ffn_hidden / c.tp;
-    const double scores = double(c.micro_batch) * (m.heads / c.tp) * double(c.seq) * c.seq;
+    const attention_core_extent core_extent = attention_core_shape(m, c);
+    const double scores = double(c.micro_batch) * (m.heads / c.tp) * core_extent.queries * core_extent.keys;
     const model_code code = c.code;  // the context's, as for the GEMMs (code_run sets it)
     layer_block block = layer_block::attention;  // the MLP block starts at its norm
     const auto op = [&block](std::string_view name, double moved, op_region region = op_region::other,
@@ -500,13 +535,16 @@ constexpr memory_op fp8_amax_update(double modules, op_phase phase) {
 // ---- One micro-batch on the busiest pipeline stage -----------------------------------
 
 // Which part of a micro-batch's time an op adds to.
-enum class step_part { forward, backward, tensor_parallel, pipeline };
+// context_parallel: the KV ring of context parallelism, which overlaps the attention
+// core of its pass (step.hpp).
+enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel };
 
 template <>
 struct enum_names<step_part> {
-    static constexpr std::array<enum_name<step_part>, 4> table{
+    static constexpr std::array<enum_name<step_part>, 5> table{
         {{step_part::forward, "forward"}, {step_part::backward, "backward"},
-         {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"}}};
+         {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"},
+         {step_part::context_parallel, "context-parallel"}}};
 };
 
 // An op of the stage: `count` times per micro-batch, and `recomputed` more times when
@@ -522,7 +560,7 @@ struct stage_op {
 struct stage_workload {
     op_list<stage_op<gemm_op>, 80> gemms;     // 30 for a full layer and head; adapters add 6 per target
     op_list<stage_op<memory_op>, 112> memory;
-    op_list<stage_op<collective_op>, 4> collectives;
+    op_list<stage_op<collective_op>, 6> collectives;
     op_list<stage_op<host_op>, 4> host;
     op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
 };
@@ -535,12 +573,43 @@ constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.
 // send over the tp ranks.
 constexpr stage_op<collective_op> pipeline_sends(const training_setup& s, const layout_groups& groups) {
     const auto& l = s.layout;
-    const double tokens = double(l.micro_batch) * sequence_length(s);
+    const double tokens = double(l.micro_batch) * sequence_length(s) / l.cp;  // this rank's s/cp
     // The residual stream (fp32 under autocast).
     const double residual = size_of(activation_formats_of(s.precision).residual);
     const bytes message = bytes_of(tokens * s.model.hidden * residual / l.tp);
     return {{"pipeline_send", collective::p2p, message, stage_pair(groups)}, 2.0 * l.interleave, 0,
             step_part::pipeline};
+}
+
+// Context parallelism's KV ring, p2p type (Megatron-Core
+// docs/user-guide/features/context_parallel.md@d98e8a64, cp_comm_type "p2p", the
+// default; TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py@d0067d0d, AttnFuncWithCPAndKVP2P; Liu et al. 2023, Ring
+// Attention, arXiv:2310.01889): forward runs cp steps, each sending the K and V chunk in
+// hand to the next rank while attending to it, cp − 1 sends of 2·b·(s/cp)·kv/t elements
+// in the activation format (kv = kv heads × d, so GQA shrinks it; fewer kv heads than
+// t leave one replicated head per rank); backward passes KV around the ring again and
+// the dKV chunks with it (TE sends dKV to the next rank at each step: a reduce-scatter
+// in ring form), 2·(cp − 1) sends of the same size. Recomputing the attention core
+// (selective or full recompute) runs the forward ring again. On the cp group's link.
+// `layers` layers; the two ops are tagged with their pass (forward, backward).
+template <class Sink>
+constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups& groups, double layers,
+                                   double recomputed, Sink&& sink) {
+    const auto& l = s.layout;
+    const auto& m = s.model;
+    if (l.cp == 1) return;
+    const double tokens = double(l.micro_batch) * sequence_length(s) / l.cp;
+    const double kv_per_rank = m.effective_kv_heads() >= l.tp ? m.kv_width() / l.tp : m.head_dim();
+    const double a = size_of(activation_formats_of(s.precision).gemm_inputs);
+    const bytes chunk = bytes_of(2 * tokens * kv_per_rank * a);
+    const double sends = l.cp - 1.0;
+    sink(stage_op<collective_op>{{"context_parallel_kv_send", collective::p2p, chunk, groups.context,
+                                  op_phase::forward},
+                                 sends * layers, sends * recomputed, step_part::context_parallel});
+    sink(stage_op<collective_op>{{"context_parallel_kv_dkv_send", collective::p2p, chunk, groups.context,
+                                  op_phase::backward},
+                                 2 * sends * layers, 0, step_part::context_parallel});
 }
 
 // The adapters' ops of one layer (LoRA, QLoRA), `layers` times per micro-batch and
@@ -567,7 +636,7 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
                                      double recomputed, Sink&& sink) {
     const auto& m = s.model;
     const finetune_spec& ft = s.finetune;
-    const double tokens = double(ctx.micro_batch) * ctx.seq;
+    const double tokens = rank_tokens(ctx);
     const double t = ctx.tp, r = ft.rank;
     const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
     double launches = 0, outputs = 0;
@@ -632,7 +701,6 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
     const auto& m = s.model;
     const auto& l = s.layout;
     const auto& fw = s.framework;
-    const int seq = sequence_length(s);
     const finetune_spec& ft = s.finetune;
     const bool frozen = ft.freezes_base();
     const layer_context ctx = layer_context_of(s);
@@ -701,8 +769,9 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
                            layers, 0, step_part::backward});
 
     // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
-    // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward.
-    const double tokens = double(l.micro_batch) * seq;
+    // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward
+    // (b·s/cp tokens per rank with context parallelism).
+    const double tokens = rank_tokens(ctx);
     const double a = size_of(s.precision.activations);
     // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
     const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
@@ -757,6 +826,7 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
         }
     }
     if (l.pp > 1) sink(pipeline_sends(s, groups));
+    for_each_kv_ring_op(s, groups, layers, recomputed(op_region::attention_core), sink);
 }
 
 inline stage_workload micro_batch_workload(const training_setup& s) {
@@ -925,7 +995,7 @@ constexpr double last_bucket_share(double local) {
 constexpr optimizer_work offloaded_optimizer_workload(const training_setup& s, const model_state& model) {
     const auto& l = s.layout;
     const double local = parameters_per_gpu(s, model);
-    const double partition = local / (l.zero >= 1 ? l.dp : 1.0);
+    const double partition = local / (l.zero >= 1 ? l.dp_cp() : 1.0);
     const double weights = size_of(s.precision.weights);  // the GPU's parameters and buckets
     const double fp32 = size_of(dtype::fp32);
     const double state = model.optimizer_state.value() / model.parameters;  // bytes per parameter
@@ -959,7 +1029,7 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     const auto& l = s.layout;
     const auto& fw = s.framework;
     if (l.offload == offload_mode::optimizer) return offloaded_optimizer_workload(s, model);
-    const double shard = l.zero >= 1 ? l.dp : 1.0;
+    const double shard = l.zero >= 1 ? l.dp_cp() : 1.0;  // ZeRO shards over dp × cp
     const double params = parameters_per_gpu(s, model) / shard;
     const double moved = params * optimizer_bytes_per_parameter(s, model);
     optimizer_work w;
@@ -993,9 +1063,12 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     const bytes gradients =
         bytes_of(params * (frozen ? size_of(adapter_dtype) : size_of(stored_precision(s).gradients)));
     const bytes weights = bytes_of(params * (frozen ? size_of(adapter_dtype) : size_of(s.precision.weights)));
-    if (l.dp > 1) {
+    // The cp ranks of a replica hold the same weights: gradients reduce, and ZeRO
+    // shards, over the data-parallel group with cp (Megatron-Core reduces over
+    // get_data_parallel_group(with_context_parallel=True)).
+    if (l.dp_cp() > 1) {
         const auto op = [&](std::string_view name, collective kind, bytes size) {
-            return collective_op{name, kind, size, groups.data};
+            return collective_op{name, kind, size, groups.data_context};
         };
         const collective_op reduce = op("gradient_reduce_scatter", collective::reduce_scatter, gradients);
         const collective_op gather = op("weight_all_gather", collective::all_gather, weights);

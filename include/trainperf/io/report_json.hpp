@@ -26,7 +26,7 @@ inline nlohmann::json to_json(const memory_breakdown& m) {
 
 inline nlohmann::json to_json(const parallel_layout& l) {
     return {{"gpus", l.gpus()},       {"dp", l.dp},
-            {"tp", l.tp},             {"pp", l.pp},
+            {"tp", l.tp},             {"cp", l.cp},             {"pp", l.pp},
             {"interleave", l.interleave}, {"sp", l.sp},
             {"zero", l.zero},         {"offload", std::string(to_string(l.offload))},
             {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
