@@ -221,7 +221,8 @@ constexpr seconds price_collective(const stage_op<collective_op>& op, const clus
 // docs/user-guide/features/context_parallel.md@d98e8a64), so per pass (forward,
 // backward, recompute) only max(0, ring sends − attention-core time) is exposed. The
 // layers are alike, so the rule per layer and per stage give the same sum. The
-// attention core's time is its GEMMs and memory-bound ops (op_region::attention_core).
+// attention core's time is its GEMMs and memory-bound ops (op_region::attention_core),
+// or the fused attention kernel where the framework has one.
 class stage_pricer {
 public:
     stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster,
