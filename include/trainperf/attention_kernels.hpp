@@ -107,22 +107,25 @@ constexpr void validate(const attention_kernel_params& p) {
 //     reaches 41-63 % of FlashAttention-2's rate at 16k on A100 in the same figure).
 //   Compute capability 10.0 (Blackwell): ASSUMPTION Hopper's fractions of the peak.
 constexpr attention_kernel_params attention_kernel_defaults(attention_kernel k, int compute_capability) {
-    const bool hopper = compute_capability >= 90;
+    constexpr attention_kernel_params flash2_ampere{.forward_efficiency = 0.841, .backward_efficiency = 0.704,
+                                                    .head_dim_half = 19, .seq_half = 196, .block = 128};
+    attention_kernel_params p = flash2_ampere;
     switch (attention_kernel_on(k, compute_capability)) {
         case attention_kernel::flash3:
             return {.forward_efficiency = 0.944, .backward_efficiency = 0.790, .head_dim_half = 53,
                     .seq_half = 308, .block = 128};
         case attention_kernel::flash2:
-            if (hopper)
-                return {.forward_efficiency = 0.444, .backward_efficiency = 0.372, .head_dim_half = 19,
-                        .seq_half = 196, .block = 128};
-            return {.forward_efficiency = 0.841, .backward_efficiency = 0.704, .head_dim_half = 19,
-                    .seq_half = 196, .block = 128};
+            if (compute_capability >= 90) {
+                p.forward_efficiency = 0.444;
+                p.backward_efficiency = 0.372;
+            }
+            return p;
         case attention_kernel::memory_efficient:
-            return {.forward_efficiency = 0.5 * 0.841, .backward_efficiency = 0.5 * 0.704, .head_dim_half = 19,
-                    .seq_half = 196, .block = 128};
+            p.forward_efficiency *= 0.5;
+            p.backward_efficiency *= 0.5;
+            return p;
     }
-    return {};
+    return p;
 }
 
 // The sequence factor g of the model above: the share of a thread block's time spent

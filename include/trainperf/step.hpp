@@ -234,19 +234,13 @@ public:
     void overlap_tensor_parallel(int tp) { tp_overlap_ = tp; }
 
     void operator()(const stage_op<gemm_op>& g) {
-        if (tp_overlap_ > 1) {
-            const tp_overlap_method method = tp_overlap_method_of(g.op);
-            if (method.chunks > 0) {  // a projection: never part of the attention core
-                const seconds t = overlapped_gemm_time(g.op.shape, method);
-                add(g.part, g.count, g.recomputed, t);
-                tp_overlap_capacity_ += (g.count + g.recomputed) * t;
-                add_host(g.part, g.count, g.recomputed,
-                         g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
-                return;
-            }
-        }
-        const seconds time = kernels_.gemm_time(g.op.shape);
+        // A projection whose tensor-parallel communication it overlaps: chunked, on
+        // fewer SMs; never part of the attention core.
+        const tp_overlap_method method = tp_overlap_ > 1 ? tp_overlap_method_of(g.op) : tp_overlap_method{};
+        const seconds time =
+            method.chunks > 0 ? overlapped_gemm_time(g.op.shape, method) : kernels_.gemm_time(g.op.shape);
         add(g.part, g.count, g.recomputed, time);
+        if (method.chunks > 0) tp_overlap_capacity_ += (g.count + g.recomputed) * time;
         if (g.op.region == op_region::attention_core) {
             core_[g.part == step_part::forward ? 0 : 1] += g.count * time;
             core_[2] += g.recomputed * time;

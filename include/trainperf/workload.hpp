@@ -863,7 +863,9 @@ enum class sync_point {
 template <>
 struct enum_names<sync_point> {
     static constexpr std::array<enum_name<sync_point>, 5> table{
-        {{sync_point::every_forward, "every-forward"}, {sync_point::every_micro_batch, "every-micro-batch"}, {sync_point::end_of_backward, "end-of-backward"},
+        {{sync_point::every_forward, "every-forward"},
+         {sync_point::every_micro_batch, "every-micro-batch"},
+         {sync_point::end_of_backward, "end-of-backward"},
          {sync_point::after_optimizer, "after-optimizer"}, {sync_point::end_of_step, "end-of-step"}}};
 };
 

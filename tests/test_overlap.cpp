@@ -1,0 +1,100 @@
+// Communication overlapped with compute in the modern stacks (step.hpp, workload.hpp):
+// ZeRO-3 unit by unit with its first unit exposed, Megatron-Core's parameter gather
+// behind the next forward, and tensor-parallel communication behind chunked GEMMs.
+// Expected values are derived in the comments from the engine's priced parts.
+#include <catch2/catch.hpp>
+
+#include <trainperf/comm.hpp>
+#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/models/catalog.hpp>
+#include <trainperf/step.hpp>
+#include <trainperf/system.hpp>
+#include <trainperf/workload.hpp>
+
+#include <algorithm>
+
+using namespace trainperf;
+
+namespace {
+
+training_setup on_h100(int gpus, const parallel_layout& layout, const framework_profile& fw) {
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec, gpus);
+    s.model = lookup_model("llama3-8b");
+    s.precision = recipe(precision_kind::bf16);
+    s.layout = layout;
+    s.seq = 4096;
+    s.framework = fw;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-3 gathers and reduces per unit: each layer and the root") {
+    // llama3-8b: 32 layers on one stage, so 33 units; dp 16 over 2 nodes.
+    const training_setup s = on_h100(16, {.dp = 16, .zero = 3, .micro_batch = 1}, deepspeed_profile);
+    const model_state state = model_state_of(s);
+    const step_ops w = step_workload(s, state);
+    // Per GPU the 16-bit weights of all its parameters (tp = pp = 1), split over 33 units.
+    const double weights = parameters_per_gpu(s, state) * 2.0;
+    int gathers = 0, reductions = 0;
+    for (const auto& op : w.sync) {
+        CHECK(op.per_unit);
+        CHECK(op.count == 33);
+        if (op.op.kind == collective::all_gather) {
+            ++gathers;
+            CHECK(op.op.size.value() == Approx(weights / 33));
+        } else {
+            ++reductions;
+            CHECK(op.op.kind == collective::reduce_scatter);
+            CHECK(op.when == sync_point::every_micro_batch);
+        }
+    }
+    CHECK(gathers == 2);  // before forward (every_forward) and before backward
+    CHECK(reductions == 1);
+
+    // The first unit of each pass has nothing to prefetch behind: at least one unit's
+    // gather per pass is exposed, whatever the compute.
+    const step_prices prices = price_step(w, s);
+    const seconds unit = collective_time(w.sync[0].op, s.cluster);
+    CHECK(prices.sync.forward_unit.value() == Approx(unit.value()));
+    CHECK(prices.sync.backward_unit.value() == Approx(unit.value()));
+    CHECK(prices.sync.per_forward.value() == Approx(33 * unit.value()));
+    const step_report r = predict(s);
+    CHECK(r.time.communication.value() >= 2 * unit.value() * (1 - 1e-9));
+}
+
+TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the next forward") {
+    parallel_layout l{.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 4};
+    training_setup with = on_h100(8, l, megatron_core_profile);
+    training_setup without = with;
+    without.framework.overlap_parameter_gather = false;
+    const step_prices prices = price_step(step_workload(with), with);
+    const micro_batch_times mb = price_micro_batch(with);
+    const seconds gather = prices.sync.after_optimizer;
+    REQUIRE(gather.value() > 0);
+    // Hidden: min(gather, 0.8 · forward); the rest of the step is the same.
+    const double hidden = std::min(gather.value(), 0.8 * mb.forward.value());
+    CHECK(predict(without).time.communication.value() - predict(with).time.communication.value() ==
+          Approx(hidden).epsilon(1e-9));
+}
+
+TEST_CASE("tensor-parallel communication hides behind the chunked GEMMs it feeds") {
+    parallel_layout l{.tp = 8, .sp = true, .micro_batch = 2};
+    training_setup with = on_h100(8, l, megatron_core_profile);
+    training_setup without = with;
+    without.framework.tensor_parallel_overlap = false;
+    const micro_batch_times on = price_micro_batch(with);
+    const micro_batch_times off = price_micro_batch(without);
+    // The same collectives either way: what is hidden plus what stays exposed.
+    REQUIRE(off.tensor_parallel_comm.value() > 0);
+    CHECK((on.tensor_parallel_comm + on.tensor_parallel_hidden).value() ==
+          Approx(off.tensor_parallel_comm.value()));
+    CHECK(on.tensor_parallel_comm < off.tensor_parallel_comm);
+    // Chunked GEMMs on fewer SMs cost compute: the overlap is not free.
+    CHECK(on.gpu_compute() > off.gpu_compute());
+    // Without sequence parallelism Megatron-Core cannot overlap: nothing changes.
+    with.layout.sp = false;
+    without.layout.sp = false;
+    CHECK(price_micro_batch(with).tensor_parallel_comm == price_micro_batch(without).tensor_parallel_comm);
+}
