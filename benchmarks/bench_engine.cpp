@@ -28,10 +28,14 @@ training_setup gpt3_on_selene() {
 }
 
 // The planner's search for GPT-3 175B on 512 A100 80GB (64 DGX A100 nodes), global
-// batch 1536, optimizer offload allowed.
-plan_request gpt3_on_512_a100() {
+// batch 1536, optimizer offload allowed; with the megatron profile (2022: no
+// FlashAttention or overlap switches, an even pipeline split, ZeRO 0 and 1) or the
+// megatron-core one (every switch and split it offers, bf16).
+plan_request gpt3_on_512_a100(const framework_profile& fw = megatron_profile) {
     plan_request r;
     r.base = gpt3_on_selene();
+    r.base.framework = fw;
+    if (fw.name == megatron_core_profile.name) r.base.precision = recipe(precision_kind::bf16);
     r.gpus = 512;
     r.global_batch = 1536;
     r.allow_offload = true;
@@ -99,10 +103,16 @@ BENCHMARK(BM_plan_exhaustive_all_cores)->Unit(benchmark::kMillisecond)->UseRealT
 
 // What `trainperf plan` does: the whole space, with the proven bounds, on every core.
 void BM_plan_gpt3_175b_512_a100(benchmark::State& state) {
-    const plan_request r = gpt3_on_512_a100();
-    long long candidates = 0;
-    for (auto _ : state) candidates += plan(r).candidates;
+    const plan_request r = gpt3_on_512_a100(megatron_core_profile);
+    long long candidates = 0, evaluated = 0;
+    for (auto _ : state) {
+        const plan_result p = plan(r);
+        candidates += p.candidates;
+        evaluated += p.evaluated;
+    }
     state.SetItemsProcessed(candidates);
+    state.counters["candidates"] = double(candidates) / double(state.iterations());
+    state.counters["predicted"] = double(evaluated) / double(state.iterations());
 }
 BENCHMARK(BM_plan_gpt3_175b_512_a100)->Unit(benchmark::kMillisecond)->UseRealTime();
 

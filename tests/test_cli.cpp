@@ -139,8 +139,12 @@ TEST_CASE("the program and every subcommand take --version", "[cli]") {
 }
 
 TEST_CASE("every line plan prints as a predict command is accepted by predict, with the same step", "[cli]") {
-    const std::string request = "--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 "
-                                "--framework megatron --link pcie --top 3";
+    // The second request's best layouts turn a switch of the megatron-core profile off
+    // (tensor-parallel overlap): their lines carry the flag.
+    for (const std::string request :
+         {"--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 --framework megatron --link pcie --top 3",
+          "--gpu a100-sxm-80gb --model gpt3-175b --gpus 128 --global-batch 256 --framework megatron-core --top 3"}) {
+    INFO(request);
     const auto planned = run_json("plan " + request + " --json");
     REQUIRE(planned["best"].size() == 3);
     const auto text = run_cli("plan " + request);
@@ -158,9 +162,12 @@ TEST_CASE("every line plan prints as a predict command is accepted by predict, w
               Approx(planned["best"][i]["step_time_seconds"].get<double>()).epsilon(1e-12));
         CHECK(predicted["layout"]["dp"] == planned["best"][i]["dp"]);
         CHECK(predicted["fits"] == true);
+        if (request.find("megatron-core") != std::string::npos)
+            CHECK(line.find("--tp-comm-overlap off") != std::string::npos);
         ++i;
     }
     CHECK(i == 3);
+    }
 }
 
 TEST_CASE("comm and predict resolve --link pcie to the same link for the same GPU", "[cli]") {

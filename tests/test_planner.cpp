@@ -151,6 +151,7 @@ TEST_CASE("the space covers every dimension the planner names", "[planner]") {
     auto request = llama_on_h100s(8, 8);
     request.max_micro_batch = 0;
     request.allow_offload = true;
+    request.base.framework.zero_stages = 0b1111;  // every stage (the megatron profile offers 0 and 1)
     plan_options exhaustive;
     exhaustive.prune = false;
     exhaustive.top = 1u << 20;

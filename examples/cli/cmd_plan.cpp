@@ -87,13 +87,14 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         t.add_row({std::to_string(c.gpus), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
                    days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
                    request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no",
-                   describe(c.best->layout)});
+                   describe(c.best->layout) + describe_changes(c.best->switches, s.framework)});
     }
     t.print(out);
     const auto show = [&](const char* what, std::optional<std::size_t> at) {
         if (!at) return;
         const gpu_count_plan& c = result.counts[*at];
-        out << "\n" << what << ": " << c.gpus << " GPUs, " << describe(c.best->layout) << "\n  " << days_text(*c.run)
+        out << "\n" << what << ": " << c.gpus << " GPUs, " << describe(c.best->layout)
+            << describe_changes(c.best->switches, s.framework) << "\n  " << days_text(*c.run)
             << " days, " << fixed(c.run->gpu_hours, 0) << " GPU-hours, " << mwh_text(*c.run) << " MWh";
         if (request.price_per_gpu_hour > 0) out << ", cost " << fixed(c.run->cost, 0) << " (GPU-hours x price)";
         out << "\n  " << command(c) << "\n";
@@ -134,8 +135,6 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     const plan_result result = plan(request, options);
     if (progress_shown) std::fprintf(stderr, "\r%60s\r", "");
     const auto& s = request.base;
-    // Each layout found as the predict command that reproduces its step.
-    const std::string run = opt.flags.run_text(s);
     if (opt.csv) {
         print_csv(out, plan_table(request, result));
         return;
@@ -143,7 +142,8 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     if (opt.json) {
         nlohmann::json j = to_json(request, result);
         for (std::size_t i = 0; i < result.best.size(); ++i)
-            j["best"][i]["predict_command"] = predict_command(run, result.best[i].layout);
+            j["best"][i]["predict_command"] =
+                predict_command(opt.flags.run_text(setup_of(s, result.best[i])), result.best[i].layout);
         print_json(out, j);
         return;
     }
@@ -169,13 +169,15 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
     int rank = 1;
     for (const auto& c : result.best)
-        t.add_row({std::to_string(rank++) + ". " + describe(c.layout), fixed(c.report.step_time.value() * 1e3, 1),
+        t.add_row({std::to_string(rank++) + ". " + describe(c.layout) + describe_changes(c.switches, s.framework),
+                   fixed(c.report.step_time.value() * 1e3, 1),
                    fixed(c.report.tokens_per_second, 0), fixed(100 * c.report.mfu, 1) + " %",
                    fixed(to_gib(c.report.memory.total()).value(), 1), std::string(to_string(c.report.bottleneck))});
     t.print(out);
     out << "\nThe same layouts as predict commands (the step of each, with its breakdown):\n";
     rank = 1;
-    for (const auto& c : result.best) out << rank++ << ". " << predict_command(run, c.layout) << "\n";
+    for (const auto& c : result.best)
+        out << rank++ << ". " << predict_command(opt.flags.run_text(setup_of(s, c)), c.layout) << "\n";
 }
 
 const command_registration registration{32, [](CLI::App& app, std::ostream& out) {

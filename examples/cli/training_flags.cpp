@@ -16,6 +16,7 @@
 #include <cctype>
 #include <charconv>
 #include <optional>
+#include <tuple>
 
 namespace trainperf::cli {
 
@@ -60,6 +61,13 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                         "(Megatron-Core + Transformer Engine; seq divisible by 2 x cp; default 1)");
         sub->add_option("--pp", pp, "Pipeline stages");
         sub->add_option("--interleave", interleave, "Virtual pipeline stages per rank (default 1)");
+        sub->add_option("--schedule", schedule,
+                        enum_name_list<pipeline_schedule>() + ": the pipeline schedule (default 1f1b; zb-h1: "
+                                                              "zero bubble, Qi et al. 2024)");
+        sub->add_option("--first-stage-layers", first_stage_layers,
+                        "Layers on the first pipeline stage (default 0: an even split)");
+        sub->add_option("--last-stage-layers", last_stage_layers,
+                        "Layers on the last pipeline stage (default 0: an even split)");
         sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
         sub->add_option("--zero", zero, "ZeRO stage 0|1|2|3");
         sub->add_option("--offload", offload, enum_name_list<offload_mode>() + " (default none)");
@@ -92,6 +100,12 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_option("--flash-attention", flash_attention,
                     "on|off: the attention core as one fused kernel without the s x s tensor (FlashAttention, "
                     "PyTorch SDPA), whatever the framework profile does (default: the profile's)");
+    sub->add_option("--tp-comm-overlap", tp_comm_overlap,
+                    "on|off: tensor-parallel communication overlapped with chunked GEMMs (Transformer Engine "
+                    "userbuffers; with --sp) (default: the profile's)");
+    sub->add_option("--overlap-param-gather", overlap_param_gather,
+                    "on|off: the sharded optimizer's parameter all-gather during the next forward (default: the "
+                    "profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
     auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
@@ -126,7 +140,9 @@ training_setup training_flags::build_without_model() const {
     s.layout = {.dp = data_parallel_size(total, tp, pp, cp), .tp = tp, .cp = cp, .pp = pp, .interleave = interleave, .sp = sp,
                 .zero = zero, .offload = parse_offload(offload), .micro_batch = batch,
                 .grad_accum = grad_accum, .recompute = parse_recompute(recompute),
-                .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap)};
+                .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap),
+                .schedule = parse_enum<pipeline_schedule>("schedule", schedule),
+                .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers};
     validate(s.layout);
     s.precision = parse_precision(precision);
     s.precision.scaling = parse_enum<fp8_scaling>("fp8-scaling", scaling);
@@ -139,10 +155,16 @@ training_setup training_flags::build_without_model() const {
     validate(s.finetune);
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
     if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
-    if (!flash_attention.empty()) {
-        require(flash_attention == "on" || flash_attention == "off", "flash-attention", flash_attention,
-                "must be on or off");
-        s.framework.flash_attention = flash_attention == "on";
+    for (const auto& [name, value, field] :
+         {std::tuple<std::string_view, const std::string&, bool&>{"flash-attention", flash_attention,
+                                                                   s.framework.flash_attention},
+          std::tuple<std::string_view, const std::string&, bool&>{"tp-comm-overlap", tp_comm_overlap,
+                                                                   s.framework.tensor_parallel_overlap},
+          std::tuple<std::string_view, const std::string&, bool&>{"overlap-param-gather", overlap_param_gather,
+                                                                   s.framework.overlap_parameter_gather}}) {
+        if (value.empty()) continue;
+        require(value == "on" || value == "off", name, value, "must be on or off");
+        field = value == "on";
     }
     const auto order = parse_enum<trainperf::rank_order>("rank_order", rank_order);
     if (!system_file.empty())
@@ -191,7 +213,7 @@ namespace {
 // nodes as flags, and whether --fp32-grads is needed.
 std::string setup_text(const training_setup& s, const std::string& gpu, const std::string& model,
                        const std::string& framework, bool fp32_grads, const std::string& nodes,
-                       bool flash_differs) {
+                       const std::string& switches) {
     const std::string finetune =
         s.finetune.freezes_base()
             ? " --finetune " + std::string(to_string(s.finetune.mode)) + " --lora-rank " +
@@ -202,17 +224,30 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
                                     : "";
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
            std::string(s.precision.name) + scaling + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
-           framework + (fp32_grads ? " --fp32-grads" : "") +
-           (flash_differs ? std::string(" --flash-attention ") + (s.framework.flash_attention ? "on" : "off") : "") +
-           " " + nodes;
+           framework + (fp32_grads ? " --fp32-grads" : "") + switches + " " + nodes;
 }
 
-// Whether the setup's FlashAttention differs from the named catalog profile's (a profile
-// from a file, not in the catalog, is taken as given).
-bool flash_differs_from_catalog(const framework_profile& fw) {
+// The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather) where
+// the setup's framework differs from `base`, every one of them without a base.
+std::string framework_switches(const framework_profile& fw, const framework_profile* base) {
+    std::string t;
+    for (const auto& [flag, on, was] :
+         {std::tuple<std::string_view, bool, bool>{"--flash-attention", fw.flash_attention,
+                                                    base && base->flash_attention},
+          std::tuple<std::string_view, bool, bool>{"--tp-comm-overlap", fw.tensor_parallel_overlap,
+                                                    base && base->tensor_parallel_overlap},
+          std::tuple<std::string_view, bool, bool>{"--overlap-param-gather", fw.overlap_parameter_gather,
+                                                    base && base->overlap_parameter_gather}})
+        if (!base || on != was) t += " " + std::string(flag) + (on ? " on" : " off");
+    return t;
+}
+
+// The catalog profile of the setup's framework's name (a profile from a file that is
+// not in the catalog has none: its switches are printed as they are).
+const framework_profile* catalog_framework(const framework_profile& fw) {
     for (const auto& p : framework_profiles)
-        if (p.name == fw.name) return p.flash_attention != fw.flash_attention;
-    return false;
+        if (p.name == fw.name) return &p;
+    return nullptr;
 }
 }  // namespace
 
@@ -222,7 +257,7 @@ std::string setup_flags(const training_setup& s) {
                       s.framework.fp32_gradient_accumulation &&
                           !lookup_framework(s.framework.name).fp32_gradient_accumulation,
                       "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node),
-                      flash_differs_from_catalog(s.framework));
+                      framework_switches(s.framework, catalog_framework(s.framework)));
 }
 
 std::string training_flags::run_text(const training_setup& s) const {
@@ -238,9 +273,11 @@ std::string training_flags::run_text(const training_setup& s) const {
             : fp32_grads;
     const std::string nodes_flag = system_file.empty() ? "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node)
                                                        : "--system-file " + shell_word(system_file);
-    // A changed FlashAttention (the flag, or advice that turns it on) is printed.
-    const bool flash = framework_file.empty() ? flash_differs_from_catalog(s.framework) : true;
-    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, fp32_grads_flag, nodes_flag, flash);
+    // A changed switch (a flag, advice that turns FlashAttention on, a plan's choice) is
+    // printed; from a file, every one.
+    const std::string switches =
+        framework_switches(s.framework, framework_file.empty() ? catalog_framework(s.framework) : nullptr);
+    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, fp32_grads_flag, nodes_flag, switches);
     if (!link.empty()) t += " --link " + shell_word(link);
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);

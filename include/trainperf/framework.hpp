@@ -158,6 +158,16 @@ struct framework_profile {
     // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
     // --tp-comm-overlap; needs sequence parallelism). step.hpp prices it.
     bool tensor_parallel_overlap = false;
+    // Pipeline options the software offers (the planner searches only these; a layout
+    // may still ask for either): layers per first and last stage set apart from an even
+    // split (Megatron-Core --decoder-first-pipeline-num-layers and
+    // --decoder-last-pipeline-num-layers), and the zero-bubble schedule zb-h1
+    // (parallel.hpp pipeline_schedule).
+    bool uneven_pipeline_split = false;
+    bool zero_bubble_schedule = false;
+    // The ZeRO stages the software offers (bit z: stage z; stage 0, plain data
+    // parallelism, always). The planner searches these; a layout may still ask for any.
+    unsigned zero_stages = 0b1111;
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
 
@@ -172,6 +182,8 @@ constexpr void validate(const framework_profile& fw) {
     validate(fw.host);
     require(fw.backward_traffic_ratio > 0 && fw.backward_traffic_ratio <= 16, "framework.backward_traffic_ratio",
             fw.backward_traffic_ratio, "must be in (0, 16]");
+    require((fw.zero_stages & 1u) != 0 && fw.zero_stages <= 0b1111u, "framework.zero_stages", fw.zero_stages,
+            "must offer stage 0 and no stage above 3");
     require(fw.unfused_optimizer_passes >= 1 && fw.unfused_optimizer_passes <= 16,
             "framework.unfused_optimizer_passes", fw.unfused_optimizer_passes, "must be in [1, 16]");
     require(fw.unfused_kernels_per_tensor >= 1 && fw.unfused_kernels_per_tensor <= 64,
@@ -216,7 +228,8 @@ inline constexpr framework_profile pytorch_eager_profile{
 
 // Megatron-LM (2022): fused bias-GELU, bias-dropout-add, scaled masked softmax and
 // layernorm, fused Adam (Apex), fp32 main grads, data-parallel all-reduce after
-// backward (not overlapped).
+// backward (not overlapped); plain data parallelism or the distributed optimizer
+// (--use-distributed-optimizer: ZeRO stage 1 here), no ZeRO 2 or 3.
 inline constexpr framework_profile megatron_profile{
     .name = "megatron",
     .fused_softmax = true,
@@ -231,6 +244,7 @@ inline constexpr framework_profile megatron_profile{
     // same ASSUMPTION as the DDP profiles.
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,
+    .zero_stages = 0b0011,
     .per_step_overhead = milliseconds_of(5.0),
     .memory = {
         .fp32_logits = true,       // vocab-parallel cross entropy works in fp32
@@ -294,7 +308,12 @@ inline constexpr framework_profile deepspeed_profile{
 //   - --overlap-param-gather: the parameter all-gather bucket by bucket during the
 //     next forward;
 //   - --tp-comm-overlap (with sequence parallelism): tensor-parallel all-gathers and
-//     reduce-scatters overlapped with chunked GEMMs (step.hpp stage_pricer).
+//     reduce-scatters overlapped with chunked GEMMs (step.hpp stage_pricer);
+//   - --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers: fewer
+//     (or more) layers on the first and last pipeline stages. Its schedules are 1F1B and
+//     interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py): no zero-bubble one;
+//   - ZeRO stages: none, the distributed optimizer (1), and full sharding (3) through
+//     Megatron-FSDP or PyTorch FSDP2 (--use-torch-fsdp2); no stage 2.
 // ASSUMPTIONs as for megatron: overlappable share 0.8, 5 ms per step on the host.
 inline constexpr framework_profile megatron_core_profile{
     .name = "megatron-core",
@@ -311,6 +330,8 @@ inline constexpr framework_profile megatron_core_profile{
     .fp32_gradient_accumulation = true,
     .overlap_parameter_gather = true,
     .tensor_parallel_overlap = true,
+    .uneven_pipeline_split = true,
+    .zero_stages = 0b1011,
     .per_step_overhead = milliseconds_of(5.0),
     .memory = megatron_profile.memory,
 };

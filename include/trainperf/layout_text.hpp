@@ -1,8 +1,9 @@
 // A parallel layout as text. to_string gives the equivalent command-line flags,
 //   --gpus 64 --tp 8 --pp 2 --interleave 2 --sp --zero 1 --offload none --batch 2
 //   --grad-accum 16 --recompute selective --dp-overlap framework
-// (every field; --gpus = dp·tp·cp·pp, --sp only when on, --cp only when above 1, so
-// that a layout without context parallelism reads as it always has), which parse_layout reads back
+// (every field; --gpus = dp·tp·cp·pp, --sp only when on; --cp only when above 1,
+// --schedule only when not 1f1b, --first-stage-layers and --last-stage-layers only when
+// set, so that a layout without them reads as it always has), which parse_layout reads back
 // and `trainperf predict` accepts. describe gives the one human-readable form the
 // CLI prints, e.g. "dp 4 x tp 8 x pp 2 (interleave 2), sp, ZeRO 1, recompute
 // selective, micro-batch 2, grad-accum 16" ("dp 8 x tp 8 x cp 2 x pp 4, ..." with
@@ -22,15 +23,23 @@
 namespace trainperf {
 
 // The flags of the text form, in the order to_string writes them.
-enum class layout_flag { gpus, tp, cp, pp, interleave, sp, zero, offload, batch, grad_accum, recompute, dp_overlap };
+enum class layout_flag {
+    gpus, tp, cp, pp, interleave, schedule, first_stage_layers, last_stage_layers, sp, zero, offload, batch,
+    grad_accum, recompute, dp_overlap
+};
 
 template <>
 struct enum_names<layout_flag> {
-    static constexpr std::array<enum_name<layout_flag>, 12> table{{{layout_flag::gpus, "--gpus"},
+    static constexpr std::array<enum_name<layout_flag>, 15> table{{{layout_flag::gpus, "--gpus"},
                                                                    {layout_flag::tp, "--tp"},
                                                                    {layout_flag::cp, "--cp"},
                                                                    {layout_flag::pp, "--pp"},
                                                                    {layout_flag::interleave, "--interleave"},
+                                                                   {layout_flag::schedule, "--schedule"},
+                                                                   {layout_flag::first_stage_layers,
+                                                                    "--first-stage-layers"},
+                                                                   {layout_flag::last_stage_layers,
+                                                                    "--last-stage-layers"},
                                                                    {layout_flag::sp, "--sp"},
                                                                    {layout_flag::zero, "--zero"},
                                                                    {layout_flag::offload, "--offload"},
@@ -64,6 +73,18 @@ inline std::string to_string(const parallel_layout& l) {
                 break;
             case layout_flag::pp: value = std::to_string(l.pp); break;
             case layout_flag::interleave: value = std::to_string(l.interleave); break;
+            case layout_flag::schedule:
+                if (l.schedule == pipeline_schedule::one_f_one_b) continue;
+                value = to_string(l.schedule);
+                break;
+            case layout_flag::first_stage_layers:
+                if (l.first_stage_layers == 0) continue;
+                value = std::to_string(l.first_stage_layers);
+                break;
+            case layout_flag::last_stage_layers:
+                if (l.last_stage_layers == 0) continue;
+                value = std::to_string(l.last_stage_layers);
+                break;
             case layout_flag::sp:
                 if (!l.sp) continue;
                 break;
@@ -130,6 +151,9 @@ inline parallel_layout parse_layout(std::string_view text) {
             case layout_flag::cp: l.cp = td::whole_number(flag, value); break;
             case layout_flag::pp: l.pp = td::whole_number(flag, value); break;
             case layout_flag::interleave: l.interleave = td::whole_number(flag, value); break;
+            case layout_flag::schedule: l.schedule = parse_enum<pipeline_schedule>(flag, value); break;
+            case layout_flag::first_stage_layers: l.first_stage_layers = td::whole_number(flag, value); break;
+            case layout_flag::last_stage_layers: l.last_stage_layers = td::whole_number(flag, value); break;
             case layout_flag::zero: l.zero = td::whole_number(flag, value); break;
             case layout_flag::offload: l.offload = parse_enum<offload_mode>(flag, value); break;
             case layout_flag::batch: l.micro_batch = td::whole_number(flag, value); break;
@@ -153,6 +177,14 @@ inline std::string describe(const parallel_layout& l) {
     if (l.cp > 1) s += " x cp " + std::to_string(l.cp);
     s += " x pp " + std::to_string(l.pp);
     if (l.interleave > 1) s += " (interleave " + std::to_string(l.interleave) + ")";
+    if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
+        s += " (layers: first stage ";
+        s += l.first_stage_layers > 0 ? std::to_string(l.first_stage_layers) : "even";
+        s += ", last stage ";
+        s += l.last_stage_layers > 0 ? std::to_string(l.last_stage_layers) : "even";
+        s += ")";
+    }
+    if (l.schedule != pipeline_schedule::one_f_one_b) s += ", " + std::string(to_string(l.schedule));
     if (l.sp) s += ", sp";
     s += ", ZeRO " + std::to_string(l.zero);
     if (l.offload != offload_mode::none) s += ", " + std::string(to_string(l.offload)) + " offload";

@@ -367,16 +367,18 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
 
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
                                         const model_state& state, const parallel_layout& p, int seq,
-                                        const framework_profile& fw, const layer_activations& layer, bool first,
-                                        bool last, const finetune_spec& ft = {}) {
+                                        const framework_profile& fw, const layer_activations& layer, int stage,
+                                        const finetune_spec& ft = {}) {
     const memory_overheads& o = fw.memory;
     memory_breakdown mb;
-    mb.stage = first ? 0 : p.pp - 1;
+    mb.stage = stage;
+    const bool first = stage == 0, last = stage == p.pp - 1;
     const double t = p.tp;
     // This rank's tokens: s/cp of the sequence with context parallelism.
     const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
     const activation_formats x = activation_formats_of(r);
-    const int stage_layers = layers_per_stage(m, p.pp);
+    const pipeline_split split = pipeline_split_of(m, p);
+    const int stage_layers = first ? split.first : last ? split.last : split.middle;
 
     // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
     double params = stage_layers * state.layer_parameters;
@@ -400,9 +402,10 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
         add_static_state(mb, local, share * state.optimizer_state, r, p);
     }
 
-    // Activations: micro-batches in flight on this stage (1F1B: p on the first
-    // stage, 1 on the last), interleaving's extra factor on the first stage.
-    const double in_flight = first ? std::min(p.pp, p.grad_accum) : 1.0;
+    // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
+    // on stage i, p on the first, 1 on the last), interleaving's extra factor on the
+    // first stage.
+    const double in_flight = std::min(p.pp - stage, p.grad_accum);
     const double interleave =
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;
@@ -467,20 +470,36 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
 // what it holds beyond the model's tensors (framework.hpp memory_overheads).
 // `state` is model_state_of(optimizer, m, r.optimizer_state), which no layout changes.
 namespace memory_detail {
-// The stage that needs more: the first (embedding, micro-batches in flight) or the last
-// (head, logits).
-constexpr const memory_breakdown& busier(const memory_breakdown& first, const memory_breakdown& last) {
-    return last.total() > first.total() ? last : first;
+// The stage that needs more (on a tie the earlier one, `a`).
+constexpr const memory_breakdown& busier(const memory_breakdown& a, const memory_breakdown& b) {
+    return b.total() > a.total() ? b : a;
 }
 
-// For inputs already validated (the planner builds only valid layouts).
+// Whether the second stage can need more than the first and the last: only when the
+// split is uneven (in an even one it holds the first's layers, fewer micro-batches in
+// flight and no embedding); of the middle stages it holds the most in flight.
+constexpr bool second_stage_may_be_busiest(const transformer_config& m, const parallel_layout& p) {
+    return p.pp > 2 && (p.first_stage_layers > 0 || p.last_stage_layers > 0) &&
+           pipeline_split_of(m, p).middle > pipeline_split_of(m, p).first;
+}
+
+// For inputs already validated (the planner builds only valid layouts), with each
+// layer's activations given.
+constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
+                                         const precision_recipe& r, const parallel_layout& p, int seq,
+                                         const framework_profile& fw, const layer_activations& layer,
+                                         const finetune_spec& ft) {
+    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, 0, ft);
+    memory_breakdown busiest = busier(stage_memory(m, r, state, p, seq, fw, layer, 0, ft),
+                                      stage_memory(m, r, state, p, seq, fw, layer, p.pp - 1, ft));
+    if (second_stage_may_be_busiest(m, p)) busiest = busier(busiest, stage_memory(m, r, state, p, seq, fw, layer, 1, ft));
+    return busiest;
+}
+
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw, const finetune_spec& ft = {}) {
-    const layer_activations layer = layer_activations_of(m, r, p, seq, fw, ft);
-    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, true, true, ft);
-    return busier(stage_memory(m, r, state, p, seq, fw, layer, true, false, ft),
-                  stage_memory(m, r, state, p, seq, fw, layer, false, true, ft));
+    return busiest_stage(state, m, r, p, seq, fw, layer_activations_of(m, r, p, seq, fw, ft), ft);
 }
 }  // namespace memory_detail
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -42,6 +43,22 @@ struct enum_names<dp_overlap_mode> {
         {dp_overlap_mode::framework, "framework"}, {dp_overlap_mode::on, "on"}, {dp_overlap_mode::off, "off"}}};
 };
 
+// The pipeline schedule (pp > 1). 1f1b: one forward, one backward in the steady state
+// (PipeDream-Flush, Narayanan et al. 2021, §2.2), interleaved over virtual stages when
+// interleave > 1. zb-h1: Zero Bubble's schedule ZB-H1 (Qi et al. 2024, "Zero Bubble
+// Pipeline Parallelism", ICLR 2024, §3): backward split into the input gradient (B),
+// on the critical path, and the weight gradient (W), deferred into the bubble; the
+// bubble shrinks from (p−1)(F+B+W) to (p−1)(F+B−W) at the same peak activation memory
+// as 1F1B. PyTorch's torch.distributed.pipelining runs zero-bubble schedules; which
+// framework profile offers which is framework.hpp's zero_bubble_schedule.
+enum class pipeline_schedule { one_f_one_b, zero_bubble_h1 };
+
+template <>
+struct enum_names<pipeline_schedule> {
+    static constexpr std::array<enum_name<pipeline_schedule>, 2> table{{
+        {pipeline_schedule::one_f_one_b, "1f1b"}, {pipeline_schedule::zero_bubble_h1, "zb-h1"}}};
+};
+
 struct parallel_layout {
     int dp = 1;                  // data-parallel replicas
     int tp = 1;                  // tensor parallel (Megatron), inside a node
@@ -55,6 +72,14 @@ struct parallel_layout {
     int grad_accum = 1;          // micro-batches per step per replica
     recompute_mode recompute = recompute_mode::none;
     dp_overlap_mode dp_overlap = dp_overlap_mode::framework;
+    pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
+    // Layers on the first and on the last pipeline stage, 0: an even split. The other
+    // stages share the rest evenly (Megatron-Core --decoder-first-pipeline-num-layers,
+    // --decoder-last-pipeline-num-layers). A lighter last stage makes room for the head
+    // and loss, a lighter first stage for its pp micro-batches in flight (Llama 3 takes
+    // one layer off each, Dubey et al. 2024, §3.3.2).
+    int first_stage_layers = 0;
+    int last_stage_layers = 0;
 
     constexpr int gpus() const { return dp * tp * cp * pp; }
     // The data-parallel group with context parallelism (Megatron-Core's
@@ -96,6 +121,17 @@ constexpr void validate(const parallel_layout& p) {
     // Megatron-LM's interleaved 1F1B schedule needs whole rounds of pp micro-batches.
     require(p.interleave == 1 || p.grad_accum % p.pp == 0, "grad_accum", p.grad_accum,
             "must be a multiple of pp with an interleaved schedule");
+    require(p.schedule == pipeline_schedule::one_f_one_b || p.pp > 1, "schedule", to_string(p.schedule),
+            "needs pipeline stages (pp > 1)");
+    require(p.schedule == pipeline_schedule::one_f_one_b || p.interleave == 1, "schedule", to_string(p.schedule),
+            "has no interleaved form: use interleave 1");
+    for (const auto& [name, layers] : {std::pair<std::string_view, int>{"first_stage_layers", p.first_stage_layers},
+                                       std::pair<std::string_view, int>{"last_stage_layers", p.last_stage_layers}}) {
+        require(layers >= 0 && layers <= limits::max_layers, name, layers, "must be between 0 (an even split) and 2^16");
+        // ASSUMPTION: as Megatron-Core's uneven split, not with virtual stages.
+        require(layers == 0 || (p.pp > 1 && p.interleave == 1), name, layers,
+                "needs pipeline stages (pp > 1) without interleaving");
+    }
 }
 
 // Context parallelism with causal load balancing (Megatron-Core
@@ -123,8 +159,29 @@ constexpr bool interleave_splits_layers(const transformer_config& m, int pp, int
     return interleave == 1 || m.layers % (1LL * pp * interleave) == 0;
 }
 
-// Layers on the busiest pipeline stage.
+// Layers on the busiest pipeline stage of an even split.
 constexpr int layers_per_stage(const transformer_config& m, int pp) { return (m.layers + pp - 1) / pp; }
+
+// Layers on the first, on each middle and on the last pipeline stage (pp = 1: the one
+// stage is first and last). An even split gives every stage ⌈L/p⌉ (the busiest's count;
+// Megatron-LM needs p to divide L). With first_stage_layers or last_stage_layers set,
+// the other stages share what is left evenly; stages = 0 when that does not split.
+struct pipeline_split {
+    int first = 0, middle = 0, last = 0;
+    constexpr bool valid() const { return first >= 1 && middle >= 0 && last >= 1; }
+};
+
+constexpr pipeline_split pipeline_split_of(const transformer_config& m, const parallel_layout& p) {
+    if (p.pp == 1) return {m.layers, 0, m.layers};
+    const int even = layers_per_stage(m, p.pp);
+    if (p.first_stage_layers == 0 && p.last_stage_layers == 0) return {even, even, even};
+    const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+    const long long rest = 1LL * m.layers - p.first_stage_layers - p.last_stage_layers;
+    if (others == 0 ? rest != 0 : (rest < others || rest % others != 0)) return {0, 0, 0};
+    const int middle = others == 0 ? 0 : int(rest / others);
+    return {p.first_stage_layers > 0 ? p.first_stage_layers : middle, middle,
+            p.last_stage_layers > 0 ? p.last_stage_layers : middle};
+}
 
 // The layout must fit the model: heads split over tp, layers over pp·interleave.
 constexpr void validate(const parallel_layout& p, const transformer_config& m) {
@@ -134,6 +191,16 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
     require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
             "pp x interleave must divide the number of layers");
+    if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+        const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+        if (!pipeline_split_of(m, p).valid())
+            detail::fail(p.last_stage_layers > 0 ? "last_stage_layers" : "first_stage_layers",
+                         p.last_stage_layers > 0 ? p.last_stage_layers : p.first_stage_layers,
+                         others == 0 ? "with the first stage's, must add up to the " + std::to_string(m.layers) +
+                                           " layers (pp 2)"
+                                     : "leaves layers that do not split evenly, at least one each, over the other " +
+                                           std::to_string(others) + " stage(s) of " + std::to_string(m.layers));
+    }
 }
 
 }  // namespace trainperf

@@ -1,14 +1,18 @@
 // Search over parallel layouts: for a model, a system of N GPUs and a global batch,
 // every layout — tensor parallel size, context parallel size (long sequences),
-// pipeline stages, virtual stages, data-parallel replicas, micro-batch (every divisor of the per-replica batch), sequence
-// parallelism, recompute none/selective/full, ZeRO 0–3, optimizer offload, data-
-// parallel overlap on/off — that reaches the global batch exactly, ranked by
-// predicted step time. The search is exhaustive: a candidate is skipped only when a
-// bound proves it cannot fit (memory grows with the micro-batch) or cannot enter the
-// top k (its compute alone is slower than the k-th best found). Pricing reuses what
-// does not change: a stage's micro-batch is priced once per (tp, cp, pp, sp, recompute,
-// micro-batch) and reused across interleave, ZeRO stage, offload and overlap, memory
-// once per (…, interleave, ZeRO, offload). Threads share the candidates.
+// pipeline stages, virtual stages, layers on the first and last stage, the pipeline
+// schedule, data-parallel replicas, micro-batch (every divisor of the per-replica
+// batch), sequence parallelism, recompute none/selective/full, ZeRO 0–3, optimizer
+// offload, data-parallel overlap on/off — and the framework's switches where its
+// profile offers them (FlashAttention, tensor-parallel overlap, parameter-gather
+// overlap) that reaches the global batch exactly, ranked by predicted step time. The
+// search is exhaustive: a candidate is skipped only when a bound proves it cannot fit
+// (memory grows with the micro-batch) or cannot enter the top k (its compute alone is
+// slower than the k-th best found). Pricing reuses what does not change: a stage's ops
+// are priced once per (tp, cp, pp, sp, recompute, FlashAttention, tp overlap,
+// micro-batch) and every stage of every split is built from them (step.hpp
+// stage_pricer::stage); memory once per (…, pipeline split, ZeRO, offload). Threads
+// share the candidates.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +24,8 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -75,10 +81,50 @@ struct plan_options {
     std::function<void(double fraction)> progress;
 };
 
+// The framework switches a candidate runs with (framework.hpp): the profile's own, or
+// turned off where the search tried without them.
+struct framework_switches {
+    bool flash_attention = false;
+    bool tensor_parallel_overlap = false;
+    bool overlap_parameter_gather = false;
+    friend constexpr bool operator==(const framework_switches&, const framework_switches&) = default;
+};
+
+constexpr framework_switches switches_of(const framework_profile& fw) {
+    return {fw.flash_attention, fw.tensor_parallel_overlap, fw.overlap_parameter_gather};
+}
+
+constexpr void apply(const framework_switches& w, framework_profile& fw) {
+    fw.flash_attention = w.flash_attention;
+    fw.tensor_parallel_overlap = w.tensor_parallel_overlap;
+    fw.overlap_parameter_gather = w.overlap_parameter_gather;
+}
+
+// What differs from `base` in words (", FlashAttention off, ..."); empty when nothing does.
+inline std::string describe_changes(const framework_switches& w, const framework_profile& base) {
+    std::string t;
+    const auto word = [&](bool on, bool was, std::string_view name) {
+        if (on != was) t += ", " + std::string(name) + (on ? " on" : " off");
+    };
+    word(w.flash_attention, base.flash_attention, "FlashAttention");
+    word(w.tensor_parallel_overlap, base.tensor_parallel_overlap, "tp-comm-overlap");
+    word(w.overlap_parameter_gather, base.overlap_parameter_gather, "overlap-param-gather");
+    return t;
+}
+
 struct plan_candidate {
     parallel_layout layout{};
+    framework_switches switches{};
     step_report report{};
 };
+
+// The setup a candidate predicts: the request's with the candidate's layout and switches.
+inline training_setup setup_of(const training_setup& base, const plan_candidate& c) {
+    training_setup s = base;
+    s.layout = c.layout;
+    apply(c.switches, s.framework);
+    return s;
+}
 
 struct plan_result {
     std::vector<plan_candidate> best;  // fastest first
@@ -115,46 +161,105 @@ inline std::vector<long long> divisors(long long n) {
     return low;
 }
 
-// One unit of work: a (tp, cp, pp, sp, recompute) and all its micro-batches.
+// One unit of work: a (tp, cp, pp, sp, recompute, FlashAttention, tp overlap) and all
+// its micro-batches.
 struct unit {
     int tp = 1, pp = 1, cp = 1;
     bool sp = false;
     recompute_mode recompute = recompute_mode::none;
+    bool flash_attention = false;
+    bool tensor_parallel_overlap = false;
 };
 
 struct space {
     std::vector<unit> units;
-    std::vector<std::vector<int>> interleaves;  // per pp value index
     long long candidates = 0;
 };
 
 constexpr int dp_of(const plan_request& r, int tp, int pp, int cp = 1) { return r.gpus / (tp * pp * cp); }
 
-// The candidate dimensions once the (tp, pp, micro-batch) are fixed.
+// The values a framework switch takes: the profile's, and off as well where the profile
+// has it on and it acts on the layout.
+inline std::vector<bool> switch_values(bool profile, bool acts = true) {
+    return profile && acts ? std::vector<bool>{true, false} : std::vector<bool>{profile};
+}
+
+// How the layers go over the stages: virtual stages, layers on the first and last.
+struct pipeline_config {
+    int interleave = 1;
+    int first_stage_layers = 0, last_stage_layers = 0;
+};
+
+// The pipeline configurations of pp stages: an even split, with every interleave v
+// (pp·v dividing the layers; only with a multiple of pp micro-batches per step), and,
+// where the framework offers it, every uneven split without interleaving: first and
+// last stage any number of layers (at least 1) that leaves the others at least one
+// each, split evenly (as parallel.hpp pipeline_split_of accepts).
+inline std::vector<pipeline_config> pipeline_configs_for(const plan_request& r, int pp) {
+    const auto& m = r.base.model;
+    std::vector<pipeline_config> out{{1, 0, 0}};
+    if (pp == 1) return out;
+    for (int v = 2; 1LL * pp * v <= m.layers; ++v)
+        if (interleave_splits_layers(m, pp, v)) out.push_back({v, 0, 0});
+    if (!r.base.framework.uneven_pipeline_split) return out;
+    const bool divides = m.layers % pp == 0;
+    for (int first = 1; first < m.layers; ++first)
+        for (int last = 1; first + last <= m.layers; ++last) {
+            const pipeline_split split =
+                pipeline_split_of(m, {.pp = pp, .first_stage_layers = first, .last_stage_layers = last});
+            if (!split.valid() || (pp > 2 && split.middle < 1)) continue;
+            if (divides && first == m.layers / pp && last == first) continue;  // the even split itself
+            out.push_back({1, first, last});
+        }
+    return out;
+}
+
+// The candidate dimensions once the (unit, micro-batch) are fixed. ZeRO and data-
+// parallel overlap act on the gradient group, dp × cp; the parameter-gather overlap on
+// ZeRO 1 and 2's gather after the optimizer; the schedule on a pipeline without
+// interleaving.
 struct inner_choices {
-    std::vector<int> interleaves;
+    std::vector<pipeline_config> pipelines;
+    std::vector<pipeline_schedule> schedules;  // with interleave 1
     std::vector<int> zeros;
     std::vector<offload_mode> offloads;
     std::vector<dp_overlap_mode> overlaps;
+    std::vector<bool> parameter_gathers;       // with ZeRO 1 and 2
 
-    std::size_t count() const { return interleaves.size() * zeros.size() * offloads.size() * overlaps.size(); }
+    std::size_t gathers(int zero) const { return zero == 1 || zero == 2 ? parameter_gathers.size() : 1; }
+    std::size_t schedules_for(const pipeline_config& p) const { return p.interleave == 1 ? schedules.size() : 1; }
+    // Per pipeline configuration and schedule: every (ZeRO, offload, overlap, gather).
+    std::size_t per_schedule() const {
+        std::size_t n = 0;
+        for (int z : zeros) n += gathers(z);
+        return n * offloads.size() * overlaps.size();
+    }
+    // With `interleaving`: whether the micro-batches per step allow the interleaved ones.
+    std::size_t count(bool interleaving) const {
+        std::size_t n = 0;
+        for (const auto& p : pipelines)
+            if (interleaving || p.interleave == 1) n += schedules_for(p);
+        return n * per_schedule();
+    }
 };
 
-// With `accum` micro-batches per step: an interleaved schedule needs a multiple of pp.
-// ZeRO and data-parallel overlap act on the gradient group, dp × cp.
-inline inner_choices choices_for(const plan_request& r, int pp, int dp, int accum, int cp = 1) {
-    const auto& m = r.base.model;
+// Megatron-LM's interleaved 1F1B schedule needs whole rounds of pp micro-batches.
+constexpr bool interleaving_allowed(int pp, int accum) { return accum % pp == 0; }
+
+inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp = 1) {
+    const auto& fw = r.base.framework;
     inner_choices c;
-    c.interleaves.push_back(1);
-    if (pp > 1 && accum % pp == 0)
-        for (int v = 2; 1LL * pp * v <= m.layers; ++v)
-            if (interleave_splits_layers(m, pp, v)) c.interleaves.push_back(v);
-    for (int z = 0; z <= (dp * cp > 1 ? 3 : 0); ++z) c.zeros.push_back(z);
+    c.pipelines = pipeline_configs_for(r, pp);
+    c.schedules.push_back(pipeline_schedule::one_f_one_b);
+    if (pp > 1 && fw.zero_bubble_schedule) c.schedules.push_back(pipeline_schedule::zero_bubble_h1);
+    for (int z = 0; z <= (dp * cp > 1 ? 3 : 0); ++z)
+        if (fw.zero_stages & (1u << z)) c.zeros.push_back(z);
     c.offloads.push_back(offload_mode::none);
     if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host && !r.base.finetune.freezes_base())
         c.offloads.push_back(offload_mode::optimizer);
     if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
+    c.parameter_gathers = switch_values(fw.overlap_parameter_gather, dp * cp > 1);
     return c;
 }
 
@@ -171,15 +276,19 @@ inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
     return out;
 }
 
-// Faster first; equal step times are ordered by the layout, so that the result does
-// not depend on which thread found what first.
+// Faster first; equal step times are ordered by the layout and switches, so that the
+// result does not depend on which thread found what first.
 inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
     if (a.report.step_time != b.report.step_time) return a.report.step_time < b.report.step_time;
-    const auto key = [](const parallel_layout& l) {
-        return std::array<int, 12>{l.tp, l.cp, l.pp, l.interleave, l.dp, l.micro_batch, l.grad_accum, int(l.sp),
-                                   l.zero, int(l.offload), int(l.recompute), int(l.dp_overlap)};
+    const auto key = [](const plan_candidate& c) {
+        const parallel_layout& l = c.layout;
+        return std::array<int, 18>{l.tp, l.cp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
+                                   int(l.schedule), l.dp, l.micro_batch, l.grad_accum, int(l.sp), l.zero,
+                                   int(l.offload), int(l.recompute), int(l.dp_overlap),
+                                   int(c.switches.flash_attention), int(c.switches.tensor_parallel_overlap),
+                                   int(c.switches.overlap_parameter_gather)};
     };
-    return key(a.layout) < key(b.layout);
+    return key(a) < key(b);
 }
 
 // Keeps the k best candidates (a max-heap in ranks_before order).
@@ -188,9 +297,8 @@ public:
     explicit top_k(std::size_t k) : k_(k) {}
     bool full() const { return k_ > 0 && heap_.size() >= k_; }
     seconds worst() const { return heap_.front().report.step_time; }
-    void offer(const parallel_layout& layout, const step_report& report) {
+    void offer(const plan_candidate& c) {
         if (k_ == 0) return;
-        plan_candidate c{layout, report};
         if (!full()) {
             heap_.push_back(c);
             std::push_heap(heap_.begin(), heap_.end(), ranks_before);
@@ -220,80 +328,90 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     const auto batches = micro_batches_for(r, dp);
     const layout_groups groups =
         place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = u.pp}, s.cluster.gpus_per_node, s.cluster.order);
+    s.framework = r.base.framework;
+    s.framework.flash_attention = u.flash_attention;
+    s.framework.tensor_parallel_overlap = u.tensor_parallel_overlap;
     s.layout = {.dp = dp, .tp = u.tp, .cp = u.cp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
     const flop_counts flop = flop_counts_of(s);
     const model_state state = model_state_of(s);
     const int seq = sequence_length(s);
     const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
-    const inner_choices all = choices_for(r, u.pp, dp, u.pp, u.cp);
+    const inner_choices all = choices_for(r, u.pp, dp, u.cp);
     std::vector<step_prices> step_costs;
-    // Whether an (interleave, ZeRO, offload) configuration did not fit at a smaller
-    // micro-batch, for every interleave the unit can take (a batch whose grad-accum
-    // rules interleaving out leaves the entries as they are).
-    const std::size_t per_interleave = all.zeros.size() * all.offloads.size();
-    std::vector<char> did_not_fit(all.interleaves.size() * per_interleave, 0);
     for (int zero : all.zeros)
         for (offload_mode offload : all.offloads) {
             s.layout.zero = zero;
             s.layout.offload = offload;
             step_costs.push_back(price_step(step_workload(s, state), s));
         }
+    // Whether a (pipeline configuration, ZeRO, offload) did not fit at a smaller
+    // micro-batch (a batch whose grad-accum rules interleaving out leaves the entries of
+    // the interleaved ones as they are).
+    const std::size_t per_pipeline = all.zeros.size() * all.offloads.size();
+    std::vector<char> did_not_fit(all.pipelines.size() * per_pipeline, 0);
+    const int most_layers = layers_per_stage(s.model, u.pp);
+    const inner_choices& choices = all;
 
     for (int b : batches) {
         const int accum = int(r.global_batch / (1LL * b * dp));
-        const inner_choices choices = choices_for(r, u.pp, dp, accum, u.cp);
-        const long long per_batch = static_cast<long long>(choices.count());
+        const bool interleaving = interleaving_allowed(u.pp, accum);
+        const long long per_batch = static_cast<long long>(choices.count(interleaving));
         s.layout.micro_batch = b;
         s.layout.grad_accum = accum;
         s.layout.interleave = 1;
+        s.layout.first_stage_layers = s.layout.last_stage_layers = 0;
+        s.layout.schedule = pipeline_schedule::one_f_one_b;
         s.layout.zero = 0;
         s.layout.offload = offload_mode::none;
         s.layout.dp_overlap = dp_overlap_mode::framework;
-        // The stage's compute and tensor-parallel communication: once per micro-batch.
-        const micro_batch_times priced = price_micro_batch(s);
-        // Bound: every candidate of this micro-batch runs at least its compute.
-        if (options.prune && out.best.full() && double(accum) * priced.compute() > out.best.worst()) {
+        s.framework.overlap_parameter_gather = r.base.framework.overlap_parameter_gather;
+        // The stage's parts priced once per micro-batch; every split's stages from them.
+        const stage_pricer parts = price_stage_parts(s);
+        // Bound: some stage holds ⌈L/p⌉ layers or more, so every candidate of this
+        // micro-batch runs at least the compute of such a stage, m times.
+        if (options.prune && out.best.full() &&
+            double(accum) * parts.stage(most_layers, false, false, seconds_of(0.0)).compute() > out.best.worst()) {
             out.pruned += per_batch;
             continue;
         }
-        // Memory: each layer's activations once per micro-batch; the last stage's memory
-        // (it holds the head; interleaving changes only the first stage's) once per
-        // (ZeRO, offload); the first stage's for each interleave.
+        // Memory: each layer's activations once per micro-batch.
         const precision_recipe stored = stored_precision(s);
         const memory_detail::layer_activations layer =
             memory_detail::layer_activations_of(s.model, stored, s.layout, seq, s.framework, s.finetune);
-        std::array<memory_breakdown, 8> last_stage{};
-        for (std::size_t z = 0, i = 0; z < choices.zeros.size(); ++z)
-            for (std::size_t o = 0; o < choices.offloads.size(); ++o, ++i) {
-                s.layout.zero = choices.zeros[z];
-                s.layout.offload = choices.offloads[o];
-                if (u.pp > 1)
-                    last_stage[i] = memory_detail::stage_memory(s.model, stored, state, s.layout, seq, s.framework,
-                                                                layer, false, true, s.finetune);
+        for (std::size_t pi = 0; pi < choices.pipelines.size(); ++pi) {
+            const pipeline_config& pc = choices.pipelines[pi];
+            if (pc.interleave > 1 && !interleaving) continue;
+            s.layout.interleave = pc.interleave;
+            s.layout.first_stage_layers = pc.first_stage_layers;
+            s.layout.last_stage_layers = pc.last_stage_layers;
+            const seconds sends =
+                u.pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
+            const pipeline_times stages = pipeline_stage_times(parts, s, sends);
+            const std::size_t schedules = choices.schedules_for(pc);
+            const long long per_pipeline_candidates = static_cast<long long>(schedules * choices.per_schedule());
+            // Bound: the slowest stage paces every micro-batch, whatever follows.
+            if (options.prune && out.best.full() &&
+                double(accum) * stages.bottleneck.compute() > out.best.worst()) {
+                out.pruned += per_pipeline_candidates;
+                continue;
             }
-        for (int v : choices.interleaves) {
-            std::size_t step_config = 0;
-            const auto at = std::find(all.interleaves.begin(), all.interleaves.end(), v) - all.interleaves.begin();
-            std::size_t config = std::size_t(at) * per_interleave;
-            s.layout.interleave = v;
-            micro_batch_times t = priced;
-            t.pipeline_comm = u.pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
+            std::size_t step_config = 0, config = pi * per_pipeline;
             for (int zero : choices.zeros) {
                 s.layout.zero = zero;
                 for (offload_mode offload : choices.offloads) {
                     s.layout.offload = offload;
-                    const long long variants = static_cast<long long>(choices.overlaps.size());
+                    const long long variants = static_cast<long long>(choices.overlaps.size() *
+                                                                      choices.gathers(zero) * schedules);
                     const step_prices& costs = step_costs[step_config++];
                     char& failed = did_not_fit[config++];
                     if (options.prune && failed) {
                         out.pruned += variants;
                         continue;
                     }
-                    const memory_breakdown first = memory_detail::stage_memory(
-                        s.model, stored, state, s.layout, seq, s.framework, layer, true, u.pp == 1, s.finetune);
                     const memory_report memory = memory_detail::report_of(
-                        u.pp > 1 ? memory_detail::busier(first, last_stage[step_config - 1]) : first, capacity);
+                        memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework, layer, s.finetune),
+                        capacity);
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
                     // configuration fails only if none of them fits.
@@ -304,15 +422,24 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         memory_report at_overlap = memory;
                         if (per_overlap) {
                             at_overlap = memory_detail::report_of(
-                                memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework, s.finetune),
+                                memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework, layer, s.finetune),
                                 capacity);
                             any_fits = any_fits || at_overlap.fits;
                         }
-                        const step_report report = schedule(s, t, costs, at_overlap, flop);
-                        ++out.evaluated;
-                        if (!report.fits) continue;
-                        ++out.fitting;
-                        out.best.offer(s.layout, report);
+                        for (std::size_t g = 0; g < choices.gathers(zero); ++g) {
+                            s.framework.overlap_parameter_gather =
+                                zero == 1 || zero == 2 ? bool(choices.parameter_gathers[g])
+                                                       : r.base.framework.overlap_parameter_gather;
+                            for (std::size_t k = 0; k < schedules; ++k) {
+                                s.layout.schedule = choices.schedules[k];
+                                const step_report report = schedule(s, stages, costs, at_overlap, flop);
+                                ++out.evaluated;
+                                if (!report.fits) continue;
+                                ++out.fitting;
+                                out.best.offer({s.layout, switches_of(s.framework), report});
+                            }
+                            s.layout.schedule = pipeline_schedule::one_f_one_b;
+                        }
                     }
                     if (!any_fits) failed = 1;
                 }
@@ -323,6 +450,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
 
 inline space build_space(const plan_request& r) {
     const auto& m = r.base.model;
+    const auto& fw = r.base.framework;
     const int seq = sequence_length(r.base);
     space sp;
     for (long long tp_ll : divisors(r.gpus)) {
@@ -338,15 +466,20 @@ inline space build_space(const plan_request& r) {
                 const auto batches = micro_batches_for(r, dp);
                 if (batches.empty()) continue;
                 long long inner = 0;
+                const inner_choices choices = choices_for(r, pp, dp, cp);
                 for (int b : batches)
                     inner += static_cast<long long>(
-                        choices_for(r, pp, dp, int(r.global_batch / (1LL * b * dp)), cp).count());
+                        choices.count(interleaving_allowed(pp, int(r.global_batch / (1LL * b * dp)))));
                 for (bool sequence_parallel : {false, true}) {
                     if (sequence_parallel && tp == 1) continue;
-                    for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
-                        sp.units.push_back({.tp = tp, .pp = pp, .cp = cp, .sp = sequence_parallel, .recompute = rc});
-                        sp.candidates += inner;
-                    }
+                    for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
+                        for (bool flash : switch_values(fw.flash_attention))
+                            for (bool overlap : switch_values(fw.tensor_parallel_overlap, sequence_parallel)) {
+                                sp.units.push_back({.tp = tp, .pp = pp, .cp = cp, .sp = sequence_parallel,
+                                                    .recompute = rc, .flash_attention = flash,
+                                                    .tensor_parallel_overlap = overlap});
+                                sp.candidates += inner;
+                            }
                 }
             }
         }

@@ -241,10 +241,8 @@ inline report_table plan_table(const plan_request& request, const plan_result& r
     report_table t(std::move(columns));
     long long rank = 1;
     for (const plan_candidate& c : result.best) {
-        training_setup s = request.base;
-        s.layout = c.layout;
         std::vector<table_cell> row{rank++};
-        report_table_detail::append(row, step_row(s, c.report));
+        report_table_detail::append(row, step_row(setup_of(request.base, c), c.report));
         t.add_row(std::move(row));
     }
     return t;

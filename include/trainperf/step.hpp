@@ -75,6 +75,9 @@ struct micro_batch_times {
     seconds host_forward = seconds_of(0.0);    // the host's time to issue them
     seconds host_backward = seconds_of(0.0);
     seconds host_recompute = seconds_of(0.0);
+    // The GPU's time for the weight-gradient GEMMs, part of gpu_backward: the W that a
+    // zero-bubble schedule defers into the pipeline bubble.
+    seconds gpu_weight_gradient = seconds_of(0.0);
 
     constexpr seconds compute() const { return forward + backward + recompute; }
     constexpr seconds total() const {
@@ -229,6 +232,10 @@ public:
                  const eager_host_costs& host = {}, seconds bare_op = seconds_of(0.0))
         : kernels_(gpu, k), cluster_(cluster), host_(host), bare_op_(bare_op), sms_(gpu.sm_count) {}
 
+    // The sums an op adds to from here on: those of one of the stage's parts
+    // (workload.hpp stage_section). Every sum is linear in the ops' counts.
+    void section(stage_section part) { at_ = std::size_t(part); }
+
     // Tensor-parallel communication overlapped with the layer's GEMMs (Transformer
     // Engine userbuffers, Megatron-Core --tp-comm-overlap; needs sequence parallelism).
     void overlap_tensor_parallel(int tp) { tp_overlap_ = tp; }
@@ -240,10 +247,11 @@ public:
         const seconds time =
             method.chunks > 0 ? overlapped_gemm_time(g.op.shape, method) : kernels_.gemm_time(g.op.shape);
         add(g.part, g.count, g.recomputed, time);
-        if (method.chunks > 0) tp_overlap_capacity_ += (g.count + g.recomputed) * time;
+        if (g.op.phase == op_phase::backward_weight) sections_[at_].weight_gradient += g.count * time;
+        if (method.chunks > 0) sections_[at_].tp_overlap_capacity += (g.count + g.recomputed) * time;
         if (g.op.region == op_region::attention_core) {
-            core_[g.part == step_part::forward ? 0 : 1] += g.count * time;
-            core_[2] += g.recomputed * time;
+            sections_[at_].core[g.part == step_part::forward ? 0 : 1] += g.count * time;
+            sections_[at_].core[2] += g.recomputed * time;
         }
         add_host(g.part, g.count, g.recomputed,
                  g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
@@ -251,21 +259,22 @@ public:
     void operator()(const stage_op<attention_op>& a) {
         const seconds time = kernels_.attention_time(a.op);
         add(a.part, a.count, a.recomputed, time);
-        core_[a.part == step_part::forward ? 0 : 1] += a.count * time;  // what a context-parallel ring hides behind
-        core_[2] += a.recomputed * time;
+        sections_[at_].core[a.part == step_part::forward ? 0 : 1] += a.count * time;  // what a context-parallel ring hides behind
+        sections_[at_].core[2] += a.recomputed * time;
         add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
     }
     void operator()(const stage_op<memory_op>& m) {
         const std::size_t part = m.part == step_part::forward ? 0 : 1;
-        bytes_[part] += m.count * m.op.moved.value();
-        launches_[part] += m.count * m.op.launches;
-        bytes_[2] += m.recomputed * m.op.moved.value();
-        launches_[2] += m.recomputed * m.op.launches;
+        stage_sums& at = sections_[at_];
+        at.bytes[part] += m.count * m.op.moved.value();
+        at.launches[part] += m.count * m.op.launches;
+        at.bytes[2] += m.recomputed * m.op.moved.value();
+        at.launches[2] += m.recomputed * m.op.launches;
         if (m.op.region == op_region::attention_core) {
-            core_bytes_[part] += m.count * m.op.moved.value();
-            core_launches_[part] += m.count * m.op.launches;
-            core_bytes_[2] += m.recomputed * m.op.moved.value();
-            core_launches_[2] += m.recomputed * m.op.launches;
+            at.core_bytes[part] += m.count * m.op.moved.value();
+            at.core_launches[part] += m.count * m.op.launches;
+            at.core_bytes[2] += m.recomputed * m.op.moved.value();
+            at.core_launches[2] += m.recomputed * m.op.launches;
         }
         add_host(m.part, m.count * m.op.launches, m.recomputed * m.op.launches,
                  m.part == step_part::forward ? host_.op : host_.backward_launch);
@@ -274,11 +283,11 @@ public:
         if (cluster_ == nullptr) return;
         if (c.part == step_part::context_parallel) {
             const seconds one = collective_time(c.op, *cluster_);
-            ring_[c.op.phase == op_phase::forward ? 0 : 1] += c.count * one;
-            ring_[2] += c.recomputed * one;
+            sections_[at_].ring[c.op.phase == op_phase::forward ? 0 : 1] += c.count * one;
+            sections_[at_].ring[2] += c.recomputed * one;
             return;
         }
-        (c.part == step_part::pipeline ? t_.pipeline_comm : t_.tensor_parallel_comm) += price_collective(c, *cluster_);
+        (c.part == step_part::pipeline ? sections_[at_].pipeline_comm : sections_[at_].tensor_parallel_comm) += price_collective(c, *cluster_);
     }
     void operator()(const stage_op<host_op>& h) {
         const double cost = h.op.call == host_call::view     ? host_.view
@@ -287,32 +296,29 @@ public:
         add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, cost);
     }
 
+    // The micro-batch of the ops as they came (one stage, counts as emitted).
     micro_batch_times result() const {
-        micro_batch_times t = t_;
-        if (tp_overlap_ > 1) {
-            // What the overlapped GEMMs do not cover stays exposed (ASSUMPTION: the
-            // layer's collectives and GEMMs are matched in aggregate, not pair by pair).
-            const seconds exposed = std::max(seconds_of(0.0), t.tensor_parallel_comm - tp_overlap_capacity_);
-            t.tensor_parallel_hidden = t.tensor_parallel_comm - exposed;
-            t.tensor_parallel_comm = exposed;
-        }
-        const auto memory = [&](std::size_t part) { return kernels_.memory_time(bytes_of(bytes_[part]), launches_[part]); };
-        t.gpu_forward += memory(0);
-        t.gpu_backward += memory(1);
-        t.gpu_recompute += memory(2);
-        t.host_forward = host_calls_[0] * bare_op_;
-        t.host_backward = host_calls_[1] * bare_op_;
-        t.host_recompute = host_calls_[2] * bare_op_;
-        t.forward = std::max(t.gpu_forward, t.host_forward);
-        t.backward = std::max(t.gpu_backward, t.host_backward);
-        t.recompute = std::max(t.gpu_recompute, t.host_recompute);
-        for (std::size_t pass = 0; pass < 3; ++pass) {
-            const seconds core = core_[pass] + kernels_.memory_time(bytes_of(core_bytes_[pass]), core_launches_[pass]);
-            t.context_parallel_ring += ring_[pass];
-            t.context_parallel_comm += std::max(seconds_of(0.0), ring_[pass] - core);
-        }
-        return t;
+        stage_sums all = sections_[0];
+        for (std::size_t i = 1; i < sections_.size(); ++i) all.add(sections_[i], 1.0);
+        return finish(all);
     }
+
+    // A stage of `layers` layers built from the parts' sums (ops emitted for a
+    // one-layer stage with its head and embedding, workload.hpp stage_shape{1}):
+    // `layers` × a layer's + the head's (last stage) + the embedding's (first) + the
+    // stage's own, with `pipeline_comm` for the stage's sends (the sends of the
+    // layout's interleave).
+    micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm) const {
+        stage_sums t = sections_[std::size_t(stage_section::stage)];
+        t.add(sections_[std::size_t(stage_section::layer)], layers);
+        if (last) t.add(sections_[std::size_t(stage_section::head)], 1.0);
+        if (first) t.add(sections_[std::size_t(stage_section::embedding)], 1.0);
+        t.pipeline_comm = pipeline_comm;
+        return finish(t);
+    }
+
+    // The stage's sends as priced (of the layout the ops were emitted for).
+    seconds pipeline_comm() const { return sections_[std::size_t(stage_section::stage)].pipeline_comm; }
 
 private:
     // Transformer Engine's default overlap method per GEMM (transformer_engine/pytorch/
@@ -350,30 +356,88 @@ private:
         return method.chunks * kernels_.gemm_time(chunk) * (sms / std::max(1.0, sms - method.comm_sms));
     }
 
+    // What the ops add up to, per pass (forward, backward, recompute) where it matters.
+    struct stage_sums {
+        std::array<seconds, 3> gpu{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};  // GEMMs, fused attention
+        seconds weight_gradient = seconds_of(0.0);
+        seconds tensor_parallel_comm = seconds_of(0.0);
+        seconds pipeline_comm = seconds_of(0.0);
+        seconds tp_overlap_capacity = seconds_of(0.0);
+        std::array<double, 3> bytes{};      // memory-bound ops, priced once per pass
+        std::array<double, 3> launches{};
+        std::array<double, 3> host_calls{}; // in bare ops
+        // Context parallelism, per pass: the KV ring's sends and the attention core they overlap.
+        std::array<seconds, 3> ring{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
+        std::array<seconds, 3> core{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
+        std::array<double, 3> core_bytes{};
+        std::array<double, 3> core_launches{};
+
+        constexpr void add(const stage_sums& o, double n) {
+            for (std::size_t i = 0; i < 3; ++i) {
+                gpu[i] += n * o.gpu[i];
+                bytes[i] += n * o.bytes[i];
+                launches[i] += n * o.launches[i];
+                host_calls[i] += n * o.host_calls[i];
+                ring[i] += n * o.ring[i];
+                core[i] += n * o.core[i];
+                core_bytes[i] += n * o.core_bytes[i];
+                core_launches[i] += n * o.core_launches[i];
+            }
+            weight_gradient += n * o.weight_gradient;
+            tensor_parallel_comm += n * o.tensor_parallel_comm;
+            pipeline_comm += n * o.pipeline_comm;
+            tp_overlap_capacity += n * o.tp_overlap_capacity;
+        }
+    };
+
+    // The sums into times: memory-bound ops priced per pass, each pass the larger of
+    // the GPU's time and the host's, tensor-parallel overlap and the KV ring.
+    micro_batch_times finish(const stage_sums& a) const {
+        micro_batch_times t;
+        t.tensor_parallel_comm = a.tensor_parallel_comm;
+        t.pipeline_comm = a.pipeline_comm;
+        if (tp_overlap_ > 1) {
+            // What the overlapped GEMMs do not cover stays exposed (ASSUMPTION: the
+            // layer's collectives and GEMMs are matched in aggregate, not pair by pair).
+            const seconds exposed = std::max(seconds_of(0.0), t.tensor_parallel_comm - a.tp_overlap_capacity);
+            t.tensor_parallel_hidden = t.tensor_parallel_comm - exposed;
+            t.tensor_parallel_comm = exposed;
+        }
+        const auto memory = [&](std::size_t part) { return kernels_.memory_time(bytes_of(a.bytes[part]), a.launches[part]); };
+        t.gpu_forward = a.gpu[0] + memory(0);
+        t.gpu_backward = a.gpu[1] + memory(1);
+        t.gpu_recompute = a.gpu[2] + memory(2);
+        t.gpu_weight_gradient = a.weight_gradient;
+        t.host_forward = a.host_calls[0] * bare_op_;
+        t.host_backward = a.host_calls[1] * bare_op_;
+        t.host_recompute = a.host_calls[2] * bare_op_;
+        t.forward = std::max(t.gpu_forward, t.host_forward);
+        t.backward = std::max(t.gpu_backward, t.host_backward);
+        t.recompute = std::max(t.gpu_recompute, t.host_recompute);
+        for (std::size_t pass = 0; pass < 3; ++pass) {
+            const seconds core = a.core[pass] + kernels_.memory_time(bytes_of(a.core_bytes[pass]), a.core_launches[pass]);
+            t.context_parallel_ring += a.ring[pass];
+            t.context_parallel_comm += std::max(seconds_of(0.0), a.ring[pass] - core);
+        }
+        return t;
+    }
+
     void add(step_part part, double count, double recomputed, seconds time) {
-        (part == step_part::forward ? t_.gpu_forward : t_.gpu_backward) += count * time;
-        t_.gpu_recompute += recomputed * time;
+        sections_[at_].gpu[part == step_part::forward ? 0 : 1] += count * time;
+        sections_[at_].gpu[2] += recomputed * time;
     }
     void add_host(step_part part, double count, double recomputed, double cost) {
-        host_calls_[part == step_part::forward ? 0 : 1] += count * cost;
-        host_calls_[2] += recomputed * cost;
+        sections_[at_].host_calls[part == step_part::forward ? 0 : 1] += count * cost;
+        sections_[at_].host_calls[2] += recomputed * cost;
     }
     kernel_cost_model kernels_;
     const cluster_spec* cluster_;
     eager_host_costs host_;
     seconds bare_op_;
-    micro_batch_times t_{};
     int tp_overlap_ = 0;
     int sms_ = 1;
-    seconds tp_overlap_capacity_ = seconds_of(0.0);
-    std::array<double, 3> bytes_{};      // forward, backward, recompute
-    std::array<double, 3> launches_{};
-    std::array<double, 3> host_calls_{}; // in bare ops
-    // Context parallelism, per pass: the KV ring's sends and the attention core they overlap.
-    std::array<seconds, 3> ring_{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
-    std::array<seconds, 3> core_{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
-    std::array<double, 3> core_bytes_{};
-    std::array<double, 3> core_launches_{};
+    std::array<stage_sums, 4> sections_{};  // by stage_section
+    std::size_t at_ = 0;                     // the section ops add to
 };
 
 // The same for ops already collected in lists (micro_batch_workload), e.g. a workload
@@ -390,16 +454,66 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
     return pricer.result();
 }
 
-// Forward, backward and recompute of one micro-batch on the busiest pipeline stage,
-// with the tensor-parallel collectives and pipeline sends it waits for: the ops priced
-// as the workload emits them (the same ops micro_batch_workload lists).
-inline micro_batch_times price_micro_batch(const training_setup& s) {
+// The parts of a stage priced once (one layer, the head, the embedding, the stage's
+// own sends), from which stage_pricer::stage builds a stage of any number of layers.
+inline stage_pricer price_stage_parts(const training_setup& s) {
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
-    for_each_stage_op(s, pricer);
-    return pricer.result();
+    for_each_stage_op(s, stage_shape{1, true, true}, pricer);
+    return pricer;
 }
+
+// One micro-batch on each stage of the pipeline.
+struct pipeline_times {
+    micro_batch_times bottleneck{};    // the stage whose micro-batch takes longest: it paces the steady state
+    seconds others = seconds_of(0.0);  // the other stages' micro-batches, summed: the fill and drain
+    seconds others_weight_gradient = seconds_of(0.0);  // their weight-gradient GEMMs (what zb-h1 defers)
+};
+
+// The stages of the layout's split (parallel.hpp pipeline_split_of): the first (its
+// layers and the embedding), pp − 2 middle ones, the last (its layers, head and loss);
+// with pp = 1 one stage does all. Each with `pipeline_comm` for its sends. On a tie the
+// last stage is the bottleneck.
+inline pipeline_times pipeline_stage_times(const stage_pricer& parts, const training_setup& s,
+                                           seconds pipeline_comm) {
+    const auto& l = s.layout;
+    const pipeline_split split = pipeline_split_of(s.model, l);
+    pipeline_times p;
+    if (l.pp == 1) {
+        p.bottleneck = parts.stage(split.first, true, true, pipeline_comm);
+        return p;
+    }
+    const micro_batch_times first = parts.stage(split.first, true, false, pipeline_comm);
+    const micro_batch_times last = parts.stage(split.last, false, true, pipeline_comm);
+    const double middles = l.pp - 2.0;
+    const micro_batch_times middle =
+        middles > 0 ? parts.stage(split.middle, false, false, pipeline_comm) : micro_batch_times{};
+    const micro_batch_times* slowest = &last;
+    if (first.total() > slowest->total()) slowest = &first;
+    if (middles > 0 && middle.total() > slowest->total()) slowest = &middle;
+    const double copies = slowest == &middle ? middles - 1 : middles;  // the middle stages besides the slowest
+    p.bottleneck = *slowest;
+    const auto others = [&](auto part) {
+        seconds sum = copies * part(middle);
+        if (slowest != &first) sum += part(first);
+        if (slowest != &last) sum += part(last);
+        return sum;
+    };
+    p.others = others([](const micro_batch_times& t) { return t.total(); });
+    p.others_weight_gradient = others([](const micro_batch_times& t) { return t.gpu_weight_gradient; });
+    return p;
+}
+
+inline pipeline_times price_pipeline(const training_setup& s) {
+    const stage_pricer parts = price_stage_parts(s);
+    return pipeline_stage_times(parts, s, parts.pipeline_comm());
+}
+
+// Forward, backward and recompute of one micro-batch on the pipeline stage that paces
+// the step (the last one in an even split: head and loss), with the tensor-parallel
+// collectives and pipeline sends it waits for.
+inline micro_batch_times price_micro_batch(const training_setup& s) { return price_pipeline(s).bottleneck; }
 
 // Data-parallel synchronisation of one GPU's shard, split by when it happens.
 struct data_parallel_sync {
@@ -559,14 +673,28 @@ inline flop_counts flop_counts_of(const training_setup& s) {
     return {model, hardware};
 }
 
-// One step from its priced parts. 1F1B (interleaved) pipeline: m micro-batches in the
-// steady state plus a fill and drain of (p−1)/v micro-batch times (Narayanan et al.
-// 2021). Data-parallel sync: where it is overlapped, communication during a
-// micro-batch hides behind that micro-batch's backward (the end-of-backward reduction
-// behind what is left of the last one); the rest is exposed.
-inline step_report schedule(const training_setup& s, const micro_batch_times& mb, const step_prices& prices,
+// The pipeline's fill and drain. 1F1B: the slowest stage paces m micro-batches and the
+// others' micro-batches add once, T = Σᵢ tᵢ + (m − 1)·maxⱼ tⱼ (Zheng et al. 2022,
+// "Alpa", OSDI '22, §5.2), which for p equal stages is Narayanan et al.'s (2021) bubble
+// of (p − 1) micro-batch times; interleaving over v virtual stages divides it by v
+// (Narayanan et al. 2021, §2.2.2). zb-h1 fills it with the deferred weight gradients:
+// (p − 1)(F + B − W) instead of (p − 1)(F + B + W) (Qi et al. 2024, §3.1), i.e. 2·W
+// less per other stage, never below zero.
+constexpr seconds pipeline_bubble(const parallel_layout& l, const pipeline_times& p) {
+    if (l.schedule == pipeline_schedule::zero_bubble_h1)
+        return std::max(seconds_of(0.0), p.others - 2.0 * p.others_weight_gradient);
+    return p.others / double(l.interleave);
+}
+
+// One step from its priced parts: m micro-batches at the slowest stage's pace plus the
+// pipeline's fill and drain (pipeline_bubble). Data-parallel sync: where it is
+// overlapped, communication during a micro-batch hides behind that micro-batch's
+// backward (the end-of-backward reduction behind what is left of the last one); the
+// rest is exposed.
+inline step_report schedule(const training_setup& s, const pipeline_times& stages, const step_prices& prices,
                             const memory_report& memory, const flop_counts& flop) {
     const auto& l = s.layout;
+    const micro_batch_times& mb = stages.bottleneck;
     step_report r;
     r.seq = sequence_length(s);
     r.gpus = l.gpus();
@@ -576,7 +704,7 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
     r.causal_attention_skipped = skips_masked_attention(s);
     const double m = l.grad_accum;
     r.time.forward_backward = m * mb.compute();
-    r.time.bubble = ((l.pp - 1.0) / l.interleave) * mb.total();
+    r.time.bubble = pipeline_bubble(l, stages);
     const data_parallel_sync& sync = prices.sync;
     r.data_parallel_sync = sync.per_step_total(m);
     const seconds zero = seconds_of(0.0);
@@ -666,7 +794,7 @@ inline step_report schedule(const training_setup& s, const micro_batch_times& mb
 inline step_report predict(const training_setup& s) {
     validate(s);
     const model_state state = model_state_of(s);
-    step_report r = schedule(s, price_micro_batch(s), price_step(step_workload(s, state), s), memory_of(s, state),
+    step_report r = schedule(s, price_pipeline(s), price_step(step_workload(s, state), s), memory_of(s, state),
                              flop_counts_of(s));
     if constexpr (TRAINPERF_CHECK_POSTCONDITIONS) check_postconditions(r);
     return r;

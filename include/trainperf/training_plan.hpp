@@ -134,9 +134,8 @@ inline training_plan plan_training(const training_plan_request& r, plan_options 
 // The setup of one count's plan: the request's system on that many GPUs, in its layout.
 inline training_setup setup_of(const training_plan_request& r, const gpu_count_plan& c) {
     require(c.best.has_value(), "gpus", c.gpus, "has no layout that fits");
-    training_setup s = r.layouts.base;
+    training_setup s = setup_of(r.layouts.base, *c.best);
     s.cluster.gpus_per_node = std::min(c.gpus, r.gpus_per_node);
-    s.layout = c.best->layout;
     return s;
 }
 

@@ -686,8 +686,33 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
     return launches;
 }
 
-// The busiest stage is the last one (logits and loss); with pp = 1 the only stage
-// also embeds. Tensor parallelism: 2 all-reduces of the b·s·h activations per layer
+// A pipeline stage: its layers, and whether it embeds (the first) or holds the head and
+// loss (the last); with pp = 1 the one stage does both.
+struct stage_shape {
+    double layers = 1;
+    bool embedding = true;
+    bool head = true;
+};
+
+// Which part of a stage an op belongs to, for a sink that wants to know: each of its
+// layers, the head and loss, the embedding, or the stage as a whole (pipeline sends, FP8
+// amax bookkeeping's launches). A sink with a member section(stage_section) is told
+// before the ops of each part.
+enum class stage_section { layer, head, embedding, stage };
+
+template <>
+struct enum_names<stage_section> {
+    static constexpr std::array<enum_name<stage_section>, 4> table{
+        {{stage_section::layer, "layer"}, {stage_section::head, "head"}, {stage_section::embedding, "embedding"},
+         {stage_section::stage, "stage"}}};
+};
+
+template <class Sink>
+constexpr void enter_section(Sink& sink, stage_section part) {
+    if constexpr (requires { sink.section(part); }) sink.section(part);
+}
+
+// The ops of one micro-batch on a stage of the given shape. Tensor parallelism: 2 all-reduces of the b·s·h activations per layer
 // forward and 2 in backward (Megatron's f/g operators); with sequence parallelism each
 // becomes a reduce-scatter plus an all-gather of the same volume, and the scattered
 // input of each column-parallel GEMM is all-gathered again in backward for its weight
@@ -697,14 +722,15 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
 // The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
 // sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
 template <class Sink>
-constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
+constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, Sink&& sink) {
     const auto& m = s.model;
     const auto& l = s.layout;
     const auto& fw = s.framework;
     const finetune_spec& ft = s.finetune;
     const bool frozen = ft.freezes_base();
     const layer_context ctx = layer_context_of(s);
-    const double layers = stage_layers(s);
+    const double layers = shape.layers;
+    enter_section(sink, stage_section::layer);
     const auto recomputed = [&](op_region region) {
         if (l.recompute == recompute_mode::full) return layers;
         if (l.recompute == recompute_mode::selective && region == op_region::attention_core) return layers;
@@ -744,10 +770,17 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
         sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
                                  forward ? step_part::forward : step_part::backward});
     }
-    if (ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed) {
-        const double modules = layers * fp8_linear_modules_per_layer(m, ctx.code);
-        sink(stage_op<memory_op>{fp8_amax_update(modules, op_phase::forward), 1, 0, step_part::forward});
-        sink(stage_op<memory_op>{fp8_amax_update(modules, op_phase::backward), 1, 0, step_part::backward});
+    // Delayed scaling's amax-history update: its bytes grow with the stage's modules,
+    // its launch is the stage's (below).
+    const bool amax_history = ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed;
+    if (amax_history) {
+        const double modules = fp8_linear_modules_per_layer(m, ctx.code);
+        for (op_phase phase : {op_phase::forward, op_phase::backward}) {
+            memory_op bytes_part = fp8_amax_update(modules, phase);
+            bytes_part.launches = 0;
+            sink(stage_op<memory_op>{bytes_part, layers, 0,
+                                     phase == op_phase::forward ? step_part::forward : step_part::backward});
+        }
     }
     // What the host calls besides the kernels: views and module calls in forward (again
     // when recomputed); in backward one autograd node per recorded op and view, and one
@@ -768,11 +801,42 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
                             forward_launches + calls.views + parameter_tensors, op_phase::backward},
                            layers, 0, step_part::backward});
 
+    // Tensor parallelism's collectives and the KV ring of context parallelism, per layer.
+    const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
+    const double tokens = rank_tokens(ctx);
+    const double a = size_of(s.precision.activations);
+    if (l.tp > 1) {
+        const bytes activation = bytes_of(tokens * m.hidden * a);
+        const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
+        const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
+            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, full,
+                                         step_part::tensor_parallel});
+        };
+        if (l.sp) {
+            tensor_parallel("sequence_parallel_all_gather", collective::all_gather, 6);
+            tensor_parallel("sequence_parallel_reduce_scatter", collective::reduce_scatter, 4);
+        } else {
+            tensor_parallel("tensor_parallel_all_reduce", collective::all_reduce, 4);
+        }
+    }
+    for_each_kv_ring_op(s, groups, layers, recomputed(op_region::attention_core), sink);
+
+    // The stage's own: pipeline sends, the amax update's launch.
+    enter_section(sink, stage_section::stage);
+    if (l.pp > 1) sink(pipeline_sends(s, groups));
+    if (amax_history) {
+        for (op_phase phase : {op_phase::forward, op_phase::backward}) {
+            memory_op launch_part = fp8_amax_update(0, phase);
+            sink(stage_op<memory_op>{launch_part, 1, 0,
+                                     phase == op_phase::forward ? step_part::forward : step_part::backward});
+        }
+    }
+
     // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
     // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward
     // (b·s/cp tokens per rank with context parallelism).
-    const double tokens = rank_tokens(ctx);
-    const double a = size_of(s.precision.activations);
+    if (shape.head) {
+    enter_section(sink, stage_section::head);
     // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
     const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
     sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
@@ -798,7 +862,9 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
         if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
         cast("autocast_cast_head_input", tokens * m.hidden);
     }
-    if (l.pp == 1) {
+    }
+    if (shape.embedding) {
+        enter_section(sink, stage_section::embedding);
         // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION:
         // 3 passes over b·s·h (read the rows, read the positions, write the sum), in the
         // residual stream's format (fp32 under autocast: embedding is on no autocast list).
@@ -810,23 +876,17 @@ constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
                                  step_part::backward});
     }
 
-    const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
-    if (l.tp > 1) {
-        const bytes activation = bytes_of(tokens * m.hidden * a);
-        const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
-        const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
-            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, full,
-                                         step_part::tensor_parallel});
-        };
-        if (l.sp) {
-            tensor_parallel("sequence_parallel_all_gather", collective::all_gather, 6);
-            tensor_parallel("sequence_parallel_reduce_scatter", collective::reduce_scatter, 4);
-        } else {
-            tensor_parallel("tensor_parallel_all_reduce", collective::all_reduce, 4);
-        }
-    }
-    if (l.pp > 1) sink(pipeline_sends(s, groups));
-    for_each_kv_ring_op(s, groups, layers, recomputed(op_region::attention_core), sink);
+}
+
+// The stage a micro_batch_workload lists: the last (head and loss), the one whose
+// micro-batch takes longest in an even split; with pp = 1 the only stage also embeds.
+constexpr stage_shape last_stage_shape(const training_setup& s) {
+    return {double(pipeline_split_of(s.model, s.layout).last), s.layout.pp == 1, true};
+}
+
+template <class Sink>
+constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
+    for_each_stage_op(s, last_stage_shape(s), sink);
 }
 
 inline stage_workload micro_batch_workload(const training_setup& s) {

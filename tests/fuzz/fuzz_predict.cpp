@@ -122,9 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                        {.top = 3, .threads = 1});
             for (const plan_candidate& c : p.best) {
                 check(c.report);
-                training_setup t = s;
-                t.layout = c.layout;
-                const step_report again = predict(t);
+                const step_report again = predict(setup_of(s, c));
                 fuzz_require(again.step_time.value() == c.report.step_time.value() ||
                                  std::abs(again.step_time.value() / c.report.step_time.value() - 1) < 1e-9,
                              "a planned layout predicts to a different step time");

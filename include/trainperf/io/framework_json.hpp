@@ -21,6 +21,14 @@ namespace trainperf::io {
 
 inline constexpr std::string_view framework_schema = "trainperf.framework.v2";
 
+// The ZeRO stages a profile offers (framework_profile::zero_stages) as a list.
+inline nlohmann::json zero_stage_list(unsigned stages) {
+    nlohmann::json list = nlohmann::json::array();
+    for (int z = 0; z <= 3; ++z)
+        if (stages & (1u << z)) list.push_back(z);
+    return list;
+}
+
 inline nlohmann::json framework_to_json(const framework_profile& f) {
     const memory_overheads& o = f.memory;
     return {{"schema", std::string(framework_schema)},
@@ -41,6 +49,9 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"fp32_gradient_accumulation", f.fp32_gradient_accumulation},
             {"overlap_parameter_gather", f.overlap_parameter_gather},
             {"tensor_parallel_overlap", f.tensor_parallel_overlap},
+            {"uneven_pipeline_split", f.uneven_pipeline_split},
+            {"zero_bubble_schedule", f.zero_bubble_schedule},
+            {"zero_stages", zero_stage_list(f.zero_stages)},
             {"per_step_overhead_seconds", f.per_step_overhead.value()},
             {"host_costs_in_bare_ops",
              {{"op", f.host.op},
@@ -71,7 +82,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "unfused_optimizer_passes", "unfused_kernels_per_tensor", "overlap_data_parallel_sync",
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
                    "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
-                   "tensor_parallel_overlap"});
+                   "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "zero_stages"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -79,12 +90,26 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.fused_bias_gelu = dd::boolean(j, "", "fused_bias_gelu");
     f.fused_bias_dropout_add = dd::boolean(j, "", "fused_bias_dropout_add");
     f.flash_attention = dd::boolean(j, "", "flash_attention");
-    // Optional (added within v2; absent: FlashAttention-2, no overlap).
+    // Optional (added within v2; absent: FlashAttention-2, no overlap, the pipeline split
+    // evenly and run 1F1B or interleaved only).
     if (j.contains("flash_kernel"))
         f.flash_kernel = dd::enum_value<attention_kernel>(j, "", "flash_kernel");
     if (j.contains("overlap_parameter_gather"))
         f.overlap_parameter_gather = dd::boolean(j, "", "overlap_parameter_gather");
     if (j.contains("tensor_parallel_overlap")) f.tensor_parallel_overlap = dd::boolean(j, "", "tensor_parallel_overlap");
+    if (j.contains("uneven_pipeline_split")) f.uneven_pipeline_split = dd::boolean(j, "", "uneven_pipeline_split");
+    if (j.contains("zero_bubble_schedule")) f.zero_bubble_schedule = dd::boolean(j, "", "zero_bubble_schedule");
+    if (j.contains("zero_stages")) {
+        const auto& list = dd::field(j, "", "zero_stages");
+        if (!list.is_array() || list.empty() || list.size() > 4)
+            detail::fail("zero_stages", list.dump(), "must be a list of the ZeRO stages offered, e.g. [0, 1, 3]");
+        f.zero_stages = 0;
+        for (const auto& z : list) {
+            if (!z.is_number_integer() || z.get<long long>() < 0 || z.get<long long>() > 3)
+                detail::fail("zero_stages", z.dump(), "must be 0, 1, 2 or 3");
+            f.zero_stages |= 1u << z.get<int>();
+        }
+    }
     f.runs_model_code = dd::boolean(j, "", "runs_model_code");
     f.head_layout_copies = dd::boolean(j, "", "head_layout_copies");
     f.backward_traffic_ratio = dd::number(j, "", "backward_traffic_ratio", 0, 16, "(ratio)");

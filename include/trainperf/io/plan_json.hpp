@@ -15,9 +15,13 @@
 
 namespace trainperf {
 
-// The layout's keys (to_json(parallel_layout)) and the step's headline figures.
+// The layout's keys (to_json(parallel_layout)), the framework switches and the step's
+// headline figures.
 inline nlohmann::json to_json(const plan_candidate& c) {
     nlohmann::json j = to_json(c.layout);
+    j["flash_attention"] = c.switches.flash_attention;
+    j["tensor_parallel_overlap"] = c.switches.tensor_parallel_overlap;
+    j["overlap_parameter_gather"] = c.switches.overlap_parameter_gather;
     j["step_time_seconds"] = c.report.step_time.value();
     j["tokens_per_second"] = c.report.tokens_per_second;
     j["mfu"] = c.report.mfu;

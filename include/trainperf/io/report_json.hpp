@@ -27,7 +27,9 @@ inline nlohmann::json to_json(const memory_breakdown& m) {
 inline nlohmann::json to_json(const parallel_layout& l) {
     return {{"gpus", l.gpus()},       {"dp", l.dp},
             {"tp", l.tp},             {"cp", l.cp},             {"pp", l.pp},
-            {"interleave", l.interleave}, {"sp", l.sp},
+            {"interleave", l.interleave}, {"schedule", std::string(to_string(l.schedule))},
+            {"first_stage_layers", l.first_stage_layers}, {"last_stage_layers", l.last_stage_layers},
+            {"sp", l.sp},
             {"zero", l.zero},         {"offload", std::string(to_string(l.offload))},
             {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
             {"recompute", std::string(to_string(l.recompute))},
