@@ -142,6 +142,7 @@ bool accepted_anyway(const std::string& flag, const std::string& value) {
         {"--price-per-gpu-hour", {"0"}},   // free GPUs
         {"--first-stage-layers", {"0"}},   // documented: an even split
         {"--last-stage-layers", {"0"}},
+        {"--shard-group", {"0"}},          // documented: every data-parallel rank
     };
     if (flag == "--out") return !value.empty();  // any file name
     const auto it = zero_means_something.find(flag);

@@ -6,12 +6,15 @@
 
 #include <trainperf/comm.hpp>
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/layout_text.hpp>
+#include <trainperf/memory.hpp>
 #include <trainperf/models/catalog.hpp>
 #include <trainperf/step.hpp>
 #include <trainperf/system.hpp>
 #include <trainperf/workload.hpp>
 
 #include <algorithm>
+#include <string>
 
 using namespace trainperf;
 
@@ -97,4 +100,61 @@ TEST_CASE("tensor-parallel communication hides behind the chunked GEMMs it feeds
     with.layout.sp = false;
     without.layout.sp = false;
     CHECK(price_micro_batch(with).tensor_parallel_comm == price_micro_batch(without).tensor_parallel_comm);
+}
+
+TEST_CASE("hybrid sharding: ZeRO shards inside a group and all-reduces across its replicas", "[hsdp]") {
+    // llama3-8b, 64 H100 on 8 nodes, dp 64, ZeRO-3 (FSDP), shards of 8: one node each.
+    training_setup s = on_h100(64, {.dp = 64, .zero = 3, .micro_batch = 1, .shard_group = 8}, pytorch_eager_profile);
+    s.cluster = standard_cluster(h100_sxm::spec, 8);  // 8 GPUs per node
+    const model_state state = model_state_of(s);
+    const step_ops w = step_workload(s, state);
+    const double units = 33;  // 32 layers and the root
+    const double gradients = parameters_per_gpu(s, state) * 2.0;  // bf16 gradients
+    int across = 0;
+    for (const auto& op : w.sync) {
+        if (op.op.name == "gradient_all_reduce_across_shards") {
+            ++across;
+            // Each unit's reduced shard, all-reduced over the 8 replicas, one per node.
+            CHECK(op.op.kind == collective::all_reduce);
+            CHECK(op.op.group.size == 8);
+            CHECK(op.op.group.per_node == 1);
+            CHECK(op.count == units);
+            CHECK(op.when == sync_point::every_micro_batch);
+            CHECK(op.op.size.value() == Approx(gradients / (8 * units)));
+        } else {
+            // The unit's gathers and reduce-scatter stay inside the node.
+            CHECK(op.op.group.size == 8);
+            CHECK(op.op.group.inside_one_node());
+        }
+    }
+    CHECK(across == 1);
+
+    // Memory: the state is split 8 ways, not 64.
+    training_setup flat = s;
+    flat.layout.shard_group = 0;
+    const memory_breakdown hybrid = memory_of(s, state).breakdown;
+    const memory_breakdown full = memory_of(flat, state).breakdown;
+    CHECK(hybrid.weights.value() == Approx(full.weights.value() * 64 / 8));
+    CHECK(hybrid.optimizer_state.value() == Approx(full.optimizer_state.value() * 64 / 8));
+    CHECK(hybrid.master_weights.value() == Approx(full.master_weights.value() * 64 / 8));
+
+    // Time: each unit's gather over NVLink instead of a ring over 8 nodes.
+    const step_prices near = price_step(w, s);
+    const step_prices far = price_step(step_workload(flat, state), flat);
+    CHECK(near.sync.per_forward < far.sync.per_forward);
+    CHECK(near.sync.forward_unit < far.sync.forward_unit);
+}
+
+TEST_CASE("a shard group that cannot shard is an error naming it", "[hsdp]") {
+    const auto bad = [](const parallel_layout& l) { validate(l); };
+    CHECK_THROWS_WITH(bad({.dp = 8, .shard_group = 4}), Catch::Contains("shard_group") && Catch::Contains("zero"));
+    CHECK_THROWS_WITH(bad({.dp = 8, .zero = 3, .shard_group = 3}),
+                      Catch::Contains("shard_group") && Catch::Contains("divide"));
+    CHECK_THROWS_WITH(bad({.dp = 4, .cp = 2, .zero = 1, .shard_group = 1}),
+                      Catch::Contains("shard_group") && Catch::Contains("multiple of cp"));
+    CHECK_NOTHROW(bad({.dp = 4, .cp = 2, .zero = 1, .shard_group = 4}));
+    const parallel_layout l{.dp = 16, .zero = 3, .shard_group = 8};
+    CHECK(parse_layout(to_string(l)) == l);
+    CHECK(to_string(l).find("--shard-group 8") != std::string::npos);
+    CHECK(describe(l).find("ZeRO 3 (shards of 8, 2 replicas)") != std::string::npos);
 }

@@ -70,6 +70,9 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                         "Layers on the last pipeline stage (default 0: an even split)");
         sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
         sub->add_option("--zero", zero, "ZeRO stage 0|1|2|3");
+        sub->add_option("--shard-group", shard_group,
+                        "Data-parallel ranks that shard ZeRO's state, replicated across the others (hybrid "
+                        "sharding, FSDP HSDP; default 0: all of them)");
         sub->add_option("--offload", offload, enum_name_list<offload_mode>() + " (default none)");
         sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
         sub->add_option("--recompute", recompute, enum_name_list<recompute_mode>() + " (default none)");
@@ -142,7 +145,8 @@ training_setup training_flags::build_without_model() const {
                 .grad_accum = grad_accum, .recompute = parse_recompute(recompute),
                 .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap),
                 .schedule = parse_enum<pipeline_schedule>("schedule", schedule),
-                .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers};
+                .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers,
+                .shard_group = shard_group};
     validate(s.layout);
     s.precision = parse_precision(precision);
     s.precision.scaling = parse_enum<fp8_scaling>("fp8-scaling", scaling);

@@ -31,7 +31,7 @@ struct training_flags {
     std::string flash_attention;  // on | off; empty: as the framework profile has it
     std::string tp_comm_overlap, overlap_param_gather;  // the same
     std::string schedule = "1f1b";
-    int first_stage_layers = 0, last_stage_layers = 0;
+    int first_stage_layers = 0, last_stage_layers = 0, shard_group = 0;
     std::string scaling = "delayed";  // --fp8-scaling: how fp8 picks its scales (precision.hpp)
     std::string finetune = "full", lora_targets = "q,v";  // which parameters train (finetune.hpp)
     int lora_rank = 16;

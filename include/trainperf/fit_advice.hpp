@@ -109,7 +109,11 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     }
     if (l.dp_cp() > 1)
         for (int z = 0; z <= 3; ++z)
-            if (z != l.zero) with(fit_change::zero_stage, [z](parallel_layout& p) { p.zero = z; });
+            if (z != l.zero)
+                with(fit_change::zero_stage, [z](parallel_layout& p) {
+                    p.zero = z;
+                    if (z == 0) p.shard_group = 0;  // nothing to shard
+                });
     if (l.offload == offload_mode::none && !s.cluster.gpu.memory_shared_with_host && !s.finetune.freezes_base())
         with(fit_change::optimizer_offload, [](parallel_layout& p) { p.offload = offload_mode::optimizer; });
     if (l.offload != offload_mode::none)
@@ -130,8 +134,12 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
             p.dp = dp;
             p.grad_accum = int(accum);
             if (pp == 1) p.interleave = 1;
+            if (pp != l.pp) p.first_stage_layers = p.last_stage_layers = 0;  // split the new stages evenly
             if (tp == 1) p.sp = false;
             if (dp * cp == 1) p.zero = 0;
+            // A hybrid shard group the new data-parallel ranks no longer divide: shard over all.
+            if (p.zero == 0 || p.shard_group % cp != 0 || (dp * cp) % std::max(1, p.shard_group) != 0)
+                p.shard_group = 0;
         });
     };
     if (l.tp % 2 == 0) resized(fit_change::tensor_parallel, l.tp / 2, l.pp, l.cp);
@@ -227,6 +235,7 @@ inline fit_advice advise_fit(const training_setup& s) {
     for (int dp = l.dp; 1LL * dp * replica_gpus <= fit_advice_max_gpus; ++dp) replicas.push_back(dp);
     training_setup t = s;
     t.layout.zero = 3;
+    t.layout.shard_group = 0;  // over every replica: memory falls as they are added
     const auto with_replicas = [&](int dp) {
         t.layout.dp = dp;
         t.cluster.gpus_per_node = node_size(dp);

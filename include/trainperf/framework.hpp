@@ -166,8 +166,11 @@ struct framework_profile {
     bool uneven_pipeline_split = false;
     bool zero_bubble_schedule = false;
     // The ZeRO stages the software offers (bit z: stage z; stage 0, plain data
-    // parallelism, always). The planner searches these; a layout may still ask for any.
+    // parallelism, always), and whether it shards them over part of the data-parallel
+    // ranks, replicating across (parallel.hpp shard_group). The planner searches these;
+    // a layout may still ask for any.
     unsigned zero_stages = 0b1111;
+    bool hybrid_sharding = false;
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
 
@@ -209,6 +212,8 @@ inline constexpr framework_profile pytorch_eager_profile{
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = false,
+    // FSDP's HYBRID_SHARD (FSDP2: a 2-D device mesh, replicate x shard).
+    .hybrid_sharding = true,
     .per_step_overhead = milliseconds_of(2.0),
     .memory = {
         // HF's loss upcasts the logits to fp32; the log-softmax and the logits'
@@ -313,7 +318,9 @@ inline constexpr framework_profile deepspeed_profile{
 //     (or more) layers on the first and last pipeline stages. Its schedules are 1F1B and
 //     interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py): no zero-bubble one;
 //   - ZeRO stages: none, the distributed optimizer (1), and full sharding (3) through
-//     Megatron-FSDP or PyTorch FSDP2 (--use-torch-fsdp2); no stage 2.
+//     Megatron-FSDP or PyTorch FSDP2 (--use-torch-fsdp2); no stage 2. The distributed
+//     optimizer sharded within instances and replicated across them
+//     (--num-distributed-optimizer-instances): hybrid sharding.
 // ASSUMPTIONs as for megatron: overlappable share 0.8, 5 ms per step on the host.
 inline constexpr framework_profile megatron_core_profile{
     .name = "megatron-core",
@@ -332,6 +339,7 @@ inline constexpr framework_profile megatron_core_profile{
     .tensor_parallel_overlap = true,
     .uneven_pipeline_split = true,
     .zero_stages = 0b1011,
+    .hybrid_sharding = true,
     .per_step_overhead = milliseconds_of(5.0),
     .memory = megatron_profile.memory,
 };

@@ -2,8 +2,8 @@
 //   --gpus 64 --tp 8 --pp 2 --interleave 2 --sp --zero 1 --offload none --batch 2
 //   --grad-accum 16 --recompute selective --dp-overlap framework
 // (every field; --gpus = dp·tp·cp·pp, --sp only when on; --cp only when above 1,
-// --schedule only when not 1f1b, --first-stage-layers and --last-stage-layers only when
-// set, so that a layout without them reads as it always has), which parse_layout reads back
+// --schedule only when not 1f1b, --first-stage-layers, --last-stage-layers and
+// --shard-group only when set, so that a layout without them reads as it always has), which parse_layout reads back
 // and `trainperf predict` accepts. describe gives the one human-readable form the
 // CLI prints, e.g. "dp 4 x tp 8 x pp 2 (interleave 2), sp, ZeRO 1, recompute
 // selective, micro-batch 2, grad-accum 16" ("dp 8 x tp 8 x cp 2 x pp 4, ..." with
@@ -24,13 +24,13 @@ namespace trainperf {
 
 // The flags of the text form, in the order to_string writes them.
 enum class layout_flag {
-    gpus, tp, cp, pp, interleave, schedule, first_stage_layers, last_stage_layers, sp, zero, offload, batch,
-    grad_accum, recompute, dp_overlap
+    gpus, tp, cp, pp, interleave, schedule, first_stage_layers, last_stage_layers, sp, zero, shard_group, offload,
+    batch, grad_accum, recompute, dp_overlap
 };
 
 template <>
 struct enum_names<layout_flag> {
-    static constexpr std::array<enum_name<layout_flag>, 15> table{{{layout_flag::gpus, "--gpus"},
+    static constexpr std::array<enum_name<layout_flag>, 16> table{{{layout_flag::gpus, "--gpus"},
                                                                    {layout_flag::tp, "--tp"},
                                                                    {layout_flag::cp, "--cp"},
                                                                    {layout_flag::pp, "--pp"},
@@ -42,6 +42,7 @@ struct enum_names<layout_flag> {
                                                                     "--last-stage-layers"},
                                                                    {layout_flag::sp, "--sp"},
                                                                    {layout_flag::zero, "--zero"},
+                                                                   {layout_flag::shard_group, "--shard-group"},
                                                                    {layout_flag::offload, "--offload"},
                                                                    {layout_flag::batch, "--batch"},
                                                                    {layout_flag::grad_accum, "--grad-accum"},
@@ -89,6 +90,10 @@ inline std::string to_string(const parallel_layout& l) {
                 if (!l.sp) continue;
                 break;
             case layout_flag::zero: value = std::to_string(l.zero); break;
+            case layout_flag::shard_group:
+                if (l.shard_group == 0) continue;
+                value = std::to_string(l.shard_group);
+                break;
             case layout_flag::offload: value = to_string(l.offload); break;
             case layout_flag::batch: value = std::to_string(l.micro_batch); break;
             case layout_flag::grad_accum: value = std::to_string(l.grad_accum); break;
@@ -155,6 +160,7 @@ inline parallel_layout parse_layout(std::string_view text) {
             case layout_flag::first_stage_layers: l.first_stage_layers = td::whole_number(flag, value); break;
             case layout_flag::last_stage_layers: l.last_stage_layers = td::whole_number(flag, value); break;
             case layout_flag::zero: l.zero = td::whole_number(flag, value); break;
+            case layout_flag::shard_group: l.shard_group = td::whole_number(flag, value); break;
             case layout_flag::offload: l.offload = parse_enum<offload_mode>(flag, value); break;
             case layout_flag::batch: l.micro_batch = td::whole_number(flag, value); break;
             case layout_flag::grad_accum: l.grad_accum = td::whole_number(flag, value); break;
@@ -187,6 +193,9 @@ inline std::string describe(const parallel_layout& l) {
     if (l.schedule != pipeline_schedule::one_f_one_b) s += ", " + std::string(to_string(l.schedule));
     if (l.sp) s += ", sp";
     s += ", ZeRO " + std::to_string(l.zero);
+    if (l.shard_group > 0)
+        s += " (shards of " + std::to_string(l.shard_group) + ", " + std::to_string(l.shard_replicas()) +
+             " replicas)";
     if (l.offload != offload_mode::none) s += ", " + std::string(to_string(l.offload)) + " offload";
     s += ", recompute " + std::string(to_string(l.recompute));
     s += ", micro-batch " + std::to_string(l.micro_batch) + ", grad-accum " + std::to_string(l.grad_accum);

@@ -269,7 +269,7 @@ constexpr void check_inputs(const transformer_config& m, const parallel_layout& 
 // stage_memory), with ZeRO 0/1 the gradients accumulate on it as without offload.
 constexpr void add_static_state(memory_breakdown& mb, double local, bytes state, const precision_recipe& r,
                                 const parallel_layout& p) {
-    const double dp = p.dp_cp();
+    const double dp = p.shard_size();  // ZeRO's shards: dp × cp, or the hybrid shard group
     const double shard = p.zero >= 1 ? dp : 1.0;
     const double fp32 = size_of(dtype::fp32);
     mb.weights = bytes_of(local * size_of(r.weights) / (p.zero >= 3 ? dp : 1.0));
@@ -362,7 +362,7 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
     const double quantized_params = quantized ? projections : 0.0;
     const double base = (params - quantized_params) * frozen_weight_bytes(r) +
                         quantized_params * qlora_bytes_per_parameter;
-    mb.weights += bytes_of(base / (p.zero >= 3 ? p.dp_cp() : 1.0));
+    mb.weights += bytes_of(base / (p.zero >= 3 ? p.shard_size() : 1.0));
 }
 
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
@@ -389,7 +389,7 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     const double local = params / t;
     const double share = local / total_params;  // shape-aware optimizer state, prorated
 
-    const double zero_optimizer = p.zero >= 1 ? p.dp_cp() : 1.0;
+    const double zero_optimizer = p.zero >= 1 ? p.shard_size() : 1.0;
     const double fp32 = size_of(dtype::fp32);
     // What the optimizer updates on this GPU (before ZeRO): all of it, or the adapters.
     double trained = local;
@@ -453,7 +453,7 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
         mb.buffers = offload_gradient_buffers(state, r, p, fw);
     else if (p.dp_cp() > 1)
         mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
-    if (p.zero == 3 && p.dp_cp() > 1)  // the gathered layer being used and the one prefetched
+    if (p.zero == 3 && p.shard_size() > 1)  // the gathered layer being used and the one prefetched
         mb.buffers += bytes_of(2 * state.layer_parameters / t *
                                (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
     if (p.offload == offload_mode::none)
@@ -492,7 +492,8 @@ constexpr memory_breakdown busiest_stage(const model_state& state, const transfo
     if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, 0, ft);
     memory_breakdown busiest = busier(stage_memory(m, r, state, p, seq, fw, layer, 0, ft),
                                       stage_memory(m, r, state, p, seq, fw, layer, p.pp - 1, ft));
-    if (second_stage_may_be_busiest(m, p)) busiest = busier(busiest, stage_memory(m, r, state, p, seq, fw, layer, 1, ft));
+    if (second_stage_may_be_busiest(m, p))
+        busiest = busier(busiest, stage_memory(m, r, state, p, seq, fw, layer, 1, ft));
     return busiest;
 }
 

@@ -80,8 +80,17 @@ struct parallel_layout {
     // one layer off each, Dubey et al. 2024, §3.3.2).
     int first_stage_layers = 0;
     int last_stage_layers = 0;
+    // The data-parallel ranks (with cp) that shard ZeRO's state, 0: all dp·cp of them.
+    // Fewer, and the state is sharded within each group of shard_group ranks and
+    // replicated over the dp·cp/shard_group groups: hybrid sharding (PyTorch FSDP
+    // HYBRID_SHARD and FSDP2's HSDP mesh; Megatron-Core's partial distributed optimizer,
+    // --num-distributed-optimizer-instances). Whole cp groups: a multiple of cp.
+    int shard_group = 0;
 
     constexpr int gpus() const { return dp * tp * cp * pp; }
+    // The ranks ZeRO shards over, and the replicas of each shard.
+    constexpr int shard_size() const { return shard_group > 0 ? shard_group : dp * cp; }
+    constexpr int shard_replicas() const { return dp * cp / shard_size(); }
     // The data-parallel group with context parallelism (Megatron-Core's
     // get_data_parallel_group(with_context_parallel=True)): the cp ranks of a replica
     // hold the same weights, so gradients are reduced, and ZeRO shards, over dp x cp.
@@ -125,6 +134,14 @@ constexpr void validate(const parallel_layout& p) {
             "needs pipeline stages (pp > 1)");
     require(p.schedule == pipeline_schedule::one_f_one_b || p.interleave == 1, "schedule", to_string(p.schedule),
             "has no interleaved form: use interleave 1");
+    require(p.shard_group >= 0 && p.shard_group <= max_gpus, "shard_group", p.shard_group,
+            "must be between 0 (every data-parallel rank) and 2^22");
+    if (p.shard_group > 0) {
+        require(p.zero >= 1, "shard_group", p.shard_group, "shards ZeRO's state: needs zero 1, 2 or 3");
+        require(p.shard_group % p.cp == 0 && (1LL * p.dp * p.cp) % p.shard_group == 0, "shard_group",
+                p.shard_group,
+                "must divide dp x cp = " + std::to_string(1LL * p.dp * p.cp) + " and be a multiple of cp");
+    }
     for (const auto& [name, layers] : {std::pair<std::string_view, int>{"first_stage_layers", p.first_stage_layers},
                                        std::pair<std::string_view, int>{"last_stage_layers", p.last_stage_layers}}) {
         require(layers >= 0 && layers <= limits::max_layers, name, layers, "must be between 0 (an even split) and 2^16");

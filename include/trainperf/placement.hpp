@@ -47,22 +47,27 @@ struct layout_groups {
     rank_group pipeline{};   // the stages of one pipeline
     rank_group context{};    // one context-parallel group (the KV ring)
     rank_group data_context{};  // dp × cp: gradients reduce and ZeRO shards over it
+    // Hybrid sharding (layout.shard_group): the ranks one shard of ZeRO's state spans
+    // (the cp ranks and consecutive dp replicas), and the replicas of a shard. Without
+    // it, shard = data_context and replica is one rank.
+    rank_group shard{};
+    rank_group replica{};
 };
 
 constexpr layout_groups place(const parallel_layout& l, int gpus_per_node,
                               rank_order order = rank_order::tp_dp_pp) {
     const long long tp_cp = 1LL * l.tp * l.cp;
-    if (order == rank_order::tp_pp_dp)
-        return {.tensor = strided_group(l.tp, 1, gpus_per_node),
-                .data = strided_group(l.dp, tp_cp * l.pp, gpus_per_node),
-                .pipeline = strided_group(l.pp, tp_cp, gpus_per_node),
-                .context = strided_group(l.cp, l.tp, gpus_per_node),
-                .data_context = nested_group(l.cp, l.tp, l.dp, tp_cp * l.pp, gpus_per_node)};
+    // The stride between data-parallel replicas in the rank order.
+    const long long dp_stride = order == rank_order::tp_pp_dp ? tp_cp * l.pp : tp_cp;
+    const int shard_replicas_dp = l.shard_size() / l.cp;  // dp replicas in one shard group
     return {.tensor = strided_group(l.tp, 1, gpus_per_node),
-            .data = strided_group(l.dp, tp_cp, gpus_per_node),
-            .pipeline = strided_group(l.pp, tp_cp * l.dp, gpus_per_node),
+            .data = strided_group(l.dp, dp_stride, gpus_per_node),
+            .pipeline = order == rank_order::tp_pp_dp ? strided_group(l.pp, tp_cp, gpus_per_node)
+                                                      : strided_group(l.pp, tp_cp * l.dp, gpus_per_node),
             .context = strided_group(l.cp, l.tp, gpus_per_node),
-            .data_context = nested_group(l.cp, l.tp, l.dp, tp_cp, gpus_per_node)};
+            .data_context = nested_group(l.cp, l.tp, l.dp, dp_stride, gpus_per_node),
+            .shard = nested_group(l.cp, l.tp, shard_replicas_dp, dp_stride, gpus_per_node),
+            .replica = strided_group(l.shard_replicas(), dp_stride * shard_replicas_dp, gpus_per_node)};
 }
 
 // Two neighbouring pipeline stages (a send) or the first and the last stage (tied

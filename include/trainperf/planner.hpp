@@ -2,17 +2,18 @@
 // every layout — tensor parallel size, context parallel size (long sequences),
 // pipeline stages, virtual stages, layers on the first and last stage, the pipeline
 // schedule, data-parallel replicas, micro-batch (every divisor of the per-replica
-// batch), sequence parallelism, recompute none/selective/full, ZeRO 0–3, optimizer
-// offload, data-parallel overlap on/off — and the framework's switches where its
-// profile offers them (FlashAttention, tensor-parallel overlap, parameter-gather
-// overlap) that reaches the global batch exactly, ranked by predicted step time. The
+// batch), sequence parallelism, recompute none/selective/full, the ZeRO stages and
+// hybrid shard groups the profile offers, optimizer offload, data-parallel overlap
+// on/off — and the framework's switches where its profile offers them (FlashAttention,
+// tensor-parallel overlap, parameter-gather overlap) that reaches the global batch
+// exactly, ranked by predicted step time. The
 // search is exhaustive: a candidate is skipped only when a bound proves it cannot fit
 // (memory grows with the micro-batch) or cannot enter the top k (its compute alone is
 // slower than the k-th best found). Pricing reuses what does not change: a stage's ops
 // are priced once per (tp, cp, pp, sp, recompute, FlashAttention, tp overlap,
 // micro-batch) and every stage of every split is built from them (step.hpp
-// stage_pricer::stage); memory once per (…, pipeline split, ZeRO, offload). Threads
-// share the candidates.
+// stage_pricer::stage); memory once per (…, pipeline split, ZeRO, shard group,
+// offload). Threads share the candidates.
 #pragma once
 
 #include <algorithm>
@@ -214,6 +215,12 @@ inline std::vector<pipeline_config> pipeline_configs_for(const plan_request& r, 
     return out;
 }
 
+// A ZeRO stage and the ranks it shards over (0: all of dp × cp).
+struct zero_config {
+    int zero = 0;
+    int shard_group = 0;
+};
+
 // The candidate dimensions once the (unit, micro-batch) are fixed. ZeRO and data-
 // parallel overlap act on the gradient group, dp × cp; the parameter-gather overlap on
 // ZeRO 1 and 2's gather after the optimizer; the schedule on a pipeline without
@@ -221,7 +228,7 @@ inline std::vector<pipeline_config> pipeline_configs_for(const plan_request& r, 
 struct inner_choices {
     std::vector<pipeline_config> pipelines;
     std::vector<pipeline_schedule> schedules;  // with interleave 1
-    std::vector<int> zeros;
+    std::vector<zero_config> zeros;
     std::vector<offload_mode> offloads;
     std::vector<dp_overlap_mode> overlaps;
     std::vector<bool> parameter_gathers;       // with ZeRO 1 and 2
@@ -231,7 +238,7 @@ struct inner_choices {
     // Per pipeline configuration and schedule: every (ZeRO, offload, overlap, gather).
     std::size_t per_schedule() const {
         std::size_t n = 0;
-        for (int z : zeros) n += gathers(z);
+        for (const zero_config& z : zeros) n += gathers(z.zero);
         return n * offloads.size() * overlaps.size();
     }
     // With `interleaving`: whether the micro-batches per step allow the interleaved ones.
@@ -252,8 +259,16 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp =
     c.pipelines = pipeline_configs_for(r, pp);
     c.schedules.push_back(pipeline_schedule::one_f_one_b);
     if (pp > 1 && fw.zero_bubble_schedule) c.schedules.push_back(pipeline_schedule::zero_bubble_h1);
-    for (int z = 0; z <= (dp * cp > 1 ? 3 : 0); ++z)
-        if (fw.zero_stages & (1u << z)) c.zeros.push_back(z);
+    // ZeRO stages the profile offers; with hybrid sharding also each shard group of
+    // whole cp groups, 2 ranks or more, that divides dp × cp.
+    const int ranks = dp * cp;
+    for (int z = 0; z <= (ranks > 1 ? 3 : 0); ++z) {
+        if (!(fw.zero_stages & (1u << z))) continue;
+        c.zeros.push_back({z, 0});
+        if (z >= 1 && fw.hybrid_sharding)
+            for (long long shard : divisors(ranks))
+                if (shard >= 2 && shard < ranks && shard % cp == 0) c.zeros.push_back({z, int(shard)});
+    }
     c.offloads.push_back(offload_mode::none);
     if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host && !r.base.finetune.freezes_base())
         c.offloads.push_back(offload_mode::optimizer);
@@ -282,9 +297,9 @@ inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
     if (a.report.step_time != b.report.step_time) return a.report.step_time < b.report.step_time;
     const auto key = [](const plan_candidate& c) {
         const parallel_layout& l = c.layout;
-        return std::array<int, 18>{l.tp, l.cp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
+        return std::array<int, 19>{l.tp, l.cp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
                                    int(l.schedule), l.dp, l.micro_batch, l.grad_accum, int(l.sp), l.zero,
-                                   int(l.offload), int(l.recompute), int(l.dp_overlap),
+                                   l.shard_group, int(l.offload), int(l.recompute), int(l.dp_overlap),
                                    int(c.switches.flash_attention), int(c.switches.tensor_parallel_overlap),
                                    int(c.switches.overlap_parameter_gather)};
     };
@@ -339,9 +354,10 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
     const inner_choices all = choices_for(r, u.pp, dp, u.cp);
     std::vector<step_prices> step_costs;
-    for (int zero : all.zeros)
+    for (const zero_config& z : all.zeros)
         for (offload_mode offload : all.offloads) {
-            s.layout.zero = zero;
+            s.layout.zero = z.zero;
+            s.layout.shard_group = z.shard_group;
             s.layout.offload = offload;
             step_costs.push_back(price_step(step_workload(s, state), s));
         }
@@ -363,6 +379,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
         s.layout.first_stage_layers = s.layout.last_stage_layers = 0;
         s.layout.schedule = pipeline_schedule::one_f_one_b;
         s.layout.zero = 0;
+        s.layout.shard_group = 0;
         s.layout.offload = offload_mode::none;
         s.layout.dp_overlap = dp_overlap_mode::framework;
         s.framework.overlap_parameter_gather = r.base.framework.overlap_parameter_gather;
@@ -397,8 +414,10 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                 continue;
             }
             std::size_t step_config = 0, config = pi * per_pipeline;
-            for (int zero : choices.zeros) {
+            for (const zero_config& z : choices.zeros) {
+                const int zero = z.zero;
                 s.layout.zero = zero;
+                s.layout.shard_group = z.shard_group;
                 for (offload_mode offload : choices.offloads) {
                     s.layout.offload = offload;
                     const long long variants = static_cast<long long>(choices.overlaps.size() *
@@ -409,9 +428,12 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         out.pruned += variants;
                         continue;
                     }
-                    const memory_report memory = memory_detail::report_of(
-                        memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework, layer, s.finetune),
-                        capacity);
+                    const auto busiest = [&] {
+                        return memory_detail::report_of(memory_detail::busiest_stage(state, s.model, stored, s.layout,
+                                                                                     seq, s.framework, layer, s.finetune),
+                                                        capacity);
+                    };
+                    const memory_report memory = busiest();
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
                     // configuration fails only if none of them fits.
@@ -421,9 +443,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                         s.layout.dp_overlap = overlap;
                         memory_report at_overlap = memory;
                         if (per_overlap) {
-                            at_overlap = memory_detail::report_of(
-                                memory_detail::busiest_stage(state, s.model, stored, s.layout, seq, s.framework, layer, s.finetune),
-                                capacity);
+                            at_overlap = busiest();
                             any_fits = any_fits || at_overlap.fits;
                         }
                         for (std::size_t g = 0; g < choices.gathers(zero); ++g) {

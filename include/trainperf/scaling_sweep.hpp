@@ -36,8 +36,11 @@ inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) 
     require(max_replicas >= 2, "replicas", max_replicas, "at least 2 data-parallel replicas are needed to derive r");
     require(max_replicas <= max_sweep_replicas, "replicas", max_replicas, "at most 65536 replicas can be swept");
     std::vector<double> throughput;
+    const int shard_group = s.layout.shard_group;
     for (int n = 1; n <= max_replicas; ++n) {
         s.layout.dp = n;
+        // A hybrid shard group where it divides the replicas' ranks, else all of them.
+        s.layout.shard_group = shard_group > 0 && (1LL * n * s.layout.cp) % shard_group == 0 ? shard_group : 0;
         throughput.push_back(predict(s).samples_per_second);
     }
     engine_scaling result;

@@ -259,7 +259,8 @@ public:
     void operator()(const stage_op<attention_op>& a) {
         const seconds time = kernels_.attention_time(a.op);
         add(a.part, a.count, a.recomputed, time);
-        sections_[at_].core[a.part == step_part::forward ? 0 : 1] += a.count * time;  // what a context-parallel ring hides behind
+        // What a context-parallel ring hides behind.
+        sections_[at_].core[a.part == step_part::forward ? 0 : 1] += a.count * time;
         sections_[at_].core[2] += a.recomputed * time;
         add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
     }
@@ -287,7 +288,8 @@ public:
             sections_[at_].ring[2] += c.recomputed * one;
             return;
         }
-        (c.part == step_part::pipeline ? sections_[at_].pipeline_comm : sections_[at_].tensor_parallel_comm) += price_collective(c, *cluster_);
+        stage_sums& at = sections_[at_];
+        (c.part == step_part::pipeline ? at.pipeline_comm : at.tensor_parallel_comm) += price_collective(c, *cluster_);
     }
     void operator()(const stage_op<host_op>& h) {
         const double cost = h.op.call == host_call::view     ? host_.view
@@ -403,7 +405,9 @@ private:
             t.tensor_parallel_hidden = t.tensor_parallel_comm - exposed;
             t.tensor_parallel_comm = exposed;
         }
-        const auto memory = [&](std::size_t part) { return kernels_.memory_time(bytes_of(a.bytes[part]), a.launches[part]); };
+        const auto memory = [&](std::size_t part) {
+            return kernels_.memory_time(bytes_of(a.bytes[part]), a.launches[part]);
+        };
         t.gpu_forward = a.gpu[0] + memory(0);
         t.gpu_backward = a.gpu[1] + memory(1);
         t.gpu_recompute = a.gpu[2] + memory(2);
@@ -415,7 +419,8 @@ private:
         t.backward = std::max(t.gpu_backward, t.host_backward);
         t.recompute = std::max(t.gpu_recompute, t.host_recompute);
         for (std::size_t pass = 0; pass < 3; ++pass) {
-            const seconds core = a.core[pass] + kernels_.memory_time(bytes_of(a.core_bytes[pass]), a.core_launches[pass]);
+            const seconds core =
+                a.core[pass] + kernels_.memory_time(bytes_of(a.core_bytes[pass]), a.core_launches[pass]);
             t.context_parallel_ring += a.ring[pass];
             t.context_parallel_comm += std::max(seconds_of(0.0), a.ring[pass] - core);
         }

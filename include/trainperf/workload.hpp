@@ -712,12 +712,13 @@ constexpr void enter_section(Sink& sink, stage_section part) {
     if constexpr (requires { sink.section(part); }) sink.section(part);
 }
 
-// The ops of one micro-batch on a stage of the given shape. Tensor parallelism: 2 all-reduces of the b·s·h activations per layer
-// forward and 2 in backward (Megatron's f/g operators); with sequence parallelism each
-// becomes a reduce-scatter plus an all-gather of the same volume, and the scattered
-// input of each column-parallel GEMM is all-gathered again in backward for its weight
-// gradient: 2 more all-gathers per layer (Korthikanti et al. 2022, §4.2.2). Full
-// recompute repeats the forward's collectives.
+// The ops of one micro-batch on a stage of the given shape. Tensor parallelism: 2
+// all-reduces of the b·s·h activations per layer forward and 2 in backward (Megatron's
+// f/g operators); with sequence parallelism each becomes a reduce-scatter plus an
+// all-gather of the same volume, and the scattered input of each column-parallel GEMM
+// is all-gathered again in backward for its weight gradient: 2 more all-gathers per
+// layer (Korthikanti et al. 2022, §4.2.2). Full recompute repeats the forward's
+// collectives.
 //
 // The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
 // sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
@@ -836,32 +837,34 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
     // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward
     // (b·s/cp tokens per rank with context parallelism).
     if (shape.head) {
-    enter_section(sink, stage_section::head);
-    // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
-    const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
-    sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
-    sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
-    if (!frozen)  // the output head is frozen too when fine-tuning with adapters
-        sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
-    const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
-    // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
-    constexpr double loss_passes = 4.0;
-    const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
-    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
-    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
-    if (s.precision.autocast) {
-        // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
-        // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
-        // into it; each cast reads 4 B and writes 2 B per element.
-        const auto cast = [&](std::string_view name, double elements) {
-            const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
-                                    op_region::other, 1, layer_block::other, true};
-            sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
-            sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
-        };
-        if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
-        cast("autocast_cast_head_input", tokens * m.hidden);
-    }
+        enter_section(sink, stage_section::head);
+        // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
+        const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1,
+                                high_precision_math(s.precision)};
+        sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
+        sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
+        if (!frozen)  // the output head is frozen too when fine-tuning with adapters
+            sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0,
+                                   step_part::backward});
+        const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
+        // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
+        constexpr double loss_passes = 4.0;
+        const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
+        sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
+        sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
+        if (s.precision.autocast) {
+            // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
+            // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
+            // into it; each cast reads 4 B and writes 2 B per element.
+            const auto cast = [&](std::string_view name, double elements) {
+                const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
+                                        op_region::other, 1, layer_block::other, true};
+                sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
+                sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
+            };
+            if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
+            cast("autocast_cast_head_input", tokens * m.hidden);
+        }
     }
     if (shape.embedding) {
         enter_section(sink, stage_section::embedding);
@@ -1057,7 +1060,7 @@ constexpr double last_bucket_share(double local) {
 constexpr optimizer_work offloaded_optimizer_workload(const training_setup& s, const model_state& model) {
     const auto& l = s.layout;
     const double local = parameters_per_gpu(s, model);
-    const double partition = local / (l.zero >= 1 ? l.dp_cp() : 1.0);
+    const double partition = local / (l.zero >= 1 ? l.shard_size() : 1.0);
     const double weights = size_of(s.precision.weights);  // the GPU's parameters and buckets
     const double fp32 = size_of(dtype::fp32);
     const double state = model.optimizer_state.value() / model.parameters;  // bytes per parameter
@@ -1091,7 +1094,7 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     const auto& l = s.layout;
     const auto& fw = s.framework;
     if (l.offload == offload_mode::optimizer) return offloaded_optimizer_workload(s, model);
-    const double shard = l.zero >= 1 ? l.dp_cp() : 1.0;  // ZeRO shards over dp × cp
+    const double shard = l.zero >= 1 ? l.shard_size() : 1.0;  // ZeRO shards over dp × cp (or its shard group)
     const double params = parameters_per_gpu(s, model) / shard;
     const double moved = params * optimizer_bytes_per_parameter(s, model);
     optimizer_work w;
@@ -1128,23 +1131,38 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     // The cp ranks of a replica hold the same weights: gradients reduce, and ZeRO
     // shards, over the data-parallel group with cp (Megatron-Core reduces over
     // get_data_parallel_group(with_context_parallel=True)).
+    // Hybrid sharding (layout.shard_group): ZeRO's collectives run over the shard group,
+    // and each reduced gradient shard is all-reduced over its replicas, in the same pass
+    // (PyTorch FSDP HYBRID_SHARD: reduce-scatter inside the shard group, then
+    // all-reduce across, torch/distributed/fsdp/_runtime_utils.py _reduce_grad).
     if (l.dp_cp() > 1) {
         const auto op = [&](std::string_view name, collective kind, bytes size) {
-            return collective_op{name, kind, size, groups.data_context};
+            return collective_op{name, kind, size, groups.shard};
         };
+        const int replicas = l.zero >= 1 ? l.shard_replicas() : 1;
+        const auto across_replicas = [&](bytes shard_gradients, sync_point when, double count = 1,
+                                         bool per_unit = false) {
+            if (replicas > 1)
+                w.sync.push_back({{"gradient_all_reduce_across_shards", collective::all_reduce, shard_gradients,
+                                   groups.replica},
+                                  when, count, per_unit});
+        };
+        const double shards = l.shard_size();
         const collective_op reduce = op("gradient_reduce_scatter", collective::reduce_scatter, gradients);
         const collective_op gather = op("weight_all_gather", collective::all_gather, weights);
         switch (l.zero) {
             case 0:
-                w.sync.push_back({op("gradient_all_reduce", collective::all_reduce, gradients),
+                w.sync.push_back({{"gradient_all_reduce", collective::all_reduce, gradients, groups.data_context},
                                   sync_point::end_of_backward});
                 break;
             case 1:
                 w.sync.push_back({reduce, sync_point::end_of_backward});
+                across_replicas(gradients / shards, sync_point::end_of_backward);
                 w.sync.push_back({gather, sync_point::after_optimizer});
                 break;
             case 2:
                 w.sync.push_back({reduce, sync_point::every_micro_batch});
+                across_replicas(gradients / shards, sync_point::every_micro_batch);
                 w.sync.push_back({gather, sync_point::after_optimizer});
                 break;
             default: {
@@ -1155,7 +1173,8 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 // its use. Per unit: an all-gather before its forward, again before its
                 // backward (reshard after forward), and a reduce-scatter of its
                 // gradients after it. Each is a collective of its own over the whole
-                // data-parallel group, so the latency of the ring is paid per unit.
+                // data-parallel group (or the shard group), so the latency of the ring
+                // is paid per unit.
                 // ASSUMPTION: the stage's parameters split evenly over its layers + 1
                 // units. A frozen base sharded by ZeRO-3 is gathered all the same, in
                 // its 16 bits.
@@ -1169,6 +1188,7 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 w.sync.push_back({unit_gather, sync_point::every_forward, units, true});
                 w.sync.push_back({unit_gather, sync_point::every_micro_batch, units, true});
                 w.sync.push_back({unit_reduce, sync_point::every_micro_batch, units, true});
+                across_replicas(gradients / (shards * units), sync_point::every_micro_batch, units, true);
                 break;
             }
         }

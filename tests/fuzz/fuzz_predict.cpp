@@ -106,6 +106,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         valid = true;
     });
     if (!valid) return 0;
+    // The pipeline schedule, stage split and hybrid shard group, read last so that the
+    // corpus's older entries keep their meaning (an exhausted input reads 0 and false).
+    s.layout.schedule = in.flag() ? pipeline_schedule::zero_bubble_h1 : pipeline_schedule::one_f_one_b;
+    s.layout.first_stage_layers = in.flag() ? in.count() : 0;
+    s.layout.last_stage_layers = in.flag() ? in.count() : 0;
+    s.layout.shard_group = in.flag() ? in.count() : 0;
     refused_or_fine([&] {
         const step_report r = predict(s);
         check(r);
@@ -117,9 +123,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A small search around the setup: its GPU count and global batch, bounded.
     if (s.layout.gpus() <= 16 && s.layout.global_batch() <= 64 && s.model.layers <= 96) {
         refused_or_fine([&] {
+            // A space of at most 2^16 layouts (a larger one is refused, which is fine):
+            // the corpus replays under the sanitizers in CI.
             const plan_result p = plan({.base = s, .gpus = s.layout.gpus(), .global_batch = s.layout.global_batch(),
                                         .allow_offload = in.flag()},
-                                       {.top = 3, .threads = 1});
+                                       {.top = 3, .threads = 1, .max_candidates = 1 << 16});
             for (const plan_candidate& c : p.best) {
                 check(c.report);
                 const step_report again = predict(setup_of(s, c));

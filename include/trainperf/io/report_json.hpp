@@ -30,7 +30,8 @@ inline nlohmann::json to_json(const parallel_layout& l) {
             {"interleave", l.interleave}, {"schedule", std::string(to_string(l.schedule))},
             {"first_stage_layers", l.first_stage_layers}, {"last_stage_layers", l.last_stage_layers},
             {"sp", l.sp},
-            {"zero", l.zero},         {"offload", std::string(to_string(l.offload))},
+            {"zero", l.zero},         {"shard_group", l.shard_group},
+            {"offload", std::string(to_string(l.offload))},
             {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
             {"recompute", std::string(to_string(l.recompute))},
             {"dp_overlap", std::string(to_string(l.dp_overlap))}};
