@@ -163,11 +163,11 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     return out;
 }
 
-// ASSUMPTION: advice may search up to 10^8 layouts (about a second with the bounds:
-// the 3.5·10^7 of GPT-3 175B on 512 A100 under megatron-core take 0.4 s on 2 cores,
+// ASSUMPTION: advice may search up to 2·10^8 layouts (about a second with the bounds:
+// the 1.24·10^8 of GPT-3 175B on 512 A100 under megatron-core take 0.6 s on 2 cores,
 // docs/engine.md); a larger space is left out of the advice rather than making a
 // prediction slow.
-inline constexpr long long advice_max_candidates = 100'000'000;
+inline constexpr long long advice_max_candidates = 200'000'000;
 
 // The fastest layout of the setup's GPUs and global batch that fits (offload tried
 // too), when there is one and the space is small enough to search in passing.

@@ -191,6 +191,11 @@ struct pipeline_config {
     int first_stage_layers = 0, last_stage_layers = 0;
 };
 
+// ASSUMPTION: uneven pipeline splits are searched for models of up to 256 layers (the
+// deepest real ones have about 10^2: Llama 3.1 405B 126); their number grows with the
+// square of the layers, and a deeper model is searched with even splits only.
+inline constexpr int max_layers_for_uneven_splits = 256;
+
 // The pipeline configurations of pp stages: an even split, with every interleave v
 // (pp·v dividing the layers; only with a multiple of pp micro-batches per step), and,
 // where the framework offers it, every uneven split without interleaving: first and
@@ -202,16 +207,21 @@ inline std::vector<pipeline_config> pipeline_configs_for(const plan_request& r, 
     if (pp == 1) return out;
     for (int v = 2; 1LL * pp * v <= m.layers; ++v)
         if (interleave_splits_layers(m, pp, v)) out.push_back({v, 0, 0});
-    if (!r.base.framework.uneven_pipeline_split) return out;
+    if (!r.base.framework.uneven_pipeline_split || m.layers > max_layers_for_uneven_splits) return out;
     const bool divides = m.layers % pp == 0;
-    for (int first = 1; first < m.layers; ++first)
-        for (int last = 1; first + last <= m.layers; ++last) {
-            const pipeline_split split =
-                pipeline_split_of(m, {.pp = pp, .first_stage_layers = first, .last_stage_layers = last});
-            if (!split.valid() || (pp > 2 && split.middle < 1)) continue;
+    const int others = pp - 2;  // the middle stages share L − first − last evenly
+    for (int first = 1; first < m.layers; ++first) {
+        if (others == 0) {
+            if (!(divides && first == m.layers / 2)) out.push_back({1, first, m.layers - first});
+            continue;
+        }
+        // last ≡ L − first (mod others), leaving at least one layer per middle stage.
+        const int rest = m.layers - first;
+        for (int last = rest % others == 0 ? others : rest % others; rest - last >= others; last += others) {
             if (divides && first == m.layers / pp && last == first) continue;  // the even split itself
             out.push_back({1, first, last});
         }
+    }
     return out;
 }
 
