@@ -143,7 +143,7 @@ TEST_CASE("every line plan prints as a predict command is accepted by predict, w
     // (tensor-parallel overlap): their lines carry the flag.
     for (const std::string request :
          {"--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 --framework megatron --link pcie --top 3",
-          "--gpu a100-sxm-80gb --model gpt3-175b --gpus 128 --global-batch 256 --framework megatron-core --top 3"}) {
+          "--gpu a100-sxm-80gb --model llama2-70b --gpus 32 --global-batch 64 --framework megatron-core --top 3"}) {
     INFO(request);
     const auto planned = run_json("plan " + request + " --json");
     REQUIRE(planned["best"].size() == 3);
