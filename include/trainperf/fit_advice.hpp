@@ -138,8 +138,7 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
             if (tp == 1) p.sp = false;
             if (dp * cp == 1) p.zero = 0;
             // A hybrid shard group the new data-parallel ranks no longer divide: shard over all.
-            if (p.zero == 0 || p.shard_group % cp != 0 || (dp * cp) % std::max(1, p.shard_group) != 0)
-                p.shard_group = 0;
+            if (p.zero == 0 || !shards_evenly(p.shard_group, dp, cp)) p.shard_group = 0;
         });
     };
     if (l.tp % 2 == 0) resized(fit_change::tensor_parallel, l.tp / 2, l.pp, l.cp);

@@ -479,8 +479,9 @@ constexpr const memory_breakdown& busier(const memory_breakdown& a, const memory
 // split is uneven (in an even one it holds the first's layers, fewer micro-batches in
 // flight and no embedding); of the middle stages it holds the most in flight.
 constexpr bool second_stage_may_be_busiest(const transformer_config& m, const parallel_layout& p) {
-    return p.pp > 2 && (p.first_stage_layers > 0 || p.last_stage_layers > 0) &&
-           pipeline_split_of(m, p).middle > pipeline_split_of(m, p).first;
+    if (p.pp <= 2 || (p.first_stage_layers == 0 && p.last_stage_layers == 0)) return false;
+    const pipeline_split split = pipeline_split_of(m, p);
+    return split.middle > split.first;
 }
 
 // For inputs already validated (the planner builds only valid layouts), with each

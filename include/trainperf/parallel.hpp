@@ -59,6 +59,12 @@ struct enum_names<pipeline_schedule> {
         {pipeline_schedule::one_f_one_b, "1f1b"}, {pipeline_schedule::zero_bubble_h1, "zb-h1"}}};
 };
 
+// Whether a hybrid shard group of `shard_group` ranks splits dp × cp data-parallel ranks:
+// whole cp groups, dividing them.
+constexpr bool shards_evenly(int shard_group, int dp, int cp) {
+    return shard_group >= 1 && shard_group % cp == 0 && (1LL * dp * cp) % shard_group == 0;
+}
+
 struct parallel_layout {
     int dp = 1;                  // data-parallel replicas
     int tp = 1;                  // tensor parallel (Megatron), inside a node
@@ -138,8 +144,7 @@ constexpr void validate(const parallel_layout& p) {
             "must be between 0 (every data-parallel rank) and 2^22");
     if (p.shard_group > 0) {
         require(p.zero >= 1, "shard_group", p.shard_group, "shards ZeRO's state: needs zero 1, 2 or 3");
-        require(p.shard_group % p.cp == 0 && (1LL * p.dp * p.cp) % p.shard_group == 0, "shard_group",
-                p.shard_group,
+        require(shards_evenly(p.shard_group, p.dp, p.cp), "shard_group", p.shard_group,
                 "must divide dp x cp = " + std::to_string(1LL * p.dp * p.cp) + " and be a multiple of cp");
     }
     for (const auto& [name, layers] : {std::pair<std::string_view, int>{"first_stage_layers", p.first_stage_layers},

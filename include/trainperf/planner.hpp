@@ -362,10 +362,10 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     const int seq = sequence_length(s);
     const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
-    const inner_choices all = choices_for(r, u.pp, dp, u.cp);
+    const inner_choices choices = choices_for(r, u.pp, dp, u.cp);
     std::vector<step_prices> step_costs;
-    for (const zero_config& z : all.zeros)
-        for (offload_mode offload : all.offloads) {
+    for (const zero_config& z : choices.zeros)
+        for (offload_mode offload : choices.offloads) {
             s.layout.zero = z.zero;
             s.layout.shard_group = z.shard_group;
             s.layout.offload = offload;
@@ -374,10 +374,9 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     // Whether a (pipeline configuration, ZeRO, offload) did not fit at a smaller
     // micro-batch (a batch whose grad-accum rules interleaving out leaves the entries of
     // the interleaved ones as they are).
-    const std::size_t per_pipeline = all.zeros.size() * all.offloads.size();
-    std::vector<char> did_not_fit(all.pipelines.size() * per_pipeline, 0);
+    const std::size_t per_pipeline = choices.zeros.size() * choices.offloads.size();
+    std::vector<char> did_not_fit(choices.pipelines.size() * per_pipeline, 0);
     const int most_layers = layers_per_stage(s.model, u.pp);
-    const inner_choices& choices = all;
 
     for (int b : batches) {
         const int accum = int(r.global_batch / (1LL * b * dp));

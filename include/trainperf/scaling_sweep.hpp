@@ -40,7 +40,7 @@ inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) 
     for (int n = 1; n <= max_replicas; ++n) {
         s.layout.dp = n;
         // A hybrid shard group where it divides the replicas' ranks, else all of them.
-        s.layout.shard_group = shard_group > 0 && (1LL * n * s.layout.cp) % shard_group == 0 ? shard_group : 0;
+        s.layout.shard_group = shards_evenly(shard_group, n, s.layout.cp) ? shard_group : 0;
         throughput.push_back(predict(s).samples_per_second);
     }
     engine_scaling result;

@@ -54,7 +54,8 @@ struct step_time_breakdown {
     constexpr seconds total() const { return forward_backward + communication + optimizer + bubble + data; }
 };
 
-// Per micro-batch, on the busiest pipeline stage. Each pass takes the larger of the
+// Per micro-batch, on one pipeline stage (in a report: the slowest, which paces the
+// step). Each pass takes the larger of the
 // GPU's time for its kernels and the host's time to issue them (eager mode queues
 // kernels asynchronously: the GPU runs behind the host unless the host is slower);
 // both are kept.
