@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <random>
+
 using namespace trainperf;
 
 TEST_CASE("wave quantization counts tiles over the SMs", "[kernel_model]") {
@@ -129,4 +132,32 @@ TEST_CASE("small problems get smaller tiles or split-K, as cuBLAS's heuristics c
     // A GEMM that fills the SMs at a high utilization keeps the configured tile.
     const gemm_shape big{8192, 8192, 4096, 1, dtype::fp16};
     CHECK(gemm_compute_time(gpu, big, p).value() == Approx(gemm_compute_time(gpu, big, fixed).value()));
+}
+
+TEST_CASE("the pruned tile search gives exactly what trying every tiling gives", "[kernel_model]") {
+    // Shapes from GEMV-like to large, square and skinny, batched, integer and not, on
+    // GPUs with 128 x 128 and 128 x 256 tiles and different SM counts.
+    std::mt19937_64 rng(20261203);
+    std::uniform_real_distribution<double> log_size(0.0, 15.0), log_batch(0.0, 7.0);
+    const auto draw = [&](std::uniform_real_distribution<double>& d) {
+        const double v = std::exp2(d(rng));
+        return rng() % 4 == 0 ? v : std::round(v);
+    };
+    for (const gpu_spec* gpu : {&rtx_3090_ti::spec, &a100_sxm_80gb::spec, &h100_sxm::spec, &v100_sxm2_32gb::spec}) {
+        const kernel_params p = default_kernel_params(*gpu);
+        kernel_params configured_only = p;
+        configured_only.small_tile_efficiency = 0;
+        const kernel_cost_model model(*gpu, p), fixed(*gpu, configured_only);
+        int searched = 0;
+        for (int i = 0; i < 20000; ++i) {
+            const gemm_shape g{std::max(1.0, draw(log_size)), std::max(1.0, draw(log_size)),
+                               std::max(1.0, draw(log_size)), std::max(1.0, draw(log_batch)), dtype::fp16};
+            const double pruned = model.gemm_compute_time(g).value();
+            const double every = model.gemm_compute_time(g, true).value();
+            if (pruned != every) FAIL_CHECK(gpu->name << " m " << g.m << " n " << g.n << " k " << g.k << " batch "
+                                                      << g.batch << ": " << pruned << " vs " << every);
+            searched += every < fixed.gemm_compute_time(g).value();
+        }
+        CHECK(searched > 1000);  // the sample reaches the smaller tiles and split-K often
+    }
 }

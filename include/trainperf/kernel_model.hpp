@@ -50,7 +50,7 @@ public:
     // The model keeps a reference to the GPU: it must outlive the model.
     kernel_cost_model(gpu_spec&&, const kernel_params&) = delete;
     kernel_cost_model(const gpu_spec& gpu, const kernel_params& p)
-        : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)),
+        : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)), inverse_sms_(1.0 / sms_),
           seconds_per_byte_(1.0 / (gpu.memory_bandwidth.value() * p.memory_efficiency)),
           full_m_{p.tile_m, exact_inverse(p.tile_m)}, full_n_{p.tile_n, exact_inverse(p.tile_n)} {
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
@@ -58,6 +58,7 @@ public:
             const double fraction = dtype(i) == dtype::fp32 ? p.cuda_core_fraction : p.peak_fraction;
             seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * gpu.clock_ratio() * fraction) : 0.0;
         }
+        build_tilings();
     }
 
     // One tile shape: ceil(m/tile_m)·ceil(n/tile_n)·batch tiles in waves over the SMs.
@@ -85,36 +86,45 @@ public:
     // fastest taken: each tile side halved down to 32 (both orientations; a tile of
     // half the area at small_tile_efficiency of the rate), and split-K, which cuts k
     // into s slices so that tiles·s CTAs fill idle SMs, at the cost of writing and
-    // reducing s fp32 partial results. A configured tile that already fills the SMs
-    // at a utilization above small_tile_efficiency cannot be beaten: that is the
-    // common large-GEMM case, answered without the search.
-    seconds gemm_compute_time(const gemm_shape& g) const {
+    // reducing s fp32 partial results.
+    //
+    // The search is exact but skips what cannot win: a configured tile that already
+    // fills the SMs at a utilization above small_tile_efficiency cannot be beaten (the
+    // common large-GEMM case), and the tilings are tried from the fastest rate down,
+    // stopping where a lower bound on every remaining one (all launched work useful,
+    // the deepest split's k) is no better than the best found. `exhaustive` tries
+    // every tiling: the reference the tests hold the pruned search to.
+    seconds gemm_compute_time(const gemm_shape& g, bool exhaustive = false) const {
         const wave_quantization base = quantize(g);
         const double spf = seconds_per_flop(g.math);
         double best = 2.0 * (g.k + p_.k_half) * base.launched * spf;
-        const double eff = p_.small_tile_efficiency;
-        if (eff <= 0 || (base.utilization >= eff && base.tiles >= sms_)) return seconds_of(best);
-        for (int hm = 0; hm <= 2; ++hm) {
-            for (int hn = 0; hn <= 2; ++hn) {
-                const double tm = p_.tile_m / double(1 << hm), tn = p_.tile_n / double(1 << hn);
-                if (tm < 32 || tn < 32) continue;
-                const double rate = hm + hn == 0 ? 1.0 : hm + hn == 1 ? eff : hm + hn == 2 ? eff * eff
-                                                   : hm + hn == 3 ? eff * eff * eff : eff * eff * eff * eff;
-                for (int orientation = 0; orientation < 2; ++orientation) {
-                    const tile a{orientation ? tn : tm, exact_inverse(orientation ? tn : tm)};
-                    const tile b{orientation ? tm : tn, exact_inverse(orientation ? tm : tn)};
-                    const tile ta = covering(g.m, a), tb = covering(g.n, b);
-                    const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
-                    for (double split = 1; split <= 16; split *= 2) {
-                        if (split > 1 && (tiles * split > 2 * sms_ || g.k / split < 64)) break;
-                        const double waves = kernel_detail::ceil_count(tiles * split / sms_);
-                        const double launched = waves * sms_ * ta.size * tb.size;
-                        double t = 2.0 * (g.k / split + p_.k_half) * launched * spf / rate;
-                        // Split-K: s fp32 partial tiles written and read back by the reduction.
-                        if (split > 1) t += 2.0 * split * g.m * g.n * g.batch * 4.0 * seconds_per_byte_;
-                        if (t < best) best = t;
-                    }
-                }
+        if (tiling_count_ == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
+            return seconds_of(best);
+        const double useful = g.m * g.n * g.batch;
+        // Lower bounds at rate 1: unsplit, and split (at least two fp32 partial outputs).
+        const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
+        const double split_bound = 2.0 * (g.k / 16 + p_.k_half) * useful * spf;
+        const double split_cost = 2.0 * 2.0 * useful * 4.0 * seconds_per_byte_;
+        int level = -1;
+        for (int i = 0; i < tiling_count_; ++i) {
+            const tiling& c = tilings_[std::size_t(i)];
+            if (!exhaustive && c.level != level) {
+                level = c.level;
+                const double bound =
+                    std::min(unsplit_bound * c.inverse_rate, split_bound * c.inverse_rate + split_cost);
+                if (bound * (1 - 1e-12) >= best) break;  // every later level is slower still
+            }
+            const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);
+            const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
+            // The configured tile unsplit, in either orientation, is `base` already.
+            for (double split = !exhaustive && c.level == 0 ? 2 : 1; split <= 16; split *= 2) {
+                const double slice = g.k * (1.0 / split);  // exact: split is a power of two
+                if (split > 1 && (tiles * split > 2 * sms_ || slice < 64)) break;
+                const double launched = waves_of(tiles * split) * sms_ * ta.size * tb.size;
+                double t = 2.0 * (slice + p_.k_half) * launched * spf * c.inverse_rate;
+                // Split-K: s fp32 partial tiles written and read back by the reduction.
+                if (split > 1) t += 2.0 * split * g.m * g.n * g.batch * 4.0 * seconds_per_byte_;
+                if (t < best) best = t;
             }
         }
         return seconds_of(best);
@@ -160,6 +170,40 @@ private:
         double inverse = 0;   // exact 1/size, or 0 when size is not a power of two
     };
 
+    // One tiling of the small-tile search: the output tile along m and n, and the
+    // inverse of its rate small_tile_efficiency^level (level: how many times a side
+    // was halved).
+    struct tiling {
+        tile m, n;
+        double inverse_rate = 1;
+        int level = 0;
+    };
+
+    // The tilings, once per model: each side of the configured tile halved 0–2 times
+    // down to 32, in both orientations; a tile pair that arises twice keeps its better
+    // rate (the same tiles at a lower rate are never faster); in order of level.
+    void build_tilings() {
+        const double eff = p_.small_tile_efficiency;
+        if (eff <= 0) return;
+        for (int level = 0; level <= 4; ++level) {
+            double rate = 1;
+            for (int l = 0; l < level; ++l) rate *= eff;
+            for (int hm = std::max(0, level - 2); hm <= std::min(2, level); ++hm) {
+                const double tm = p_.tile_m / double(1 << hm), tn = p_.tile_n / double(1 << (level - hm));
+                if (tm < 32 || tn < 32) continue;
+                for (int orientation = 0; orientation < 2; ++orientation) {
+                    const double a = orientation ? tn : tm, b = orientation ? tm : tn;
+                    bool seen = false;  // at this level or a faster one
+                    for (int i = 0; i < tiling_count_; ++i)
+                        seen = seen || (tilings_[std::size_t(i)].m.size == a && tilings_[std::size_t(i)].n.size == b);
+                    if (!seen)
+                        tilings_[std::size_t(tiling_count_++)] = {{a, exact_inverse(a)}, {b, exact_inverse(b)},
+                                                                  1.0 / rate, level};
+                }
+            }
+        }
+    }
+
     // 1/t when it is exact (t a power of two), else 0: m·(1/t) then equals m/t exactly.
     static double exact_inverse(double t) {
         int e = 0;
@@ -176,13 +220,22 @@ private:
         return t.size < full.size ? t : full;
     }
 
+    // ⌈ctas / SMs⌉: the least w with w·SMs ≥ ctas, from the product with the reciprocal
+    // corrected by one where it rounded across an integer (w·SMs is exact).
+    double waves_of(double ctas) const {
+        double w = kernel_detail::ceil_count(ctas * inverse_sms_);
+        if (w * sms_ < ctas) w += 1;
+        else if (w >= 1 && (w - 1) * sms_ >= ctas) w -= 1;
+        return w;
+    }
+
     static double count(double dim, const tile& t) {
         return kernel_detail::ceil_count(t.inverse > 0 ? dim * t.inverse : dim / t.size);
     }
 
     wave_quantization quantize_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
         const double tiles = count(g.m, tm) * count(g.n, tn) * g.batch;
-        const double waves = kernel_detail::ceil_count(tiles / sms_);
+        const double waves = waves_of(tiles);
         const double launched = waves * sms_ * tm.size * tn.size;
         return {tiles, waves, g.m * g.n * g.batch / launched, launched};
     }
@@ -196,9 +249,12 @@ private:
     const gpu_spec& gpu_;
     kernel_params p_;
     double sms_;
+    double inverse_sms_;
     double seconds_per_byte_;
     tile full_m_, full_n_;
     std::array<double, enum_names<dtype>::table.size()> seconds_per_flop_{};
+    std::array<tiling, 18> tilings_{};
+    int tiling_count_ = 0;
 };
 
 // The same model, one call at a time.

@@ -365,10 +365,11 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
     mb.weights += bytes_of(base / (p.zero >= 3 ? p.shard_size() : 1.0));
 }
 
+// `split` is pipeline_split_of(m, p), computed once for all the stages compared.
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
                                         const model_state& state, const parallel_layout& p, int seq,
-                                        const framework_profile& fw, const layer_activations& layer, int stage,
-                                        const finetune_spec& ft = {}) {
+                                        const framework_profile& fw, const layer_activations& layer,
+                                        const pipeline_split& split, int stage, const finetune_spec& ft) {
     const memory_overheads& o = fw.memory;
     memory_breakdown mb;
     mb.stage = stage;
@@ -377,7 +378,6 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     // This rank's tokens: s/cp of the sequence with context parallelism.
     const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
     const activation_formats x = activation_formats_of(r);
-    const pipeline_split split = pipeline_split_of(m, p);
     const int stage_layers = first ? split.first : last ? split.last : split.middle;
 
     // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
@@ -461,6 +461,13 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     mb.fragmentation = o.fragmentation * mb.peak_allocated();
     return mb;
 }
+
+constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
+                                        const model_state& state, const parallel_layout& p, int seq,
+                                        const framework_profile& fw, const layer_activations& layer, int stage,
+                                        const finetune_spec& ft = {}) {
+    return stage_memory(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft);
+}
 }  // namespace memory_detail
 
 // Memory of the GPU that needs the most: with pp > 1 the first stage (embedding, p
@@ -478,9 +485,8 @@ constexpr const memory_breakdown& busier(const memory_breakdown& a, const memory
 // Whether the second stage can need more than the first and the last: only when the
 // split is uneven (in an even one it holds the first's layers, fewer micro-batches in
 // flight and no embedding); of the middle stages it holds the most in flight.
-constexpr bool second_stage_may_be_busiest(const transformer_config& m, const parallel_layout& p) {
+constexpr bool second_stage_may_be_busiest(const parallel_layout& p, const pipeline_split& split) {
     if (p.pp <= 2 || (p.first_stage_layers == 0 && p.last_stage_layers == 0)) return false;
-    const pipeline_split split = pipeline_split_of(m, p);
     return split.middle > split.first;
 }
 
@@ -490,11 +496,12 @@ constexpr memory_breakdown busiest_stage(const model_state& state, const transfo
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw, const layer_activations& layer,
                                          const finetune_spec& ft) {
-    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, 0, ft);
-    memory_breakdown busiest = busier(stage_memory(m, r, state, p, seq, fw, layer, 0, ft),
-                                      stage_memory(m, r, state, p, seq, fw, layer, p.pp - 1, ft));
-    if (second_stage_may_be_busiest(m, p))
-        busiest = busier(busiest, stage_memory(m, r, state, p, seq, fw, layer, 1, ft));
+    const pipeline_split split = pipeline_split_of(m, p);
+    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, split, 0, ft);
+    memory_breakdown busiest = busier(stage_memory(m, r, state, p, seq, fw, layer, split, 0, ft),
+                                      stage_memory(m, r, state, p, seq, fw, layer, split, p.pp - 1, ft));
+    if (second_stage_may_be_busiest(p, split))
+        busiest = busier(busiest, stage_memory(m, r, state, p, seq, fw, layer, split, 1, ft));
     return busiest;
 }
 

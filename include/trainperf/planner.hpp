@@ -162,10 +162,14 @@ inline std::vector<long long> divisors(long long n) {
     return low;
 }
 
-// One unit of work: a (tp, cp, pp, sp, recompute, FlashAttention, tp overlap) and all
-// its micro-batches.
+// One unit of work: a (tp, cp, sp, recompute, FlashAttention, tp overlap), each
+// pipeline depth in `pps` and all its micro-batches. A worker prices a stage's parts
+// (one layer, the head, the embedding) once per micro-batch and builds the stages of
+// every depth from them: the parts depend on none of pp, dp or what follows (the
+// stage's sends do, and are priced per pipeline configuration).
 struct unit {
-    int tp = 1, pp = 1, cp = 1;
+    int tp = 1, cp = 1;
+    std::vector<int> pps;
     bool sp = false;
     recompute_mode recompute = recompute_mode::none;
     bool flash_attention = false;
@@ -345,24 +349,36 @@ struct worker_result {
     long long evaluated = 0, pruned = 0, fitting = 0;
 };
 
-// All candidates of one unit: micro-batches in increasing order so that a
-// configuration that did not fit stays pruned for the larger ones.
-inline void search_unit(const plan_request& r, const unit& u, const plan_options& options, training_setup& s,
-                        worker_result& out) {
-    const int dp = dp_of(r, u.tp, u.pp, u.cp);
+// A unit's stage parts, priced per micro-batch when first needed.
+struct priced_parts {
+    std::vector<std::pair<int, stage_pricer>> by_micro_batch;
+
+    const stage_pricer& of(const training_setup& s) {
+        const int b = s.layout.micro_batch;
+        for (const auto& [batch, parts] : by_micro_batch)
+            if (batch == b) return parts;
+        return by_micro_batch.emplace_back(b, price_stage_parts(s)).second;
+    }
+};
+
+// All candidates of one unit at one pipeline depth: micro-batches in increasing order so
+// that a configuration that did not fit stays pruned for the larger ones.
+inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, const plan_options& options,
+                                  training_setup& s, priced_parts& priced, worker_result& out) {
+    const int dp = dp_of(r, u.tp, pp, u.cp);
     const auto batches = micro_batches_for(r, dp);
     const layout_groups groups =
-        place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = u.pp}, s.cluster.gpus_per_node, s.cluster.order);
+        place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp}, s.cluster.gpus_per_node, s.cluster.order);
     s.framework = r.base.framework;
     s.framework.flash_attention = u.flash_attention;
     s.framework.tensor_parallel_overlap = u.tensor_parallel_overlap;
-    s.layout = {.dp = dp, .tp = u.tp, .cp = u.cp, .pp = u.pp, .sp = u.sp, .recompute = u.recompute};
+    s.layout = {.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp, .sp = u.sp, .recompute = u.recompute};
     const flop_counts flop = flop_counts_of(s);
     const model_state state = model_state_of(s);
     const int seq = sequence_length(s);
     const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
-    const inner_choices choices = choices_for(r, u.pp, dp, u.cp);
+    const inner_choices choices = choices_for(r, pp, dp, u.cp);
     std::vector<step_prices> step_costs;
     for (const zero_config& z : choices.zeros)
         for (offload_mode offload : choices.offloads) {
@@ -376,11 +392,11 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     // the interleaved ones as they are).
     const std::size_t per_pipeline = choices.zeros.size() * choices.offloads.size();
     std::vector<char> did_not_fit(choices.pipelines.size() * per_pipeline, 0);
-    const int most_layers = layers_per_stage(s.model, u.pp);
+    const int most_layers = layers_per_stage(s.model, pp);
 
     for (int b : batches) {
         const int accum = int(r.global_batch / (1LL * b * dp));
-        const bool interleaving = interleaving_allowed(u.pp, accum);
+        const bool interleaving = interleaving_allowed(pp, accum);
         const long long per_batch = static_cast<long long>(choices.count(interleaving));
         s.layout.micro_batch = b;
         s.layout.grad_accum = accum;
@@ -393,7 +409,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
         s.layout.dp_overlap = dp_overlap_mode::framework;
         s.framework.overlap_parameter_gather = r.base.framework.overlap_parameter_gather;
         // The stage's parts priced once per micro-batch; every split's stages from them.
-        const stage_pricer parts = price_stage_parts(s);
+        const stage_pricer& parts = priced.of(s);
         // Bound: some stage holds ⌈L/p⌉ layers or more, so every candidate of this
         // micro-batch runs at least the compute of such a stage, m times.
         if (options.prune && out.best.full() &&
@@ -412,7 +428,7 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
             s.layout.first_stage_layers = pc.first_stage_layers;
             s.layout.last_stage_layers = pc.last_stage_layers;
             const seconds sends =
-                u.pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
+                pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
             const pipeline_times stages = pipeline_stage_times(parts, s, sends);
             const std::size_t schedules = choices.schedules_for(pc);
             const long long per_pipeline_candidates = static_cast<long long>(schedules * choices.per_schedule());
@@ -442,15 +458,15 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                                                                                      seq, s.framework, layer, s.finetune),
                                                         capacity);
                     };
-                    const memory_report memory = busiest();
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
                     // configuration fails only if none of them fits.
                     const bool per_overlap = offload == offload_mode::optimizer;
-                    bool any_fits = !per_overlap && memory.fits;
+                    memory_report at_overlap;
+                    if (!per_overlap) at_overlap = busiest();
+                    bool any_fits = !per_overlap && at_overlap.fits;
                     for (dp_overlap_mode overlap : choices.overlaps) {
                         s.layout.dp_overlap = overlap;
-                        memory_report at_overlap = memory;
                         if (per_overlap) {
                             at_overlap = busiest();
                             any_fits = any_fits || at_overlap.fits;
@@ -461,11 +477,14 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
                                                        : r.base.framework.overlap_parameter_gather;
                             for (std::size_t k = 0; k < schedules; ++k) {
                                 s.layout.schedule = choices.schedules[k];
-                                const step_report report = schedule(s, stages, costs, at_overlap, flop);
+                                const seconds step_time = step_times(s, stages, costs).total();
                                 ++out.evaluated;
-                                if (!report.fits) continue;
+                                if (!at_overlap.fits) continue;
                                 ++out.fitting;
-                                out.best.offer({s.layout, switches_of(s.framework), report});
+                                // The whole report only for a candidate that can enter the top k.
+                                if (out.best.full() && step_time > out.best.worst()) continue;
+                                out.best.offer({s.layout, switches_of(s.framework),
+                                                schedule(s, stages, costs, at_overlap, flop)});
                             }
                             s.layout.schedule = pipeline_schedule::one_f_one_b;
                         }
@@ -475,6 +494,12 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
             }
         }
     }
+}
+
+inline void search_unit(const plan_request& r, const unit& u, const plan_options& options, training_setup& s,
+                        worker_result& out) {
+    priced_parts priced;
+    for (int pp : u.pps) search_pipeline_depth(r, u, pp, options, s, priced, out);
 }
 
 inline space build_space(const plan_request& r) {
@@ -488,28 +513,31 @@ inline space build_space(const plan_request& r) {
         for (long long cp_ll : divisors(r.gpus / tp)) {
             const int cp = int(cp_ll);
             if (!context_parallel_candidate(seq, cp)) continue;
+            std::vector<int> pps;
+            long long inner = 0;  // candidates of one unit
             for (long long pp_ll : divisors(r.gpus / (1LL * tp * cp))) {
                 const int pp = int(pp_ll);
                 if (pp > m.layers) continue;
                 const int dp = dp_of(r, tp, pp, cp);
                 const auto batches = micro_batches_for(r, dp);
                 if (batches.empty()) continue;
-                long long inner = 0;
                 const inner_choices choices = choices_for(r, pp, dp, cp);
                 for (int b : batches)
                     inner += static_cast<long long>(
                         choices.count(interleaving_allowed(pp, int(r.global_batch / (1LL * b * dp)))));
-                for (bool sequence_parallel : {false, true}) {
-                    if (sequence_parallel && tp == 1) continue;
-                    for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
-                        for (bool flash : switch_values(fw.flash_attention))
-                            for (bool overlap : switch_values(fw.tensor_parallel_overlap, sequence_parallel)) {
-                                sp.units.push_back({.tp = tp, .pp = pp, .cp = cp, .sp = sequence_parallel,
-                                                    .recompute = rc, .flash_attention = flash,
-                                                    .tensor_parallel_overlap = overlap});
-                                sp.candidates += inner;
-                            }
-                }
+                pps.push_back(pp);
+            }
+            if (pps.empty()) continue;
+            for (bool sequence_parallel : {false, true}) {
+                if (sequence_parallel && tp == 1) continue;
+                for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
+                    for (bool flash : switch_values(fw.flash_attention))
+                        for (bool overlap : switch_values(fw.tensor_parallel_overlap, sequence_parallel)) {
+                            sp.units.push_back({.tp = tp, .cp = cp, .pps = pps, .sp = sequence_parallel,
+                                                .recompute = rc, .flash_attention = flash,
+                                                .tensor_parallel_overlap = overlap});
+                            sp.candidates += inner;
+                        }
             }
         }
     }

@@ -697,22 +697,16 @@ constexpr seconds pipeline_bubble(const parallel_layout& l, const pipeline_times
 // overlapped, communication during a micro-batch hides behind that micro-batch's
 // backward (the end-of-backward reduction behind what is left of the last one); the
 // rest is exposed.
-inline step_report schedule(const training_setup& s, const pipeline_times& stages, const step_prices& prices,
-                            const memory_report& memory, const flop_counts& flop) {
-    const auto& l = s.layout;
+// step_times gives the parts of the step's time; schedule() the whole report around them
+// (the planner ranks candidates by the first and builds the second for those it keeps).
+inline step_time_breakdown step_times(const training_setup& s, const pipeline_times& stages,
+                                      const step_prices& prices) {
     const micro_batch_times& mb = stages.bottleneck;
-    step_report r;
-    r.seq = sequence_length(s);
-    r.gpus = l.gpus();
-    r.global_batch = l.global_batch();
-    r.micro_batch = mb;
-    r.frozen_base = s.finetune.freezes_base();
-    r.causal_attention_skipped = skips_masked_attention(s);
-    const double m = l.grad_accum;
-    r.time.forward_backward = m * mb.compute();
-    r.time.bubble = pipeline_bubble(l, stages);
+    step_time_breakdown time;
+    const double m = s.layout.grad_accum;
+    time.forward_backward = m * mb.compute();
+    time.bubble = pipeline_bubble(s.layout, stages);
     const data_parallel_sync& sync = prices.sync;
-    r.data_parallel_sync = sync.per_step_total(m);
     const seconds zero = seconds_of(0.0);
     const seconds hideable = overlaps_data_parallel_sync(s)
                                  ? s.framework.overlappable_backward_fraction * (mb.backward + mb.recompute)
@@ -751,15 +745,33 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
         const seconds last = sync.per_micro_batch + (m > 1 ? g.all_but_first : zero) + g.last + sync.end_of_backward;
         exposed_sync = m * exposed_forward + (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
                        exposed_offload(last) + after_optimizer + sync.end_of_step;
-        r.offload = {g.per_step(m), prices.host_step, prices.weights_up};
     }
-    r.time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm) + exposed_sync;
-    r.time.optimizer = prices.optimizer;
+    time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm) + exposed_sync;
+    time.optimizer = prices.optimizer;
     // Input pipeline: sequential, loading and copying add to the step; prefetched, the
     // step is bound by its slowest stage (input_pipeline.hpp).
-    const seconds busy = r.time.total();
-    r.time.data = s.prefetch ? exposed(std::max(s.data_loading, s.host_to_device), busy)
-                             : s.data_loading + s.host_to_device;
+    const seconds busy = time.total();
+    time.data = s.prefetch ? exposed(std::max(s.data_loading, s.host_to_device), busy)
+                           : s.data_loading + s.host_to_device;
+    return time;
+}
+
+inline step_report schedule(const training_setup& s, const pipeline_times& stages, const step_prices& prices,
+                            const memory_report& memory, const flop_counts& flop) {
+    const auto& l = s.layout;
+    const micro_batch_times& mb = stages.bottleneck;
+    step_report r;
+    r.seq = sequence_length(s);
+    r.gpus = l.gpus();
+    r.global_batch = l.global_batch();
+    r.micro_batch = mb;
+    r.frozen_base = s.finetune.freezes_base();
+    r.causal_attention_skipped = skips_masked_attention(s);
+    const double m = l.grad_accum;
+    r.data_parallel_sync = prices.sync.per_step_total(m);
+    if (prices.offloaded)
+        r.offload = {prices.gradient_copies.per_step(m), prices.host_step, prices.weights_up};
+    r.time = step_times(s, stages, prices);
     r.step_time = r.time.total();
 
     r.samples_per_second = double(r.global_batch) / r.step_time.value();
