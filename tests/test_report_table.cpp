@@ -199,6 +199,39 @@ TEST_CASE("plan and scaling tables hold the search's and the sweep's figures", "
     CHECK(std::get<double>(f.at(7, "speedup_x")) == Approx(3.902).epsilon(1e-3));
 }
 
+TEST_CASE("a plan's rows carry each candidate's stage split, schedule, shard group and switches",
+          "[report_table]") {
+    // Megatron-Core offers uneven splits, hybrid shard groups and three switches: the
+    // rows must tell the candidates apart by them.
+    plan_request request;
+    request.base = llama_setup({});
+    request.base.framework = megatron_core_profile;
+    request.gpus = 16;
+    request.global_batch = 32;
+    request.max_micro_batch = 1;
+    const plan_result result = plan(request, 4000);
+    const report_table t = plan_table(request, result);
+    REQUIRE(t.rows().size() == result.best.size());
+    bool uneven = false, sharded = false, switched = false;
+    for (std::size_t i = 0; i < t.rows().size(); ++i) {
+        const plan_candidate& c = result.best[i];
+        const pipeline_split split = pipeline_split_of(request.base.model, c.layout);
+        CHECK(std::get<long long>(t.at(i, "first_stage_layers")) == split.first);
+        CHECK(std::get<long long>(t.at(i, "last_stage_layers")) == split.last);
+        CHECK(std::get<std::string>(t.at(i, "schedule")) == to_string(c.layout.schedule));
+        CHECK(std::get<long long>(t.at(i, "shard_group")) == c.layout.shard_group);
+        CHECK(std::get<bool>(t.at(i, "flash_attention")) == c.switches.flash_attention);
+        CHECK(std::get<bool>(t.at(i, "tp_comm_overlap")) == c.switches.tensor_parallel_overlap);
+        CHECK(std::get<bool>(t.at(i, "overlap_param_gather")) == c.switches.overlap_parameter_gather);
+        uneven = uneven || split.first != split.last;
+        sharded = sharded || c.layout.shard_group > 0;
+        switched = switched || c.switches != switches_of(request.base.framework);
+    }
+    CHECK(uneven);
+    CHECK(sharded);
+    CHECK(switched);
+}
+
 TEST_CASE("an end-to-end plan's table: one row per GPU count, its run and its step", "[report_table]") {
     training_plan_request request;
     request.layouts.base = llama_setup({});

@@ -78,18 +78,23 @@ inline table_cell gib(bytes b) { return to_gib(b).value(); }
 inline table_cell text(std::string_view s) { return std::string(s); }
 inline table_cell whole(long long n) { return n; }
 
-// The configuration columns of a setup (its layout included).
+// The configuration columns of a setup: its layout (the pipeline's stage split as the
+// layers its first and last stages hold; shard_group 0 is all dp × cp ranks) and the
+// framework's switches a layout can turn.
 inline std::vector<std::string> setup_columns() {
     return {"gpu",       "model",         "framework",   "precision",     "optimizer",
             "seq",       "gpus",          "gpus_per_node", "intra_node_link", "intra_node_link_GBps",
             "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "interleave",
-            "sp",        "zero",          "offload",     "micro_batch",   "grad_accum",
-            "global_batch", "recompute",  "dp_overlap"};
+            "first_stage_layers", "last_stage_layers", "schedule",
+            "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
+            "global_batch", "recompute",  "dp_overlap",  "flash_attention", "tp_comm_overlap",
+            "overlap_param_gather"};
 }
 
 inline std::vector<table_cell> setup_cells(const training_setup& s) {
     const parallel_layout& l = s.layout;
     const cluster_spec& c = s.cluster;
+    const pipeline_split split = pipeline_split_of(s.model, l);
     return {text(c.gpu.name),
             text(s.model.name),
             text(s.framework.name),
@@ -106,14 +111,21 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             whole(l.cp),
             whole(l.pp),
             whole(l.interleave),
+            whole(split.first),
+            whole(split.last),
+            text(to_string(l.schedule)),
             l.sp,
             whole(l.zero),
+            whole(l.shard_group),
             text(to_string(l.offload)),
             whole(l.micro_batch),
             whole(l.grad_accum),
             whole(l.global_batch()),
             text(to_string(l.recompute)),
-            text(to_string(l.dp_overlap))};
+            text(to_string(l.dp_overlap)),
+            s.framework.flash_attention,
+            s.framework.tensor_parallel_overlap,
+            s.framework.overlap_parameter_gather};
 }
 
 // The figures of a step report that only a layout that runs has.
