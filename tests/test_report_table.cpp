@@ -30,6 +30,17 @@ training_setup llama_setup(const parallel_layout& layout) {
     return s;
 }
 
+// The planner's search for llama2-7b on `gpus` H100s under a framework profile.
+plan_request llama_plan(const framework_profile& fw, int gpus, long long global_batch, int max_micro_batch) {
+    plan_request r;
+    r.base = llama_setup({});
+    r.base.framework = fw;
+    r.gpus = gpus;
+    r.global_batch = global_batch;
+    r.max_micro_batch = max_micro_batch;
+    return r;
+}
+
 // A grid of setups: some fit, some do not.
 std::vector<training_setup> grid() {
     std::vector<training_setup> out;
@@ -174,12 +185,7 @@ TEST_CASE("the components at the peak add up to the total", "[report_table][memo
 }
 
 TEST_CASE("plan and scaling tables hold the search's and the sweep's figures", "[report_table]") {
-    plan_request request;
-    request.base = llama_setup({});
-    request.base.framework = megatron_profile;
-    request.gpus = 8;
-    request.global_batch = 16;
-    request.max_micro_batch = 2;
+    const plan_request request = llama_plan(megatron_profile, 8, 16, 2);
     const plan_result result = plan(request, 3);
     const report_table t = plan_table(request, result);
     REQUIRE(t.rows().size() == result.best.size());
@@ -203,12 +209,7 @@ TEST_CASE("a plan's rows carry each candidate's stage split, schedule, shard gro
           "[report_table]") {
     // Megatron-Core offers uneven splits, hybrid shard groups and three switches: the
     // rows must tell the candidates apart by them.
-    plan_request request;
-    request.base = llama_setup({});
-    request.base.framework = megatron_core_profile;
-    request.gpus = 16;
-    request.global_batch = 32;
-    request.max_micro_batch = 1;
+    const plan_request request = llama_plan(megatron_core_profile, 16, 32, 1);
     const plan_result result = plan(request, 4000);
     const report_table t = plan_table(request, result);
     REQUIRE(t.rows().size() == result.best.size());
