@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string_view>
 
 #include "attention_kernels.hpp"
@@ -92,8 +93,8 @@ public:
     // fills the SMs at a utilization above small_tile_efficiency cannot be beaten (the
     // common large-GEMM case), and the tilings are tried from the fastest rate down,
     // stopping where a lower bound on every remaining one (all launched work useful,
-    // the deepest split's k) is no better than the best found. `exhaustive` tries
-    // every tiling: the reference the tests hold the pruned search to.
+    // the deepest split any tiling can take) is no better than the best found.
+    // `exhaustive` tries every tiling: the reference the tests hold the pruned search to.
     seconds gemm_compute_time(const gemm_shape& g, bool exhaustive = false) const {
         const wave_quantization base = quantize(g);
         const double spf = seconds_per_flop(g.math);
@@ -101,9 +102,18 @@ public:
         if (tiling_count_ == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
             return seconds_of(best);
         const double useful = g.m * g.n * g.batch;
+        // The deepest split any tiling can take: no tile side exceeds the configured
+        // tile's longer one, so every tiling launches at least `fewest` CTAs, and a split
+        // s needs fewest·s ≤ 2·SMs and k/s ≥ 64.
+        const double longest = std::max(p_.tile_m, p_.tile_n);
+        const double fewest =
+            kernel_detail::ceil_count(g.m / longest) * kernel_detail::ceil_count(g.n / longest) * g.batch;
+        double deepest = 1;
+        while (deepest < 16 && fewest * deepest * 2 <= 2 * sms_ && g.k / (deepest * 2) >= 64) deepest *= 2;
         // Lower bounds at rate 1: unsplit, and split (at least two fp32 partial outputs).
         const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
-        const double split_bound = 2.0 * (g.k / 16 + p_.k_half) * useful * spf;
+        const double split_bound = deepest > 1 ? 2.0 * (g.k / deepest + p_.k_half) * useful * spf
+                                               : std::numeric_limits<double>::infinity();
         const double split_cost = 2.0 * 2.0 * useful * 4.0 * seconds_per_byte_;
         int level = -1;
         for (int i = 0; i < tiling_count_; ++i) {
@@ -185,29 +195,53 @@ private:
     void build_tilings() {
         const double eff = p_.small_tile_efficiency;
         if (eff <= 0) return;
-        for (int level = 0; level <= 4; ++level) {
-            double rate = 1;
-            for (int l = 0; l < level; ++l) rate *= eff;
+        // The distinct sides, and which one each halving of tile_m and tile_n is (halving
+        // and doubling the reciprocal are exact: no division here).
+        std::array<tile, 6> sides{};
+        std::array<int, 3> m_side{}, n_side{};
+        int distinct = 0;
+        const auto side_of = [&](const tile& t) {
+            for (int i = 0; i < distinct; ++i)
+                if (sides[std::size_t(i)].size == t.size) return i;
+            sides[std::size_t(distinct)] = t;
+            return distinct++;
+        };
+        tile m = full_m_, n = full_n_;
+        for (int h = 0; h <= 2; ++h, m = {m.size * 0.5, m.inverse * 2}, n = {n.size * 0.5, n.inverse * 2}) {
+            m_side[std::size_t(h)] = side_of(m);
+            n_side[std::size_t(h)] = side_of(n);
+        }
+        unsigned long long seen = 0;  // bit 6·a + b: the tile pair (sides a, b) is listed
+        int count = 0;
+        const double inverse_eff = 1.0 / eff;
+        double inverse_rate = 1;
+        for (int level = 0; level <= 4; ++level, inverse_rate *= inverse_eff) {
             for (int hm = std::max(0, level - 2); hm <= std::min(2, level); ++hm) {
-                const double tm = p_.tile_m / double(1 << hm), tn = p_.tile_n / double(1 << (level - hm));
-                if (tm < 32 || tn < 32) continue;
+                const int hn = level - hm;
+                const int sm = m_side[std::size_t(hm)], sn = n_side[std::size_t(hn)];
+                if (sides[std::size_t(sm)].size < 32 || sides[std::size_t(sn)].size < 32) continue;
                 for (int orientation = 0; orientation < 2; ++orientation) {
-                    const double a = orientation ? tn : tm, b = orientation ? tm : tn;
-                    bool seen = false;  // at this level or a faster one
-                    for (int i = 0; i < tiling_count_; ++i)
-                        seen = seen || (tilings_[std::size_t(i)].m.size == a && tilings_[std::size_t(i)].n.size == b);
-                    if (!seen)
-                        tilings_[std::size_t(tiling_count_++)] = {{a, exact_inverse(a)}, {b, exact_inverse(b)},
-                                                                  1.0 / rate, level};
+                    const int a = orientation ? sn : sm, b = orientation ? sm : sn;
+                    const unsigned long long bit = 1ULL << (6 * a + b);
+                    if (seen & bit) continue;  // at this level or a faster one
+                    seen |= bit;
+                    tiling& t = tilings_[std::size_t(count++)];
+                    t.m = sides[std::size_t(a)];
+                    t.n = sides[std::size_t(b)];
+                    t.inverse_rate = inverse_rate;
+                    t.level = level;
                 }
             }
         }
+        tiling_count_ = count;
     }
 
-    // 1/t when it is exact (t a power of two), else 0: m·(1/t) then equals m/t exactly.
+    // 1/t when it is exact (t a whole power of two), else 0: m·(1/t) then equals m/t
+    // exactly. (A tile that is not a whole number takes the division.)
     static double exact_inverse(double t) {
-        int e = 0;
-        return std::frexp(t, &e) == 0.5 ? 1.0 / t : 0.0;
+        if (!(t >= 1 && t <= 9.0e15)) return 0.0;
+        const auto whole = static_cast<long long>(t);
+        return double(whole) == t && (whole & (whole - 1)) == 0 ? 1.0 / t : 0.0;
     }
 
     static tile covering(double dim, const tile& full) {
