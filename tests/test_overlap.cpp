@@ -20,9 +20,10 @@ using namespace trainperf;
 
 namespace {
 
-training_setup on_h100(int gpus, const parallel_layout& layout, const framework_profile& fw) {
+// llama3-8b on H100 nodes of 8 GPUs (the layout says how many nodes).
+training_setup on_h100(const parallel_layout& layout, const framework_profile& fw) {
     training_setup s;
-    s.cluster = standard_cluster(h100_sxm::spec, gpus);
+    s.cluster = standard_cluster(h100_sxm::spec);
     s.model = lookup_model("llama3-8b");
     s.precision = recipe(precision_kind::bf16);
     s.layout = layout;
@@ -35,7 +36,7 @@ training_setup on_h100(int gpus, const parallel_layout& layout, const framework_
 
 TEST_CASE("ZeRO-3 gathers and reduces per unit: each layer and the root") {
     // llama3-8b: 32 layers on one stage, so 33 units; dp 16 over 2 nodes.
-    const training_setup s = on_h100(16, {.dp = 16, .zero = 3, .micro_batch = 1}, deepspeed_profile);
+    const training_setup s = on_h100({.dp = 16, .zero = 3, .micro_batch = 1}, deepspeed_profile);
     const model_state state = model_state_of(s);
     const step_ops w = step_workload(s, state);
     // Per GPU the 16-bit weights of all its parameters (tp = pp = 1), split over 33 units.
@@ -69,7 +70,7 @@ TEST_CASE("ZeRO-3 gathers and reduces per unit: each layer and the root") {
 
 TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the next forward") {
     parallel_layout l{.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 4};
-    training_setup with = on_h100(8, l, megatron_core_profile);
+    training_setup with = on_h100(l, megatron_core_profile);
     training_setup without = with;
     without.framework.overlap_parameter_gather = false;
     const step_prices prices = price_step(step_workload(with), with);
@@ -84,7 +85,7 @@ TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the n
 
 TEST_CASE("tensor-parallel communication hides behind the chunked GEMMs it feeds") {
     parallel_layout l{.tp = 8, .sp = true, .micro_batch = 2};
-    training_setup with = on_h100(8, l, megatron_core_profile);
+    training_setup with = on_h100(l, megatron_core_profile);
     training_setup without = with;
     without.framework.tensor_parallel_overlap = false;
     const micro_batch_times on = price_micro_batch(with);
@@ -104,8 +105,7 @@ TEST_CASE("tensor-parallel communication hides behind the chunked GEMMs it feeds
 
 TEST_CASE("hybrid sharding: ZeRO shards inside a group and all-reduces across its replicas", "[hsdp]") {
     // llama3-8b, 64 H100 on 8 nodes, dp 64, ZeRO-3 (FSDP), shards of 8: one node each.
-    training_setup s = on_h100(64, {.dp = 64, .zero = 3, .micro_batch = 1, .shard_group = 8}, pytorch_eager_profile);
-    s.cluster = standard_cluster(h100_sxm::spec, 8);  // 8 GPUs per node
+    const training_setup s = on_h100({.dp = 64, .zero = 3, .micro_batch = 1, .shard_group = 8}, pytorch_eager_profile);
     const model_state state = model_state_of(s);
     const step_ops w = step_workload(s, state);
     const double units = 33;  // 32 layers and the root
