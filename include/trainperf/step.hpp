@@ -812,8 +812,8 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
 inline step_report predict(const training_setup& s) {
     validate(s);
     const model_state state = model_state_of(s);
-    step_report r = schedule(s, price_pipeline(s), price_step(step_workload(s, state), s), memory_of(s, state),
-                             flop_counts_of(s));
+    step_report r = schedule(s, price_pipeline(s), price_step(step_workload(s, state), s),
+                             memory_detail::report_of(s, state), flop_counts_of(s));
     if constexpr (TRAINPERF_CHECK_POSTCONDITIONS) check_postconditions(r);
     return r;
 }
