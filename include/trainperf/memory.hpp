@@ -365,13 +365,34 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
     mb.weights += bytes_of(base / (p.zero >= 3 ? p.shard_size() : 1.0));
 }
 
+// One stage's memory in two parts, so that a search computes each once per what it
+// depends on. The first (stage_micro_batches): what the stage holds for its
+// micro-batches (activations, logits, autocast's or FP8's weight copies, workspace and
+// temporaries) and the parameter counts the second needs; it depends on the layout's
+// micro-batch, grad_accum, pipeline split, interleave, tp, sp, cp and recompute, not on
+// its ZeRO stage, shard group, offload or data-parallel overlap. The second
+// (stage_memory below): the static state, communication buffers and optimizer
+// temporaries, which depend on those, and the fragmentation over the whole.
+struct stage_micro_batch_memory {
+    int stage = 0;
+    int layers = 0;      // the stage's transformer layers
+    double local = 0;    // parameters the stage holds, after tp
+    double trained = 0;  // what the optimizer updates of them (before ZeRO): all, or the adapters
+    bytes activations = bytes_of(0);
+    bytes weight_copies = bytes_of(0);
+    bytes logits = bytes_of(0);
+    bytes workspace = bytes_of(0);
+    bytes temporaries = bytes_of(0);
+};
+
 // `split` is pipeline_split_of(m, p), computed once for all the stages compared.
-constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
-                                        const model_state& state, const parallel_layout& p, int seq,
-                                        const framework_profile& fw, const layer_activations& layer,
-                                        const pipeline_split& split, int stage, const finetune_spec& ft) {
+constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
+                                                       const model_state& state, const parallel_layout& p, int seq,
+                                                       const framework_profile& fw, const layer_activations& layer,
+                                                       const pipeline_split& split, int stage,
+                                                       const finetune_spec& ft) {
     const memory_overheads& o = fw.memory;
-    memory_breakdown mb;
+    stage_micro_batch_memory mb;
     mb.stage = stage;
     const bool first = stage == 0, last = stage == p.pp - 1;
     const double t = p.tp;
@@ -379,29 +400,16 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
     const activation_formats x = activation_formats_of(r);
     const int stage_layers = first ? split.first : last ? split.last : split.middle;
+    mb.layers = stage_layers;
+    const double fp32 = size_of(dtype::fp32);
 
     // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
     double params = stage_layers * state.layer_parameters;
     if (first) params += state.embedding_parameters;
     if (last) params += state.head_parameters;
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
-    const double total_params = state.parameters;
-    const double local = params / t;
-    const double share = local / total_params;  // shape-aware optimizer state, prorated
-
-    const double zero_optimizer = p.zero >= 1 ? p.shard_size() : 1.0;
-    const double fp32 = size_of(dtype::fp32);
-    // What the optimizer updates on this GPU (before ZeRO): all of it, or the adapters.
-    double trained = local;
-    if (ft.freezes_base()) {
-        trained = stage_layers * adapter_parameters_per_layer(m, ft) / t;
-        const double projections = stage_layers * layer_projection_matrix_parameters(m) / t;
-        add_frozen_static_state(mb, local, projections, trained, trained / state.trainable_parameters *
-                                state.optimizer_state, r, p, ft.quantized());
-    } else {
-        add_static_state(mb, local, share * state.optimizer_state, r, p);
-    }
-
+    mb.local = params / t;
+    mb.trained = ft.freezes_base() ? stage_layers * adapter_parameters_per_layer(m, ft) / t : mb.local;
     // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
     // on stage i, p on the first, 1 on the last), interleaving's extra factor on the
     // first stage.
@@ -430,7 +438,7 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
         mb.weight_copies = bytes_of(stage_layers * layer_projection_matrix_parameters(m) / t *
                                     fp8_weight_copy_bytes_per_parameter(r));
     else if (r.autocast && ft.freezes_base())
-        mb.weight_copies = bytes_of(in_flight * trained * weight_copy_bytes_per_parameter(r));
+        mb.weight_copies = bytes_of(in_flight * mb.trained * weight_copy_bytes_per_parameter(r));
     else if (r.autocast)
         mb.weight_copies = bytes_of(in_flight * autocast_cast_parameters(m, stage_layers, last) / t *
                                     weight_copy_bytes_per_parameter(r));
@@ -446,6 +454,33 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
     // matmul that uses it. ASSUMPTION: one dequantized projection is live at a time (it
     // is freed after its matmul): the largest one of the layer, in 16 bits, split by tp.
     if (ft.quantized()) mb.temporaries += bytes_of(largest_projection(m) / t * frozen_weight_bytes(r));
+    return mb;
+}
+
+constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,
+                                        const precision_recipe& r, const model_state& state,
+                                        const parallel_layout& p, const framework_profile& fw,
+                                        const finetune_spec& ft) {
+    const memory_overheads& o = fw.memory;
+    memory_breakdown mb;
+    mb.stage = held.stage;
+    const double t = p.tp;
+    const double local = held.local, trained = held.trained;
+    const double share = local / state.parameters;  // shape-aware optimizer state, prorated
+    const double zero_optimizer = p.zero >= 1 ? p.shard_size() : 1.0;
+    const double fp32 = size_of(dtype::fp32);
+    if (ft.freezes_base()) {
+        const double projections = held.layers * layer_projection_matrix_parameters(m) / t;
+        add_frozen_static_state(mb, local, projections, trained, trained / state.trainable_parameters *
+                                state.optimizer_state, r, p, ft.quantized());
+    } else {
+        add_static_state(mb, local, share * state.optimizer_state, r, p);
+    }
+    mb.activations = held.activations;
+    mb.weight_copies = held.weight_copies;
+    mb.logits = held.logits;
+    mb.workspace = held.workspace;
+    mb.temporaries = held.temporaries;
     // Communication buckets when dp > 1; DDP's copy of every gradient into them only
     // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
     // reduce-scattered from the buckets, which hold no second copy.
@@ -466,7 +501,8 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
                                         const model_state& state, const parallel_layout& p, int seq,
                                         const framework_profile& fw, const layer_activations& layer, int stage,
                                         const finetune_spec& ft = {}) {
-    return stage_memory(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft);
+    return stage_memory(stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft), m,
+                        r, state, p, fw, ft);
 }
 }  // namespace memory_detail
 
@@ -490,19 +526,49 @@ constexpr bool second_stage_may_be_busiest(const parallel_layout& p, const pipel
     return split.middle > split.first;
 }
 
+// The stages that can need the most (the first, the last, and the second when the split
+// is uneven), their micro-batch parts: what a search keeps while only the layout's ZeRO
+// stage, shard group, offload or overlap changes.
+struct candidate_stages {
+    std::array<stage_micro_batch_memory, 3> stages{};
+    int count = 0;
+};
+
 // For inputs already validated (the planner builds only valid layouts), with each
 // layer's activations given.
+constexpr candidate_stages candidate_stages_of(const model_state& state, const transformer_config& m,
+                                               const precision_recipe& r, const parallel_layout& p, int seq,
+                                               const framework_profile& fw, const layer_activations& layer,
+                                               const finetune_spec& ft) {
+    const pipeline_split split = pipeline_split_of(m, p);
+    candidate_stages c;
+    const auto add = [&](int stage) {
+        c.stages[std::size_t(c.count++)] = stage_micro_batches(m, r, state, p, seq, fw, layer, split, stage, ft);
+    };
+    add(0);
+    if (p.pp == 1) return c;
+    add(p.pp - 1);
+    if (second_stage_may_be_busiest(p, split)) add(1);
+    return c;
+}
+
+// The busiest of the candidate stages at the layout's ZeRO stage, offload and overlap
+// (on a tie the earlier: the first, then the last).
+constexpr memory_breakdown busiest_stage(const candidate_stages& c, const model_state& state,
+                                         const transformer_config& m, const precision_recipe& r,
+                                         const parallel_layout& p, const framework_profile& fw,
+                                         const finetune_spec& ft) {
+    memory_breakdown busiest = stage_memory(c.stages[0], m, r, state, p, fw, ft);
+    for (int i = 1; i < c.count; ++i)
+        busiest = busier(busiest, stage_memory(c.stages[std::size_t(i)], m, r, state, p, fw, ft));
+    return busiest;
+}
+
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw, const layer_activations& layer,
                                          const finetune_spec& ft) {
-    const pipeline_split split = pipeline_split_of(m, p);
-    if (p.pp == 1) return stage_memory(m, r, state, p, seq, fw, layer, split, 0, ft);
-    memory_breakdown busiest = busier(stage_memory(m, r, state, p, seq, fw, layer, split, 0, ft),
-                                      stage_memory(m, r, state, p, seq, fw, layer, split, p.pp - 1, ft));
-    if (second_stage_may_be_busiest(p, split))
-        busiest = busier(busiest, stage_memory(m, r, state, p, seq, fw, layer, split, 1, ft));
-    return busiest;
+    return busiest_stage(candidate_stages_of(state, m, r, p, seq, fw, layer, ft), state, m, r, p, fw, ft);
 }
 
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,

@@ -438,6 +438,10 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                 out.pruned += per_pipeline_candidates;
                 continue;
             }
+            // What the stages hold for their micro-batches, whatever the ZeRO stage,
+            // offload and overlap below.
+            const memory_detail::candidate_stages held =
+                memory_detail::candidate_stages_of(state, s.model, stored, s.layout, seq, s.framework, layer, s.finetune);
             std::size_t step_config = 0, config = pi * per_pipeline;
             for (const zero_config& z : choices.zeros) {
                 const int zero = z.zero;
@@ -454,20 +458,20 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                         continue;
                     }
                     const auto busiest = [&] {
-                        return memory_detail::report_of(memory_detail::busiest_stage(state, s.model, stored, s.layout,
-                                                                                     seq, s.framework, layer, s.finetune),
-                                                        capacity);
+                        return memory_detail::report_of(
+                            memory_detail::busiest_stage(held, state, s.model, stored, s.layout, s.framework, s.finetune),
+                            capacity);
                     };
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
                     // configuration fails only if none of them fits.
                     const bool per_overlap = offload == offload_mode::optimizer;
-                    memory_report at_overlap;
-                    if (!per_overlap) at_overlap = busiest();
-                    bool any_fits = !per_overlap && at_overlap.fits;
-                    for (dp_overlap_mode overlap : choices.overlaps) {
-                        s.layout.dp_overlap = overlap;
-                        if (per_overlap) {
+                    s.layout.dp_overlap = choices.overlaps.front();
+                    memory_report at_overlap = busiest();
+                    bool any_fits = at_overlap.fits;
+                    for (std::size_t o = 0; o < choices.overlaps.size(); ++o) {
+                        s.layout.dp_overlap = choices.overlaps[o];
+                        if (per_overlap && o > 0) {
                             at_overlap = busiest();
                             any_fits = any_fits || at_overlap.fits;
                         }
