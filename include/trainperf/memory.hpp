@@ -67,8 +67,8 @@ struct memory_breakdown {
                                                                 : memory_phase::forward_backward;
     }
     constexpr bytes peak_allocated() const {
-        return peak_phase() == memory_phase::optimizer_step ? optimizer_step_peak()
-                                                             : forward_backward_peak();
+        const bytes forward_backward = forward_backward_peak(), optimizer_step = optimizer_step_peak();
+        return optimizer_step > forward_backward ? optimizer_step : forward_backward;  // as peak_phase()
     }
     // What the GPU must hold: peak allocated plus allocator fragmentation.
     constexpr bytes total() const { return peak_allocated() + fragmentation; }
