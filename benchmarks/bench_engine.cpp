@@ -83,11 +83,41 @@ void BM_plan_exhaustive_one_core(benchmark::State& state) {
     plan_options o;
     o.threads = 1;
     o.prune = false;
-    long long predicted = 0;
-    for (auto _ : state) predicted += plan(r, o).evaluated;
+    long long predicted = 0, fitting = 0;
+    for (auto _ : state) {
+        const plan_result p = plan(r, o);
+        predicted += p.evaluated;
+        fitting += p.fitting;
+    }
     state.SetItemsProcessed(predicted);
+    state.counters["fitting_share"] = double(fitting) / double(predicted);
 }
 BENCHMARK(BM_plan_exhaustive_one_core)->Unit(benchmark::kMillisecond);
+
+// A richer space, exhaustively on one thread: GPT-3 175B on 64 A100 80GB (8 DGX A100
+// nodes), global batch 256, micro-batch 1 or 2, optimizer offload allowed, the
+// megatron-core profile (bf16, every split, switch, ZeRO stage and shard group it
+// offers). Counters: the candidates, and the share that fits (each of those gets its
+// step time; the others their memory verdict).
+void BM_plan_exhaustive_megatron_core_one_core(benchmark::State& state) {
+    plan_request r = gpt3_on_512_a100(megatron_core_profile);
+    r.gpus = 64;
+    r.global_batch = 256;
+    r.max_micro_batch = 2;
+    plan_options o;
+    o.threads = 1;
+    o.prune = false;
+    long long predicted = 0, fitting = 0;
+    for (auto _ : state) {
+        const plan_result p = plan(r, o);
+        predicted += p.evaluated;
+        fitting += p.fitting;
+    }
+    state.SetItemsProcessed(predicted);
+    state.counters["candidates"] = double(predicted) / double(state.iterations());
+    state.counters["fitting_share"] = double(fitting) / double(predicted);
+}
+BENCHMARK(BM_plan_exhaustive_megatron_core_one_core)->Unit(benchmark::kMillisecond);
 
 // The same space on every core, still without pruning.
 void BM_plan_exhaustive_all_cores(benchmark::State& state) {

@@ -481,11 +481,13 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                                                        : r.base.framework.overlap_parameter_gather;
                             for (std::size_t k = 0; k < schedules; ++k) {
                                 s.layout.schedule = choices.schedules[k];
-                                const seconds step_time = step_times(s, stages, costs).total();
                                 ++out.evaluated;
+                                // A layout that does not fit has no step time: its memory
+                                // is the verdict (as in every report).
                                 if (!at_overlap.fits) continue;
                                 ++out.fitting;
                                 // The whole report only for a candidate that can enter the top k.
+                                const seconds step_time = step_times(s, stages, costs).total();
                                 if (out.best.full() && step_time > out.best.worst()) continue;
                                 out.best.offer({s.layout, switches_of(s.framework),
                                                 schedule(s, stages, costs, at_overlap, flop)});
