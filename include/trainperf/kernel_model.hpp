@@ -41,6 +41,17 @@ constexpr double ceil_count(double x) {
     return t < x ? t + 1.0 : t;
 }
 
+// Seconds per byte of memory-bound work: the datasheet bandwidth at memory_efficiency.
+constexpr double seconds_per_byte(const gpu_spec& gpu, const kernel_params& p) {
+    return 1.0 / (gpu.memory_bandwidth.value() * p.memory_efficiency);
+}
+
+// Memory-bound work: `moved` bytes over `launches` kernel launches.
+constexpr seconds memory_time(bytes moved, double launches, seconds launch_overhead, double seconds_per_byte) {
+    require(moved.value() >= 0, "bytes", moved.value(), "must not be negative");
+    return launches * launch_overhead + seconds_of(moved.value() * seconds_per_byte);
+}
+
 }  // namespace kernel_detail
 
 // The kernel model bound to one GPU and one parameter set. What does not depend on
@@ -52,7 +63,7 @@ public:
     kernel_cost_model(gpu_spec&&, const kernel_params&) = delete;
     kernel_cost_model(const gpu_spec& gpu, const kernel_params& p)
         : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)), inverse_sms_(1.0 / sms_),
-          seconds_per_byte_(1.0 / (gpu.memory_bandwidth.value() * p.memory_efficiency)),
+          seconds_per_byte_(kernel_detail::seconds_per_byte(gpu, p)),
           full_m_{p.tile_m, exact_inverse(p.tile_m)}, full_n_{p.tile_n, exact_inverse(p.tile_n)} {
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
             const auto peak = gpu.peak.of(dtype(i));
@@ -93,7 +104,8 @@ public:
     // fills the SMs at a utilization above small_tile_efficiency cannot be beaten (the
     // common large-GEMM case), and the tilings are tried from the fastest rate down,
     // stopping where a lower bound on every remaining one (all launched work useful,
-    // the deepest split any tiling can take) is no better than the best found.
+    // the deepest split any tiling can take) is no better than the best found, and
+    // skipping a level whose tilings cannot fill their waves well enough to win.
     // `exhaustive` tries every tiling: the reference the tests hold the pruned search to.
     seconds gemm_compute_time(const gemm_shape& g, bool exhaustive = false) const {
         const wave_quantization base = quantize(g);
@@ -115,15 +127,37 @@ public:
         const double split_bound = deepest > 1 ? 2.0 * (g.k / deepest + p_.k_half) * useful * spf
                                                : std::numeric_limits<double>::infinity();
         const double split_cost = 2.0 * 2.0 * useful * 4.0 * seconds_per_byte_;
+        // Where m and n are at least the longest side, no tile is narrowed to cover them,
+        // so every tiling of a level has that level's area and launches whole waves of at
+        // least useful/area CTAs.
+        const bool unnarrowed = g.m >= longest && g.n >= longest;
         int level = -1;
+        bool skip_level = false;
         for (int i = 0; i < tiling_count_; ++i) {
             const tiling& c = tilings_[std::size_t(i)];
             if (!exhaustive && c.level != level) {
                 level = c.level;
-                const double bound =
-                    std::min(unsplit_bound * c.inverse_rate, split_bound * c.inverse_rate + split_cost);
-                if (bound * (1 - 1e-12) >= best) break;  // every later level is slower still
+                const double split = split_bound * c.inverse_rate + split_cost;
+                if (std::min(unsplit_bound * c.inverse_rate, split) * (1 - 1e-12) >= best)
+                    break;  // every later level is slower still
+                double unsplit = unsplit_bound, level_split = split;
+                if (unnarrowed) {
+                    // At least useful/area CTAs: whole waves of them, and a split only as
+                    // deep as those CTAs allow.
+                    const double area = c.m.size * c.n.size;
+                    const double inverse_area = c.m.inverse * c.n.inverse;  // exact, or 0
+                    const double ctas = (inverse_area > 0 ? useful * inverse_area : useful / area) * (1 - 1e-12);
+                    unsplit = 2.0 * (g.k + p_.k_half) * kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) *
+                              sms_ * area * spf;
+                    double deepest_here = 1;
+                    while (deepest_here < deepest && ctas * deepest_here * 2 <= 2 * sms_) deepest_here *= 2;
+                    level_split = deepest_here > 1 ? 2.0 * (g.k / deepest_here + p_.k_half) * useful * spf *
+                                                         c.inverse_rate + split_cost
+                                                   : std::numeric_limits<double>::infinity();
+                }
+                skip_level = std::min(unsplit * c.inverse_rate, level_split) * (1 - 1e-12) >= best;
             }
+            if (skip_level) continue;
             const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);
             const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
             // The configured tile unsplit, in either orientation, is `base` already.
@@ -170,8 +204,7 @@ public:
 
     // Memory-bound work: `moved` bytes over `launches` kernel launches.
     seconds memory_time(bytes moved, double launches = 1) const {
-        require(moved.value() >= 0, "bytes", moved.value(), "must not be negative");
-        return launches * p_.launch_overhead + seconds_of(moved.value() * seconds_per_byte_);
+        return kernel_detail::memory_time(moved, launches, p_.launch_overhead, seconds_per_byte_);
     }
 
 private:
@@ -318,9 +351,11 @@ inline seconds gemm_time(const gpu_spec& gpu, const gemm_shape& g, const kernel_
     return kernel_cost_model(gpu, p).gemm_time(g);
 }
 
-// A memory-bound kernel (elementwise, normalisation, softmax, optimizer update).
+// A memory-bound kernel (elementwise, normalisation, softmax, optimizer update); no
+// model is built (its tilings are the GEMMs').
 inline seconds memory_op_time(const gpu_spec& gpu, bytes moved, const kernel_params& p) {
-    return kernel_cost_model(gpu, p).memory_time(moved);
+    validate(p);
+    return kernel_detail::memory_time(moved, 1, p.launch_overhead, kernel_detail::seconds_per_byte(gpu, p));
 }
 
 inline seconds attention_time(const gpu_spec& gpu, const attention_op& a, const kernel_params& p) {
@@ -329,7 +364,8 @@ inline seconds attention_time(const gpu_spec& gpu, const attention_op& a, const 
 
 // A memory op of the workload: its bytes over its launches.
 inline seconds memory_op_time(const gpu_spec& gpu, const memory_op& op, const kernel_params& p) {
-    return kernel_cost_model(gpu, p).memory_time(op.moved, op.launches);
+    validate(p);
+    return kernel_detail::memory_time(op.moved, op.launches, p.launch_overhead, kernel_detail::seconds_per_byte(gpu, p));
 }
 
 }  // namespace trainperf
