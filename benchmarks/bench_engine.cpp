@@ -76,34 +76,10 @@ void BM_memory_of(benchmark::State& state) {
 }
 BENCHMARK(BM_memory_of);
 
-// Every candidate predicted (no pruning) on one thread: full-step predictions per
-// second per core, amortised over the sweep.
-void BM_plan_exhaustive_one_core(benchmark::State& state) {
-    const plan_request r = gpt3_on_512_a100();
-    plan_options o;
-    o.threads = 1;
-    o.prune = false;
-    long long predicted = 0, fitting = 0;
-    for (auto _ : state) {
-        const plan_result p = plan(r, o);
-        predicted += p.evaluated;
-        fitting += p.fitting;
-    }
-    state.SetItemsProcessed(predicted);
-    state.counters["fitting_share"] = double(fitting) / double(predicted);
-}
-BENCHMARK(BM_plan_exhaustive_one_core)->Unit(benchmark::kMillisecond);
-
-// A richer space, exhaustively on one thread: GPT-3 175B on 64 A100 80GB (8 DGX A100
-// nodes), global batch 256, micro-batch 1 or 2, optimizer offload allowed, the
-// megatron-core profile (bf16, every split, switch, ZeRO stage and shard group it
-// offers). Counters: the candidates, and the share that fits (each of those gets its
-// step time; the others their memory verdict).
-void BM_plan_exhaustive_megatron_core_one_core(benchmark::State& state) {
-    plan_request r = gpt3_on_512_a100(megatron_core_profile);
-    r.gpus = 64;
-    r.global_batch = 256;
-    r.max_micro_batch = 2;
+// Every candidate of the request predicted (no pruning) on one thread. Counters: the
+// candidates, and the share that fits (each of those gets its step time; the others
+// their memory verdict).
+void search_every_candidate_on_one_core(benchmark::State& state, const plan_request& r) {
     plan_options o;
     o.threads = 1;
     o.prune = false;
@@ -116,6 +92,26 @@ void BM_plan_exhaustive_megatron_core_one_core(benchmark::State& state) {
     state.SetItemsProcessed(predicted);
     state.counters["candidates"] = double(predicted) / double(state.iterations());
     state.counters["fitting_share"] = double(fitting) / double(predicted);
+}
+
+// The megatron space on one thread: candidates decided per second per core, amortised
+// over the sweep.
+void BM_plan_exhaustive_one_core(benchmark::State& state) {
+    const plan_request r = gpt3_on_512_a100();
+    search_every_candidate_on_one_core(state, r);
+}
+BENCHMARK(BM_plan_exhaustive_one_core)->Unit(benchmark::kMillisecond);
+
+// A richer space, exhaustively on one thread: GPT-3 175B on 64 A100 80GB (8 DGX A100
+// nodes), global batch 256, micro-batch 1 or 2, optimizer offload allowed, the
+// megatron-core profile (bf16, every split, switch, ZeRO stage and shard group it
+// offers).
+void BM_plan_exhaustive_megatron_core_one_core(benchmark::State& state) {
+    plan_request r = gpt3_on_512_a100(megatron_core_profile);
+    r.gpus = 64;
+    r.global_batch = 256;
+    r.max_micro_batch = 2;
+    search_every_candidate_on_one_core(state, r);
 }
 BENCHMARK(BM_plan_exhaustive_megatron_core_one_core)->Unit(benchmark::kMillisecond);
 
