@@ -146,12 +146,11 @@ constexpr double cube_root(double x) {
 //   adafactor: factored second moment (Shazeer & Stern 2018): rows + cols values per
 //   matrix, the full vector for 1-D tensors, and no first moment (beta1 = None, the
 //   Hugging Face transformers.Adafactor default).
-constexpr bytes optimizer_state_bytes(optimizer_kind k, const transformer_config& m,
+constexpr bytes optimizer_state_bytes(optimizer_kind k, const parameter_tensor_list& tensors,
                                       dtype state = dtype::fp32) {
-    validate(m);
     const double s = size_of(state);
     double total = 0;
-    for (const auto& t : parameter_tensors(m)) {
+    for (const auto& t : tensors) {
         double per_tensor = 0;
         switch (k) {
             case optimizer_kind::sgd: break;
@@ -169,6 +168,12 @@ constexpr bytes optimizer_state_bytes(optimizer_kind k, const transformer_config
         total += per_tensor * t.count;
     }
     return bytes_of(total);
+}
+
+constexpr bytes optimizer_state_bytes(optimizer_kind k, const transformer_config& m,
+                                      dtype state = dtype::fp32) {
+    validate(m);
+    return optimizer_state_bytes(k, parameter_tensors(m), state);
 }
 
 // The same for a bare parameter count (`--params 7e9`). Adafactor and 8-bit Adam
@@ -213,16 +218,18 @@ struct model_state {
 };
 
 constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state = dtype::fp32) {
+    validate(m);
     model_state r;
     r.parameters = parameter_count(m);
     r.layer_parameters = layer_parameters(m);
     r.embedding_parameters = embedding_parameters(m);
     r.head_parameters = head_parameters(m);
-    for (const auto& t : parameter_tensors(m)) {
+    const parameter_tensor_list tensors = parameter_tensors(m);
+    for (const auto& t : tensors) {
         r.tensors += t.count;
         if (t.elements() > r.largest_tensor) r.largest_tensor = t.elements();
     }
-    r.optimizer_state = optimizer_state_bytes(k, m, state);
+    r.optimizer_state = optimizer_state_bytes(k, tensors, state);
     r.trainable_parameters = r.parameters;
     r.trainable_tensors = r.tensors;
     return r;
