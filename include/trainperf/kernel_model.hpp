@@ -126,7 +126,7 @@ public:
         const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
         const double split_bound = deepest > 1 ? 2.0 * (g.k / deepest + p_.k_half) * useful * spf
                                                : std::numeric_limits<double>::infinity();
-        const double split_cost = 2.0 * 2.0 * useful * 4.0 * seconds_per_byte_;
+        const double split_cost = 2.0 * 2.0 * useful * size_of(dtype::fp32) * seconds_per_byte_;
         // Where m and n are at least the longest side, no tile is narrowed to cover them,
         // so every tiling of a level has that level's area and launches whole waves of at
         // least useful/area CTAs.
@@ -167,7 +167,7 @@ public:
                 const double launched = waves_of(tiles * split) * sms_ * ta.size * tb.size;
                 double t = 2.0 * (slice + p_.k_half) * launched * spf * c.inverse_rate;
                 // Split-K: s fp32 partial tiles written and read back by the reduction.
-                if (split > 1) t += 2.0 * split * g.m * g.n * g.batch * 4.0 * seconds_per_byte_;
+                if (split > 1) t += 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
                 if (t < best) best = t;
             }
         }
