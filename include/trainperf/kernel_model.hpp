@@ -103,8 +103,8 @@ public:
     // The search is exact but skips what cannot win: a configured tile that already
     // fills the SMs at a utilization above small_tile_efficiency cannot be beaten (the
     // common large-GEMM case), and the tilings are tried from the fastest rate down,
-    // stopping where a lower bound on every remaining one (all launched work useful,
-    // the deepest split any tiling can take) is no better than the best found, and
+    // stopping where a lower bound on every remaining one (all launched work useful;
+    // a split launches every slice's work) is no better than the best found, and
     // skipping a level whose tilings cannot fill their waves well enough to win.
     // `exhaustive` tries every tiling: the reference the tests hold the pruned search to.
     seconds gemm_compute_time(const gemm_shape& g, bool exhaustive = false) const {
@@ -114,19 +114,21 @@ public:
         if (tiling_count_ == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
             return seconds_of(best);
         const double useful = g.m * g.n * g.batch;
-        // The deepest split any tiling can take: no tile side exceeds the configured
-        // tile's longer one, so every tiling launches at least `fewest` CTAs, and a split
-        // s needs fewest·s ≤ 2·SMs and k/s ≥ 64.
+        // A split s launches every slice's CTAs: at least s·useful output elements, each
+        // over k/s + k_half, i.e. 2·(k + s·k_half)·useful FLOPs at the tiling's rate, plus
+        // s fp32 partial outputs written and read back. So a split never costs less than
+        // the unsplit useful work, and s = 2 bounds every split from below.
+        const double split_cost = 2.0 * 2.0 * useful * size_of(dtype::fp32) * seconds_per_byte_;
+        const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
+        // Whether any tiling can split at all: no tile side exceeds the configured tile's
+        // longer one, so every tiling launches at least `fewest` CTAs, and a split needs
+        // 2·CTAs ≤ 2·SMs and k/2 ≥ 64.
         const double longest = std::max(p_.tile_m, p_.tile_n);
         const double fewest =
             kernel_detail::ceil_count(g.m / longest) * kernel_detail::ceil_count(g.n / longest) * g.batch;
-        double deepest = 1;
-        while (deepest < 16 && fewest * deepest * 2 <= 2 * sms_ && g.k / (deepest * 2) >= 64) deepest *= 2;
-        // Lower bounds at rate 1: unsplit, and split (at least two fp32 partial outputs).
+        const bool splittable = fewest <= sms_ && g.k * 0.5 >= 64;
+        // Lower bound at rate 1, unsplit: all launched work useful.
         const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
-        const double split_bound = deepest > 1 ? 2.0 * (g.k / deepest + p_.k_half) * useful * spf
-                                               : std::numeric_limits<double>::infinity();
-        const double split_cost = 2.0 * 2.0 * useful * size_of(dtype::fp32) * seconds_per_byte_;
         // Where m and n are at least the longest side, no tile is narrowed to cover them,
         // so every tiling of a level has that level's area and launches whole waves of at
         // least useful/area CTAs.
@@ -137,25 +139,27 @@ public:
             const tiling& c = tilings_[std::size_t(i)];
             if (!exhaustive && c.level != level) {
                 level = c.level;
-                const double split = split_bound * c.inverse_rate + split_cost;
-                if (std::min(unsplit_bound * c.inverse_rate, split) * (1 - 1e-12) >= best)
-                    break;  // every later level is slower still
-                double unsplit = unsplit_bound, level_split = split;
+                // Splits cost at least the unsplit useful work (above): every later level
+                // is slower still once the useful work at this rate cannot win.
+                if (unsplit_bound * c.inverse_rate * (1 - 1e-12) >= best) break;
+                // The configured tile unsplit, in either orientation, is `base` already:
+                // level 0 has only its splits to try.
+                double unsplit = c.level == 0 ? std::numeric_limits<double>::infinity() : unsplit_bound;
+                bool level_splits = splittable;
                 if (unnarrowed) {
-                    // At least useful/area CTAs: whole waves of them, and a split only as
-                    // deep as those CTAs allow.
+                    // At least useful/area CTAs: whole waves of them, and a split only
+                    // where twice those CTAs fit in two waves.
                     const double area = c.m.size * c.n.size;
                     const double inverse_area = c.m.inverse * c.n.inverse;  // exact, or 0
                     const double ctas = (inverse_area > 0 ? useful * inverse_area : useful / area) * (1 - 1e-12);
-                    unsplit = 2.0 * (g.k + p_.k_half) * kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) *
-                              sms_ * area * spf;
-                    double deepest_here = 1;
-                    while (deepest_here < deepest && ctas * deepest_here * 2 <= 2 * sms_) deepest_here *= 2;
-                    level_split = deepest_here > 1 ? 2.0 * (g.k / deepest_here + p_.k_half) * useful * spf *
-                                                         c.inverse_rate + split_cost
-                                                   : std::numeric_limits<double>::infinity();
+                    if (c.level > 0)
+                        unsplit = 2.0 * (g.k + p_.k_half) *
+                                  kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) * sms_ * area * spf;
+                    level_splits = level_splits && ctas <= sms_;
                 }
-                skip_level = std::min(unsplit * c.inverse_rate, level_split) * (1 - 1e-12) >= best;
+                const double split = level_splits ? split_bound * c.inverse_rate + split_cost
+                                                  : std::numeric_limits<double>::infinity();
+                skip_level = std::min(unsplit * c.inverse_rate, split) * (1 - 1e-12) >= best;
             }
             if (skip_level) continue;
             const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);

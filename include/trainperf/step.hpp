@@ -245,8 +245,7 @@ public:
         // A projection whose tensor-parallel communication it overlaps: chunked, on
         // fewer SMs; never part of the attention core.
         const tp_overlap_method method = tp_overlap_ > 1 ? tp_overlap_method_of(g.op) : tp_overlap_method{};
-        const seconds time =
-            method.chunks > 0 ? overlapped_gemm_time(g.op.shape, method) : kernels_.gemm_time(g.op.shape);
+        const seconds time = method.chunks > 0 ? overlapped_gemm_time(g.op.shape, method) : gemm_time(g.op.shape);
         add(g.part, g.count, g.recomputed, time);
         if (g.op.phase == op_phase::backward_weight) sections_[at_].weight_gradient += g.count * time;
         if (method.chunks > 0) sections_[at_].tp_overlap_capacity += (g.count + g.recomputed) * time;
@@ -359,6 +358,23 @@ private:
         return method.chunks * kernels_.gemm_time(chunk) * (sms / std::max(1.0, sms - method.comm_sms));
     }
 
+    // A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
+    // core's batched GEMMs share theirs): each distinct shape of the ops priced is priced
+    // once, the last few remembered.
+    seconds gemm_time(const gemm_shape& g) {
+        for (const priced_gemm& p : priced_)
+            if (p.shape.m == g.m && p.shape.n == g.n && p.shape.k == g.k && p.shape.batch == g.batch &&
+                p.shape.math == g.math)
+                return p.time;
+        const seconds t = kernels_.gemm_time(g);
+        priced_[next_priced_++ % priced_.size()] = {g, t};
+        return t;
+    }
+    struct priced_gemm {
+        gemm_shape shape{std::numeric_limits<double>::quiet_NaN()};  // equal to no shape: an empty slot
+        seconds time = seconds_of(0.0);
+    };
+
     // What the ops add up to, per pass (forward, backward, recompute) where it matters.
     struct stage_sums {
         std::array<seconds, 3> gpu{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};  // GEMMs, fused attention
@@ -442,6 +458,8 @@ private:
     seconds bare_op_;
     int tp_overlap_ = 0;
     int sms_ = 1;
+    std::array<priced_gemm, 8> priced_{};
+    std::size_t next_priced_ = 0;
     std::array<stage_sums, 4> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
 };
