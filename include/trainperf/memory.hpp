@@ -67,8 +67,11 @@ struct memory_breakdown {
                                                                 : memory_phase::forward_backward;
     }
     constexpr bytes peak_allocated() const {
-        const bytes forward_backward = forward_backward_peak(), optimizer_step = optimizer_step_peak();
-        return optimizer_step > forward_backward ? optimizer_step : forward_backward;  // as peak_phase()
+        // The two peaks share static state, workspace and buffers (as peak_phase()).
+        const bytes forward_backward = weight_copies + activations + logits + temporaries;
+        const bytes optimizer_step = optimizer_temporaries;
+        return static_state() + workspace + buffers +
+               (optimizer_step > forward_backward ? optimizer_step : forward_backward);
     }
     // What the GPU must hold: peak allocated plus allocator fragmentation.
     constexpr bytes total() const { return peak_allocated() + fragmentation; }
@@ -371,8 +374,11 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
 // temporaries) and the parameter counts the second needs; it depends on the layout's
 // micro-batch, grad_accum, pipeline split, interleave, tp, sp, cp and recompute, not on
 // its ZeRO stage, shard group, offload or data-parallel overlap. The second
-// (stage_memory below): the static state, communication buffers and optimizer
-// temporaries, which depend on those, and the fragmentation over the whole.
+// (stage_state_memory below): the static state, communication buffers and optimizer
+// temporaries, which depend on those and on the stage's parameters, not on the
+// micro-batch size or interleave, and on grad_accum only through whether it exceeds 1
+// (an offloaded optimizer's host copy of accumulated gradients): a search reuses it.
+// stage_memory joins the two and adds the fragmentation over the whole.
 struct stage_micro_batch_memory {
     int stage = 0;
     int layers = 0;      // the stage's transformer layers
@@ -457,10 +463,14 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     return mb;
 }
 
-constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,
-                                        const precision_recipe& r, const model_state& state,
-                                        const parallel_layout& p, const framework_profile& fw,
-                                        const finetune_spec& ft) {
+// The second part's own terms: the static state, communication buffers and optimizer
+// temporaries of the stage's parameters (held.stage, held.layers, held.local and
+// held.trained; nothing of its micro-batches), at the layout's ZeRO stage, shard group,
+// offload and data-parallel overlap.
+constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& held, const transformer_config& m,
+                                              const precision_recipe& r, const model_state& state,
+                                              const parallel_layout& p, const framework_profile& fw,
+                                              const finetune_spec& ft) {
     const memory_overheads& o = fw.memory;
     memory_breakdown mb;
     mb.stage = held.stage;
@@ -476,11 +486,6 @@ constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, co
     } else {
         add_static_state(mb, local, share * state.optimizer_state, r, p);
     }
-    mb.activations = held.activations;
-    mb.weight_copies = held.weight_copies;
-    mb.logits = held.logits;
-    mb.workspace = held.workspace;
-    mb.temporaries = held.temporaries;
     // Communication buckets when dp > 1; DDP's copy of every gradient into them only
     // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
     // reduce-scattered from the buckets, which hold no second copy.
@@ -493,8 +498,28 @@ constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, co
                                (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
     if (p.offload == offload_mode::none)
         mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * trained * fp32 / zero_optimizer);
+    return mb;
+}
+
+// A stage's memory from its two parts (`state_part` from stage_state_memory of the same
+// held stage), and the allocator's fragmentation over their peak.
+constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, const stage_micro_batch_memory& held,
+                                        const memory_overheads& o) {
+    memory_breakdown mb = state_part;
+    mb.activations = held.activations;
+    mb.weight_copies = held.weight_copies;
+    mb.logits = held.logits;
+    mb.workspace = held.workspace;
+    mb.temporaries = held.temporaries;
     mb.fragmentation = o.fragmentation * mb.peak_allocated();
     return mb;
+}
+
+constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,
+                                        const precision_recipe& r, const model_state& state,
+                                        const parallel_layout& p, const framework_profile& fw,
+                                        const finetune_spec& ft) {
+    return stage_memory(stage_state_memory(held, m, r, state, p, fw, ft), held, fw.memory);
 }
 
 constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
@@ -513,11 +538,6 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
 // what it holds beyond the model's tensors (framework.hpp memory_overheads).
 // `state` is model_state_of(optimizer, m, r.optimizer_state), which no layout changes.
 namespace memory_detail {
-// The stage that needs more (on a tie the earlier one, `a`).
-constexpr const memory_breakdown& busier(const memory_breakdown& a, const memory_breakdown& b) {
-    return b.total() > a.total() ? b : a;
-}
-
 // Whether the second stage can need more than the first and the last: only when the
 // split is uneven (in an even one it holds the first's layers, fewer micro-batches in
 // flight and no embedding); of the middle stages it holds the most in flight.
@@ -554,14 +574,30 @@ constexpr candidate_stages candidate_stages_of(const model_state& state, const t
 
 // The busiest of the candidate stages at the layout's ZeRO stage, offload and overlap
 // (on a tie the earlier: the first, then the last).
+// `state_part_of(held)` gives the state part of each (stage_state_memory, or one a
+// search computed before for the same stage parameters and layout).
+template <class StatePart>
+constexpr memory_breakdown busiest_stage(const candidate_stages& c, StatePart&& state_part_of,
+                                         const memory_overheads& o) {
+    memory_breakdown busiest = stage_memory(state_part_of(c.stages[0]), c.stages[0], o);
+    bytes most = busiest.total();
+    for (std::size_t i = 1; i < std::size_t(c.count); ++i) {
+        const memory_breakdown next = stage_memory(state_part_of(c.stages[i]), c.stages[i], o);
+        if (const bytes total = next.total(); total > most) {  // on a tie the earlier
+            busiest = next;
+            most = total;
+        }
+    }
+    return busiest;
+}
+
 constexpr memory_breakdown busiest_stage(const candidate_stages& c, const model_state& state,
                                          const transformer_config& m, const precision_recipe& r,
                                          const parallel_layout& p, const framework_profile& fw,
                                          const finetune_spec& ft) {
-    memory_breakdown busiest = stage_memory(c.stages[0], m, r, state, p, fw, ft);
-    for (int i = 1; i < c.count; ++i)
-        busiest = busier(busiest, stage_memory(c.stages[std::size_t(i)], m, r, state, p, fw, ft));
-    return busiest;
+    return busiest_stage(
+        c, [&](const stage_micro_batch_memory& held) { return stage_state_memory(held, m, r, state, p, fw, ft); },
+        fw.memory);
 }
 
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,

@@ -12,8 +12,9 @@
 // slower than the k-th best found). Pricing reuses what does not change: a stage's ops
 // are priced once per (tp, cp, pp, sp, recompute, FlashAttention, tp overlap,
 // micro-batch) and every stage of every split is built from them (step.hpp
-// stage_pricer::stage); memory once per (…, pipeline split, ZeRO, shard group,
-// offload). Threads share the candidates.
+// stage_pricer::stage); a stage's memory in two parts (memory.hpp): what it holds for
+// its micro-batches once per (…, micro-batch, pipeline configuration), its state once
+// per (…, its layers, ZeRO, shard group, offload, overlap). Threads share the candidates.
 #pragma once
 
 #include <algorithm>
@@ -361,6 +362,42 @@ struct priced_parts {
     }
 };
 
+// The state part of the candidate stages' memory (memory.hpp stage_state_memory) for
+// one unit at one pipeline depth: computed once per stage (the first, the last, the
+// second: memory_detail::candidate_stages_of), its layers and the memory variant (ZeRO
+// configuration, offload, overlap, whether gradients accumulate), and reused for every
+// micro-batch and pipeline configuration that has them.
+class stage_state_parts {
+public:
+    stage_state_parts(int pp, int layers, std::size_t variants)
+        : pp_(pp), layers_(layers), variants_(variants), block_of_(3 * std::size_t(layers + 1), -1) {}
+
+    template <class Compute>
+    memory_breakdown of(const memory_detail::stage_micro_batch_memory& held, std::size_t variant,
+                        Compute&& compute) {
+        const std::size_t position = held.stage == 0 ? 0 : held.stage == pp_ - 1 ? 1 : 2;
+        int& block = block_of_[position * std::size_t(layers_ + 1) + std::size_t(held.layers)];
+        if (block < 0) {
+            block = int(known_.size() / variants_);
+            parts_.resize(parts_.size() + variants_);
+            known_.resize(known_.size() + variants_, 0);
+        }
+        const std::size_t i = std::size_t(block) * variants_ + variant;
+        if (!known_[i]) {
+            parts_[i] = compute(held);
+            known_[i] = 1;
+        }
+        return parts_[i];
+    }
+
+private:
+    int pp_, layers_;
+    std::size_t variants_;
+    std::vector<int> block_of_;  // by (position, layers): the block of its variants, −1 before the first
+    std::vector<memory_breakdown> parts_;
+    std::vector<char> known_;
+};
+
 // All candidates of one unit at one pipeline depth: micro-batches in increasing order so
 // that a configuration that did not fit stays pruned for the larger ones.
 inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, const plan_options& options,
@@ -393,6 +430,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
     const std::size_t per_pipeline = choices.zeros.size() * choices.offloads.size();
     std::vector<char> did_not_fit(choices.pipelines.size() * per_pipeline, 0);
     const int most_layers = layers_per_stage(s.model, pp);
+    stage_state_parts state_parts(pp, s.model.layers, per_pipeline * choices.overlaps.size() * 2);
 
     for (int b : batches) {
         const int accum = int(r.global_batch / (1LL * b * dp));
@@ -451,28 +489,36 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                     s.layout.offload = offload;
                     const long long variants = static_cast<long long>(choices.overlaps.size() *
                                                                       choices.gathers(zero) * schedules);
-                    const step_prices& costs = step_costs[step_config++];
+                    const std::size_t zero_offload = step_config++;  // (ZeRO configuration, offload)
+                    const step_prices& costs = step_costs[zero_offload];
                     char& failed = did_not_fit[config++];
                     if (options.prune && failed) {
                         out.pruned += variants;
                         continue;
                     }
-                    const auto busiest = [&] {
+                    const auto busiest = [&](std::size_t overlap) {
+                        const std::size_t variant =
+                            (zero_offload * choices.overlaps.size() + overlap) * 2 + (accum > 1 ? 1 : 0);
+                        const auto state_part = [&](const memory_detail::stage_micro_batch_memory& h) {
+                            return state_parts.of(h, variant, [&](const memory_detail::stage_micro_batch_memory& x) {
+                                return memory_detail::stage_state_memory(x, s.model, stored, state, s.layout,
+                                                                         s.framework, s.finetune);
+                            });
+                        };
                         return memory_detail::report_of(
-                            memory_detail::busiest_stage(held, state, s.model, stored, s.layout, s.framework, s.finetune),
-                            capacity);
+                            memory_detail::busiest_stage(held, state_part, s.framework.memory), capacity);
                     };
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
                     // configuration fails only if none of them fits.
                     const bool per_overlap = offload == offload_mode::optimizer;
                     s.layout.dp_overlap = choices.overlaps.front();
-                    memory_report at_overlap = busiest();
+                    memory_report at_overlap = busiest(0);
                     bool any_fits = at_overlap.fits;
                     for (std::size_t o = 0; o < choices.overlaps.size(); ++o) {
                         s.layout.dp_overlap = choices.overlaps[o];
                         if (per_overlap && o > 0) {
-                            at_overlap = busiest();
+                            at_overlap = busiest(o);
                             any_fits = any_fits || at_overlap.fits;
                         }
                         for (std::size_t g = 0; g < choices.gathers(zero); ++g) {
