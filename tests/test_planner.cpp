@@ -65,27 +65,61 @@ TEST_CASE("the planner rejects bad requests", "[planner]") {
 }
 
 TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]") {
-    auto request = llama_on_h100s(32, 256);
-    request.allow_offload = true;
-    request.max_micro_batch = 0;
-    plan_options all;
-    all.top = 1u << 20;  // keep every fitting layout
-    all.prune = false;
-    const auto result = plan(request, all);
-    REQUIRE(result.best.size() == std::size_t(result.fitting));
-    REQUIRE(result.best.size() > 100);
-    // A sample spread over the whole list: each report equals predict() of its layout.
-    for (std::size_t i = 0; i < result.best.size(); i += result.best.size() / 97) {
-        const auto& c = result.best[i];
-        training_setup s = request.base;
-        s.layout = c.layout;
-        const step_report fresh = predict(s);
-        INFO("candidate " << i);
-        CHECK(c.report.step_time.value() == Approx(fresh.step_time.value()).epsilon(1e-12));
-        CHECK(c.report.memory.total().value() == Approx(fresh.memory.total().value()).epsilon(1e-12));
-        CHECK(c.report.time.communication.value() == Approx(fresh.time.communication.value()).epsilon(1e-12));
-        CHECK(c.report.mfu == Approx(fresh.mfu).epsilon(1e-12));
-        CHECK(c.report.fits == fresh.fits);
+    // The megatron profile (even splits, interleaves, ZeRO 0 and 1) on 32 H100, and the
+    // megatron-core one (uneven splits, ZeRO 0-3 with shard groups, the switches) on 4
+    // RTX 3090 Ti, where about a third of the candidates do not fit.
+    auto megatron = llama_on_h100s(32, 256);
+    megatron.max_micro_batch = 0;
+    plan_request core;
+    core.base.cluster = standard_cluster(rtx_3090_ti::spec);
+    core.base.model = gpt_neo_1_3b::config;
+    core.base.precision = recipe(precision_kind::bf16);
+    core.base.seq = 2048;
+    core.base.framework = megatron_core_profile;
+    core.gpus = 4;
+    core.global_batch = 16;
+    core.max_micro_batch = 8;
+    for (plan_request request : {megatron, core}) {
+        request.allow_offload = true;
+        plan_options all;
+        all.top = 1u << 20;  // keep every fitting layout
+        all.prune = false;
+        const auto result = plan(request, all);
+        INFO(request.base.framework.name);
+        REQUIRE(result.best.size() == std::size_t(result.fitting));
+        REQUIRE(result.best.size() > 100);
+        REQUIRE(result.fitting < result.evaluated);
+        const auto setup_of = [&](const plan_candidate& c) {
+            training_setup s = request.base;
+            s.layout = c.layout;
+            apply(c.switches, s.framework);
+            return s;
+        };
+        // Every layout's memory, each component, equals memory_of() of its layout (the
+        // planner reuses a stage's state part across micro-batches and pipeline splits).
+        std::size_t differ = 0;
+        for (const auto& c : result.best) {
+            const memory_breakdown fresh = memory_of(setup_of(c)).breakdown;
+            const memory_breakdown& kept = c.report.memory;
+            bool same = kept.stage == fresh.stage;
+            const auto planned = components(kept), alone = components(fresh);
+            for (std::size_t k = 0; k < planned.size(); ++k)
+                same = same && planned[k].value.value() == Approx(alone[k].value.value()).epsilon(1e-12);
+            same = same && kept.offloaded_to_host.value() == Approx(fresh.offloaded_to_host.value()).epsilon(1e-12);
+            if (!same && differ++ == 0) FAIL_CHECK("memory differs for " << to_string(c.layout));
+        }
+        CHECK(differ == 0);
+        // A sample spread over the whole list: each report equals predict() of its layout.
+        for (std::size_t i = 0; i < result.best.size(); i += result.best.size() / 97) {
+            const auto& c = result.best[i];
+            const step_report fresh = predict(setup_of(c));
+            INFO("candidate " << i << ": " << to_string(c.layout));
+            CHECK(c.report.step_time.value() == Approx(fresh.step_time.value()).epsilon(1e-12));
+            CHECK(c.report.memory.total().value() == Approx(fresh.memory.total().value()).epsilon(1e-12));
+            CHECK(c.report.time.communication.value() == Approx(fresh.time.communication.value()).epsilon(1e-12));
+            CHECK(c.report.mfu == Approx(fresh.mfu).epsilon(1e-12));
+            CHECK(c.report.fits == fresh.fits);
+        }
     }
 }
 
