@@ -13,17 +13,23 @@
 using namespace trainperf;
 
 namespace {
-plan_request llama_on_h100s(int gpus, long long global_batch) {
+// A bf16 request on a standard cluster of the GPU.
+plan_request request_on(const gpu_spec& gpu, const transformer_config& model, int seq, const framework_profile& fw,
+                        int gpus, long long global_batch, int max_micro_batch) {
     plan_request r;
-    r.base.cluster = standard_cluster(h100_sxm::spec);
-    r.base.model = llama2_7b::config;
+    r.base.cluster = standard_cluster(gpu);
+    r.base.model = model;
     r.base.precision = recipe(precision_kind::bf16);
-    r.base.seq = 4096;
-    r.base.framework = megatron_profile;
+    r.base.seq = seq;
+    r.base.framework = fw;
     r.gpus = gpus;
     r.global_batch = global_batch;
-    r.max_micro_batch = 8;
+    r.max_micro_batch = max_micro_batch;
     return r;
+}
+
+plan_request llama_on_h100s(int gpus, long long global_batch) {
+    return request_on(h100_sxm::spec, llama2_7b::config, 4096, megatron_profile, gpus, global_batch, 8);
 }
 }  // namespace
 
@@ -70,15 +76,8 @@ TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]
     // RTX 3090 Ti, where about a third of the candidates do not fit.
     auto megatron = llama_on_h100s(32, 256);
     megatron.max_micro_batch = 0;
-    plan_request core;
-    core.base.cluster = standard_cluster(rtx_3090_ti::spec);
-    core.base.model = gpt_neo_1_3b::config;
-    core.base.precision = recipe(precision_kind::bf16);
-    core.base.seq = 2048;
-    core.base.framework = megatron_core_profile;
-    core.gpus = 4;
-    core.global_batch = 16;
-    core.max_micro_batch = 8;
+    const plan_request core =
+        request_on(rtx_3090_ti::spec, gpt_neo_1_3b::config, 2048, megatron_core_profile, 4, 16, 8);
     for (plan_request request : {megatron, core}) {
         request.allow_offload = true;
         plan_options all;
