@@ -52,6 +52,13 @@ constexpr seconds memory_time(bytes moved, double launches, seconds launch_overh
     return launches * launch_overhead + seconds_of(moved.value() * seconds_per_byte);
 }
 
+// ASSUMPTION: the split-K the search tries, after cuBLAS's heuristics in kind (not
+// fitted): s a power of two up to 16, each slice of k at least 64 deep, and the split
+// launching at most two waves of CTAs.
+inline constexpr double split_k_max = 16;
+inline constexpr double split_k_min_slice = 64;
+inline constexpr double split_k_max_waves = 2;
+
 }  // namespace kernel_detail
 
 // The kernel model bound to one GPU and one parameter set. What does not depend on
@@ -118,15 +125,20 @@ public:
         // over k/s + k_half, i.e. 2·(k + s·k_half)·useful FLOPs at the tiling's rate, plus
         // s fp32 partial outputs written and read back. So a split never costs less than
         // the unsplit useful work, and s = 2 bounds every split from below.
-        const double split_cost = 2.0 * 2.0 * useful * size_of(dtype::fp32) * seconds_per_byte_;
+        // Split-K: s fp32 partial tiles written and read back by the reduction.
+        const auto partials = [&](double split) {
+            return 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
+        };
+        const double split_cost = partials(2);
         const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
         // Whether any tiling can split at all: no tile side exceeds the configured tile's
-        // longer one, so every tiling launches at least `fewest` CTAs, and a split needs
-        // 2·CTAs ≤ 2·SMs and k/2 ≥ 64.
+        // longer one, so every tiling launches at least `fewest` CTAs, and a split of 2
+        // needs 2·CTAs within the waves allowed and k/2 no shallower than a slice may be.
         const double longest = std::max(p_.tile_m, p_.tile_n);
         const double fewest =
             kernel_detail::ceil_count(g.m / longest) * kernel_detail::ceil_count(g.n / longest) * g.batch;
-        const bool splittable = fewest <= sms_ && g.k * 0.5 >= 64;
+        const bool splittable = fewest * 2 <= kernel_detail::split_k_max_waves * sms_ &&
+                                g.k * 0.5 >= kernel_detail::split_k_min_slice;
         // Lower bound at rate 1, unsplit: all launched work useful.
         const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
         // Where m and n are at least the longest side, no tile is narrowed to cover them,
@@ -148,14 +160,14 @@ public:
                 bool level_splits = splittable;
                 if (unnarrowed) {
                     // At least useful/area CTAs: whole waves of them, and a split only
-                    // where twice those CTAs fit in two waves.
+                    // where twice those CTAs fit in the waves allowed.
                     const double area = c.m.size * c.n.size;
                     const double inverse_area = c.m.inverse * c.n.inverse;  // exact, or 0
                     const double ctas = (inverse_area > 0 ? useful * inverse_area : useful / area) * (1 - 1e-12);
                     if (c.level > 0)
                         unsplit = 2.0 * (g.k + p_.k_half) *
                                   kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) * sms_ * area * spf;
-                    level_splits = level_splits && ctas <= sms_;
+                    level_splits = level_splits && ctas * 2 <= kernel_detail::split_k_max_waves * sms_;
                 }
                 const double split = level_splits ? split_bound * c.inverse_rate + split_cost
                                                   : std::numeric_limits<double>::infinity();
@@ -165,13 +177,15 @@ public:
             const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);
             const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
             // The configured tile unsplit, in either orientation, is `base` already.
-            for (double split = !exhaustive && c.level == 0 ? 2 : 1; split <= 16; split *= 2) {
+            for (double split = !exhaustive && c.level == 0 ? 2 : 1; split <= kernel_detail::split_k_max;
+                 split *= 2) {
                 const double slice = g.k * (1.0 / split);  // exact: split is a power of two
-                if (split > 1 && (tiles * split > 2 * sms_ || slice < 64)) break;
+                if (split > 1 && (tiles * split > kernel_detail::split_k_max_waves * sms_ ||
+                                  slice < kernel_detail::split_k_min_slice))
+                    break;
                 const double launched = waves_of(tiles * split) * sms_ * ta.size * tb.size;
                 double t = 2.0 * (slice + p_.k_half) * launched * spf * c.inverse_rate;
-                // Split-K: s fp32 partial tiles written and read back by the reduction.
-                if (split > 1) t += 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
+                if (split > 1) t += partials(split);
                 if (t < best) best = t;
             }
         }
