@@ -2,10 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/layout_text.hpp>
 #include <trainperf/memory.hpp>
 #include <trainperf/models/catalog.hpp>
 
 #include <cmath>
+#include <stdexcept>
 
 using namespace trainperf;
 
@@ -367,4 +369,72 @@ TEST_CASE("memory_per_gpu under autocast adds up by hand", "[memory][amp]") {
         sum += value.value();
     }
     CHECK(sum == Approx(s.total().value()).epsilon(1e-14));
+}
+
+TEST_CASE("a stage's total from its two parts equals its breakdown's, and the verdict without it agrees", "[memory]") {
+    // Layouts with uneven splits (three candidate stages), every ZeRO stage, offload and
+    // overlap, under profiles with fragmentation and optimizer temporaries.
+    training_setup s;
+    s.cluster = standard_cluster(a100_sxm_80gb::spec);
+    s.model = gpt;
+    s.seq = 1024;
+    int checked = 0;
+    for (const framework_profile& fw : {megatron_core_profile, deepspeed_profile, pytorch_eager_profile})
+        for (precision_kind pk : {precision_kind::bf16, precision_kind::fp32})
+            for (const parallel_layout& base :
+                 {parallel_layout{.dp = 4, .micro_batch = 2, .grad_accum = 3},
+                  parallel_layout{.dp = 2, .tp = 2, .pp = 4, .sp = true, .micro_batch = 1, .grad_accum = 8,
+                                  .recompute = recompute_mode::selective},
+                  parallel_layout{.dp = 2, .pp = 4, .micro_batch = 4, .grad_accum = 2,
+                                  .recompute = recompute_mode::full, .first_stage_layers = 3,
+                                  .last_stage_layers = 5}})
+                for (int zero = 0; zero <= 3; ++zero)
+                    for (offload_mode offload : {offload_mode::none, offload_mode::optimizer})
+                        for (dp_overlap_mode overlap : {dp_overlap_mode::off, dp_overlap_mode::on}) {
+                            s.framework = fw;
+                            s.precision = recipe(pk);
+                            s.layout = base;
+                            s.layout.zero = zero;
+                            s.layout.offload = offload;
+                            s.layout.dp_overlap = overlap;
+                            INFO(fw.name << " " << to_string(pk) << " " << to_string(s.layout));
+                            try {
+                                validate(s);  // a combination the profile does not offer is skipped
+                            } catch (const std::invalid_argument&) {
+                                continue;
+                            }
+                            ++checked;
+                            const model_state state = model_state_of(s);
+                            const precision_recipe stored = stored_precision(s);
+                            const auto layer = memory_detail::layer_activations_of(s.model, stored, s.layout, s.seq,
+                                                                                   s.framework, s.finetune);
+                            const auto held = memory_detail::candidate_stages_of(state, s.model, stored, s.layout,
+                                                                                 s.seq, s.framework, layer, s.finetune);
+                            const auto state_part = [&](const memory_detail::stage_micro_batch_memory& h) {
+                                return memory_detail::stage_state_memory(h, s.model, stored, state, s.layout,
+                                                                         s.framework, s.finetune);
+                            };
+                            for (int i = 0; i < held.count; ++i) {
+                                const auto& h = held.stages[std::size_t(i)];
+                                const memory_breakdown whole = memory_detail::stage_memory(state_part(h), h, fw.memory);
+                                CHECK(memory_detail::stage_total(state_part(h), h, fw.memory).value() ==
+                                      whole.total().value());  // the same bits
+                            }
+                            const memory_breakdown busiest = memory_detail::busiest_stage(held, state_part, fw.memory);
+                            CHECK(busiest.total() == memory_of(s).breakdown.total());
+                            // Capacities around the busiest stage's total: the verdict says
+                            // "exceeds" only where the breakdown does not fit, and always where
+                            // it is clearly over.
+                            const double total = busiest.total().value();
+                            for (double capacity : {total, std::nextafter(total, 0.0), total * (1 - 1e-10),
+                                                    total * (1 - 1e-6), total * 0.5, total * (1 + 1e-6)}) {
+                                const bool exceeds =
+                                    memory_detail::certainly_exceeds(held, state_part, fw.memory, bytes_of(capacity));
+                                const bool fits = memory_detail::report_of(busiest, bytes_of(capacity)).fits;
+                                CHECK(!(exceeds && fits));
+                                if (capacity < total * (1 - 1e-8)) CHECK(exceeds);
+                                if (fits) CHECK(!exceeds);
+                            }
+                        }
+    CHECK(checked > 100);
 }

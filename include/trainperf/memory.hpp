@@ -66,12 +66,17 @@ struct memory_breakdown {
         return optimizer_step_peak() > forward_backward_peak() ? memory_phase::optimizer_step
                                                                 : memory_phase::forward_backward;
     }
-    constexpr bytes peak_allocated() const {
-        // The two peaks share static state, workspace and buffers (as peak_phase()).
-        const bytes forward_backward = weight_copies + activations + logits + temporaries;
-        const bytes optimizer_step = optimizer_temporaries;
-        return static_state() + workspace + buffers +
+    // The two peaks share static state, workspace and buffers (as peak_phase()); what
+    // else each holds is given apart. memory_detail::stage_total computes the same sum
+    // from a stage's two parts without building the breakdown.
+    static constexpr bytes peak_of(bytes static_state, bytes workspace, bytes buffers, bytes forward_backward,
+                                   bytes optimizer_step) {
+        return static_state + workspace + buffers +
                (optimizer_step > forward_backward ? optimizer_step : forward_backward);
+    }
+    constexpr bytes peak_allocated() const {
+        return peak_of(static_state(), workspace, buffers, weight_copies + activations + logits + temporaries,
+                       optimizer_temporaries);
     }
     // What the GPU must hold: peak allocated plus allocator fragmentation.
     constexpr bytes total() const { return peak_allocated() + fragmentation; }
@@ -515,6 +520,16 @@ constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, cons
     return mb;
 }
 
+// stage_memory(state_part, held, o).total() without building the breakdown: the same
+// sums in the same order.
+constexpr bytes stage_total(const memory_breakdown& state_part, const stage_micro_batch_memory& held,
+                            const memory_overheads& o) {
+    const bytes peak = memory_breakdown::peak_of(
+        state_part.static_state(), held.workspace, state_part.buffers,
+        held.weight_copies + held.activations + held.logits + held.temporaries, state_part.optimizer_temporaries);
+    return peak + o.fragmentation * peak;
+}
+
 constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,
                                         const precision_recipe& r, const model_state& state,
                                         const parallel_layout& p, const framework_profile& fw,
@@ -589,6 +604,19 @@ constexpr memory_breakdown busiest_stage(const candidate_stages& c, StatePart&& 
         }
     }
     return busiest;
+}
+
+// Whether some candidate stage certainly needs more than `capacity` (so the busiest does
+// not fit), from stage_total, without building a breakdown: a total within a relative
+// 1e-9 of the capacity is left to the full report, so this verdict agrees with
+// report_of(busiest_stage(...)).fits however a compiler rounds the two computations.
+template <class StatePart>
+constexpr bool certainly_exceeds(const candidate_stages& c, StatePart&& state_part_of, const memory_overheads& o,
+                                 bytes capacity) {
+    const bytes limit = capacity * (1.0 + 1e-9);
+    for (std::size_t i = 0; i < std::size_t(c.count); ++i)
+        if (stage_total(state_part_of(c.stages[i]), c.stages[i], o) > limit) return true;
+    return false;
 }
 
 constexpr memory_breakdown busiest_stage(const candidate_stages& c, const model_state& state,

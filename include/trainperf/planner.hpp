@@ -14,7 +14,10 @@
 // micro-batch) and every stage of every split is built from them (step.hpp
 // stage_pricer::stage); a stage's memory in two parts (memory.hpp): what it holds for
 // its micro-batches once per (…, micro-batch, pipeline configuration), its state once
-// per (…, its layers, ZeRO, shard group, offload, overlap). Threads share the candidates.
+// per (…, its layers, ZeRO, shard group, offload, overlap). A layout that does not fit
+// gets its memory verdict only (memory.hpp certainly_exceeds, without the breakdown);
+// stage parts and stage times are priced when a bound or a fitting layout first needs
+// them. Threads share the candidates.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -372,9 +376,10 @@ public:
     stage_state_parts(int pp, int layers, std::size_t variants)
         : pp_(pp), layers_(layers), variants_(variants), block_of_(3 * std::size_t(layers + 1), -1) {}
 
+    // The reference stays valid until the next call.
     template <class Compute>
-    memory_breakdown of(const memory_detail::stage_micro_batch_memory& held, std::size_t variant,
-                        Compute&& compute) {
+    const memory_breakdown& of(const memory_detail::stage_micro_batch_memory& held, std::size_t variant,
+                               Compute&& compute) {
         const std::size_t position = held.stage == 0 ? 0 : held.stage == pp_ - 1 ? 1 : 2;
         int& block = block_of_[position * std::size_t(layers_ + 1) + std::size_t(held.layers)];
         if (block < 0) {
@@ -446,12 +451,19 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
         s.layout.offload = offload_mode::none;
         s.layout.dp_overlap = dp_overlap_mode::framework;
         s.framework.overlap_parameter_gather = r.base.framework.overlap_parameter_gather;
-        // The stage's parts priced once per micro-batch; every split's stages from them.
-        const stage_pricer& parts = priced.of(s);
+        // The stage's parts priced once per micro-batch, when first needed (not for a
+        // micro-batch none of whose layouts fits); every split's stages from them. The
+        // stage's ops depend on none of what the loops below vary but the split.
+        const stage_pricer* parts = nullptr;
+        const auto priced_parts = [&]() -> const stage_pricer& {
+            if (parts == nullptr) parts = &priced.of(s);
+            return *parts;
+        };
         // Bound: some stage holds ⌈L/p⌉ layers or more, so every candidate of this
         // micro-batch runs at least the compute of such a stage, m times.
         if (options.prune && out.best.full() &&
-            double(accum) * parts.stage(most_layers, false, false, seconds_of(0.0)).compute() > out.best.worst()) {
+            double(accum) * priced_parts().stage(most_layers, false, false, seconds_of(0.0)).compute() >
+                out.best.worst()) {
             out.pruned += per_batch;
             continue;
         }
@@ -465,14 +477,22 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
             s.layout.interleave = pc.interleave;
             s.layout.first_stage_layers = pc.first_stage_layers;
             s.layout.last_stage_layers = pc.last_stage_layers;
-            const seconds sends =
-                pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
-            const pipeline_times stages = pipeline_stage_times(parts, s, sends);
+            // The stages' times, when first needed: for the bound below, or for the first
+            // layout that fits (one that does not fit has only its memory verdict).
+            std::optional<pipeline_times> stage_times;
+            const auto stages = [&]() -> const pipeline_times& {
+                if (!stage_times) {
+                    const seconds sends =
+                        pp > 1 ? price_collective(pipeline_sends(s, groups), s.cluster) : seconds_of(0.0);
+                    stage_times = pipeline_stage_times(priced_parts(), s, sends);
+                }
+                return *stage_times;
+            };
             const std::size_t schedules = choices.schedules_for(pc);
             const long long per_pipeline_candidates = static_cast<long long>(schedules * choices.per_schedule());
             // Bound: the slowest stage paces every micro-batch, whatever follows.
             if (options.prune && out.best.full() &&
-                double(accum) * stages.bottleneck.compute() > out.best.worst()) {
+                double(accum) * stages().bottleneck.compute() > out.best.worst()) {
                 out.pruned += per_pipeline_candidates;
                 continue;
             }
@@ -481,6 +501,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
             const memory_detail::candidate_stages held =
                 memory_detail::candidate_stages_of(state, s.model, stored, s.layout, seq, s.framework, layer, s.finetune);
             std::size_t step_config = 0, config = pi * per_pipeline;
+            memory_report at_overlap;  // of the (ZeRO configuration, offload, overlap) below
             for (const zero_config& z : choices.zeros) {
                 const int zero = z.zero;
                 s.layout.zero = zero;
@@ -496,31 +517,36 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                         out.pruned += variants;
                         continue;
                     }
-                    const auto busiest = [&](std::size_t overlap) {
+                    // The memory report at an overlap choice; a layout that certainly
+                    // does not fit gets its verdict without the breakdown (most of a
+                    // space: nothing but the verdict is reported for it).
+                    const auto fits_at = [&](std::size_t overlap) {
                         const std::size_t variant =
                             (zero_offload * choices.overlaps.size() + overlap) * 2 + (accum > 1 ? 1 : 0);
-                        const auto state_part = [&](const memory_detail::stage_micro_batch_memory& h) {
+                        const auto state_part =
+                            [&](const memory_detail::stage_micro_batch_memory& h) -> const memory_breakdown& {
                             return state_parts.of(h, variant, [&](const memory_detail::stage_micro_batch_memory& x) {
                                 return memory_detail::stage_state_memory(x, s.model, stored, state, s.layout,
                                                                          s.framework, s.finetune);
                             });
                         };
-                        return memory_detail::report_of(
+                        if (memory_detail::certainly_exceeds(held, state_part, s.framework.memory, capacity)) {
+                            at_overlap.fits = false;
+                            return false;
+                        }
+                        at_overlap = memory_detail::report_of(
                             memory_detail::busiest_stage(held, state_part, s.framework.memory), capacity);
+                        return at_overlap.fits;
                     };
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
                     // configuration fails only if none of them fits.
                     const bool per_overlap = offload == offload_mode::optimizer;
                     s.layout.dp_overlap = choices.overlaps.front();
-                    memory_report at_overlap = busiest(0);
-                    bool any_fits = at_overlap.fits;
+                    bool any_fits = fits_at(0);
                     for (std::size_t o = 0; o < choices.overlaps.size(); ++o) {
                         s.layout.dp_overlap = choices.overlaps[o];
-                        if (per_overlap && o > 0) {
-                            at_overlap = busiest(o);
-                            any_fits = any_fits || at_overlap.fits;
-                        }
+                        if (per_overlap && o > 0) any_fits = fits_at(o) || any_fits;
                         for (std::size_t g = 0; g < choices.gathers(zero); ++g) {
                             s.framework.overlap_parameter_gather =
                                 zero == 1 || zero == 2 ? bool(choices.parameter_gathers[g])
@@ -533,10 +559,10 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                                 if (!at_overlap.fits) continue;
                                 ++out.fitting;
                                 // The whole report only for a candidate that can enter the top k.
-                                const seconds step_time = step_times(s, stages, costs).total();
+                                const seconds step_time = step_times(s, stages(), costs).total();
                                 if (out.best.full() && step_time > out.best.worst()) continue;
                                 out.best.offer({s.layout, switches_of(s.framework),
-                                                schedule(s, stages, costs, at_overlap, flop)});
+                                                schedule(s, stages(), costs, at_overlap, flop)});
                             }
                             s.layout.schedule = pipeline_schedule::one_f_one_b;
                         }
