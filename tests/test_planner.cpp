@@ -122,6 +122,56 @@ TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]
     }
 }
 
+// The planner prices a micro-batch's stage parts, and a pipeline configuration's stage
+// times, when a candidate first needs them, whatever its ZeRO configuration, offload,
+// overlap, parameter-gather switch and schedule, and reuses them for the others, and the
+// parts for every pipeline configuration: neither may depend on those.
+TEST_CASE("a stage's parts depend on nothing the planner varies after pricing them", "[planner]") {
+    training_setup base = request_on(h100_sxm::spec, llama2_7b::config, 4096, megatron_core_profile, 32, 64, 1).base;
+    base.layout = {.dp = 4, .tp = 2, .pp = 4, .sp = true, .micro_batch = 2, .grad_accum = 8,
+                   .recompute = recompute_mode::selective};
+    const stage_pricer reference = price_stage_parts(base);
+    const pipeline_times reference_stages = pipeline_stage_times(reference, base, seconds_of(1e-3));
+    int compared = 0;
+    for (int zero = 0; zero <= 3; ++zero)
+        for (int shard_group : {0, 2})
+            for (offload_mode offload : {offload_mode::none, offload_mode::optimizer})
+                for (dp_overlap_mode overlap : {dp_overlap_mode::off, dp_overlap_mode::on})
+                    for (bool gather : {false, true})
+                        for (pipeline_schedule schedule :
+                             {pipeline_schedule::one_f_one_b, pipeline_schedule::zero_bubble_h1})
+                            for (int interleave : {1, 2}) {
+                                training_setup s = base;
+                                s.layout.zero = zero;
+                                s.layout.shard_group = zero >= 1 ? shard_group : 0;
+                                s.layout.offload = zero >= 1 ? offload : offload_mode::none;
+                                s.layout.dp_overlap = overlap;
+                                s.framework.overlap_parameter_gather = gather;
+                                s.layout.schedule = interleave == 1 ? schedule : pipeline_schedule::one_f_one_b;
+                                s.layout.interleave = interleave;
+                                INFO(to_string(s.layout) << ", parameter-gather overlap " << gather);
+                                const stage_pricer parts = price_stage_parts(s);
+                                for (bool first : {false, true})
+                                    for (bool last : {false, true}) {
+                                        const micro_batch_times a = parts.stage(5, first, last, seconds_of(1e-3));
+                                        const micro_batch_times b = reference.stage(5, first, last, seconds_of(1e-3));
+                                        CHECK(a.total() == b.total());
+                                        CHECK(a.compute() == b.compute());
+                                        CHECK(a.gpu_weight_gradient == b.gpu_weight_gradient);
+                                        CHECK(a.tensor_parallel_hidden == b.tensor_parallel_hidden);
+                                    }
+                                if (interleave == 1) {
+                                    // Built with `s`, from the parts priced with `base`.
+                                    const pipeline_times stages = pipeline_stage_times(reference, s, seconds_of(1e-3));
+                                    CHECK(stages.bottleneck.total() == reference_stages.bottleneck.total());
+                                    CHECK(stages.others == reference_stages.others);
+                                    CHECK(stages.others_weight_gradient == reference_stages.others_weight_gradient);
+                                }
+                                ++compared;
+                            }
+    CHECK(compared == 4 * 2 * 2 * 2 * 2 * 2 * 2);
+}
+
 TEST_CASE("pruning skips only what cannot fit or cannot enter the top", "[planner]") {
     for (int gpus : {8, 24, 64}) {
         auto request = llama_on_h100s(gpus, 192);
