@@ -4,6 +4,7 @@
 #include <trainperf/planner.hpp>
 
 #include <cmath>
+#include <set>
 #include <stdexcept>
 #include <vector>
 #include <string>
@@ -108,6 +109,56 @@ TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]
             if (!same && differ++ == 0) FAIL_CHECK("memory differs for " << to_string(c.layout));
         }
         CHECK(differ == 0);
+        // No layout that fits is missing (a layout that does not fit gets only the memory
+        // verdict): around a sample of the kept ones, every neighbour in the space — another
+        // ZeRO stage the profile offers, offload or overlap flipped, the other schedule —
+        // that memory_of() says fits was kept too.
+        const auto key = [](const parallel_layout& l, const framework_switches& w) {
+            return to_string(l) + (w.flash_attention ? " fa" : "") + (w.tensor_parallel_overlap ? " tpo" : "") +
+                   (w.overlap_parameter_gather ? " opg" : "");
+        };
+        std::set<std::string> kept;
+        for (const auto& c : result.best) kept.insert(key(c.layout, c.switches));
+        const framework_profile& fw = request.base.framework;
+        int neighbours = 0;
+        for (std::size_t i = 0; i < result.best.size(); i += result.best.size() / 101) {
+            const plan_candidate& c = result.best[i];
+            std::vector<plan_candidate> around;
+            const bool replicas = c.layout.dp_cp() > 1;
+            for (int zero = 0; zero <= (replicas ? 3 : 0); ++zero) {
+                if (zero == c.layout.zero || !(fw.zero_stages & (1u << zero))) continue;
+                plan_candidate n = c;
+                n.layout.zero = zero;
+                n.layout.shard_group = 0;
+                const bool gathers = zero == 1 || zero == 2, gathered = c.layout.zero == 1 || c.layout.zero == 2;
+                if (!(gathers && gathered)) n.switches.overlap_parameter_gather = fw.overlap_parameter_gather;
+                around.push_back(n);
+            }
+            plan_candidate offload = c;
+            offload.layout.offload =
+                c.layout.offload == offload_mode::none ? offload_mode::optimizer : offload_mode::none;
+            around.push_back(offload);
+            if (replicas) {
+                plan_candidate overlap = c;
+                overlap.layout.dp_overlap =
+                    c.layout.dp_overlap == dp_overlap_mode::on ? dp_overlap_mode::off : dp_overlap_mode::on;
+                around.push_back(overlap);
+            }
+            if (c.layout.pp > 1 && c.layout.interleave == 1 && fw.zero_bubble_schedule) {
+                plan_candidate other = c;
+                other.layout.schedule = c.layout.schedule == pipeline_schedule::one_f_one_b
+                                            ? pipeline_schedule::zero_bubble_h1
+                                            : pipeline_schedule::one_f_one_b;
+                around.push_back(other);
+            }
+            for (const plan_candidate& n : around) {
+                if (!memory_of(setup_of(n)).fits) continue;
+                ++neighbours;
+                INFO("neighbour " << key(n.layout, n.switches) << " of " << key(c.layout, c.switches));
+                CHECK(kept.count(key(n.layout, n.switches)) == 1);
+            }
+        }
+        CHECK(neighbours > 100);
         // A sample spread over the whole list: each report equals predict() of its layout.
         for (std::size_t i = 0; i < result.best.size(); i += result.best.size() / 97) {
             const auto& c = result.best[i];
