@@ -10,8 +10,8 @@
 // search is exhaustive: a candidate is skipped only when a bound proves it cannot fit
 // (memory grows with the micro-batch) or cannot enter the top k (its compute alone is
 // slower than the k-th best found). Pricing reuses what does not change: a stage's ops
-// are priced once per (tp, cp, pp, sp, recompute, FlashAttention, tp overlap,
-// micro-batch) and every stage of every split is built from them (step.hpp
+// are priced once per (tp, cp, sp, recompute, FlashAttention, tp overlap, micro-batch),
+// for every pipeline depth, and every stage of every split is built from them (step.hpp
 // stage_pricer::stage); a stage's memory in two parts (memory.hpp): what it holds for
 // its micro-batches once per (…, micro-batch, pipeline configuration), its state once
 // per (…, its layers, ZeRO, shard group, offload, overlap). A layout that does not fit
@@ -383,24 +383,19 @@ public:
         const std::size_t position = held.stage == 0 ? 0 : held.stage == pp_ - 1 ? 1 : 2;
         int& block = block_of_[position * std::size_t(layers_ + 1) + std::size_t(held.layers)];
         if (block < 0) {
-            block = int(known_.size() / variants_);
+            block = int(parts_.size() / variants_);
             parts_.resize(parts_.size() + variants_);
-            known_.resize(known_.size() + variants_, 0);
         }
-        const std::size_t i = std::size_t(block) * variants_ + variant;
-        if (!known_[i]) {
-            parts_[i] = compute(held);
-            known_[i] = 1;
-        }
-        return parts_[i];
+        std::optional<memory_breakdown>& part = parts_[std::size_t(block) * variants_ + variant];
+        if (!part) part = compute(held);
+        return *part;
     }
 
 private:
     int pp_, layers_;
     std::size_t variants_;
     std::vector<int> block_of_;  // by (position, layers): the block of its variants, −1 before the first
-    std::vector<memory_breakdown> parts_;
-    std::vector<char> known_;
+    std::vector<std::optional<memory_breakdown>> parts_;  // empty until first asked for
 };
 
 // All candidates of one unit at one pipeline depth: micro-batches in increasing order so
