@@ -121,22 +121,11 @@ public:
         if (tiling_count_ == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
             return seconds_of(best);
         const double useful = g.m * g.n * g.batch;
-        // A split s launches every slice's CTAs: at least s·useful output elements, each
-        // over k/s + k_half, i.e. 2·(k + s·k_half)·useful FLOPs at the tiling's rate, plus
-        // s fp32 partial outputs written and read back. So a split never costs less than
-        // the unsplit useful work, and s = 2 bounds every split from below.
-        // Split-K: s fp32 partial tiles written and read back by the reduction.
-        const auto partials = [&](double split) {
-            return 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
-        };
-        const double split_cost = partials(2);
-        const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
         // Whether any tiling can split at all: no tile side exceeds the configured tile's
         // longer one, so every tiling launches at least `fewest` CTAs, and a split of 2
         // needs 2·CTAs within the waves allowed and k/2 no shallower than a slice may be.
-        const double longest = std::max(p_.tile_m, p_.tile_n);
-        const double fewest =
-            kernel_detail::ceil_count(g.m / longest) * kernel_detail::ceil_count(g.n / longest) * g.batch;
+        const tile& longest = p_.tile_m >= p_.tile_n ? full_m_ : full_n_;
+        const double fewest = count(g.m, longest) * count(g.n, longest) * g.batch;
         const bool splittable = fewest * 2 <= kernel_detail::split_k_max_waves * sms_ &&
                                 g.k * 0.5 >= kernel_detail::split_k_min_slice;
         // Lower bound at rate 1, unsplit: all launched work useful.
@@ -144,7 +133,29 @@ public:
         // Where m and n are at least the longest side, no tile is narrowed to cover them,
         // so every tiling of a level has that level's area and launches whole waves of at
         // least useful/area CTAs.
-        const bool unnarrowed = g.m >= longest && g.n >= longest;
+        const bool unnarrowed = g.m >= longest.size && g.n >= longest.size;
+        // The common case at once: where no tiling can split, only the smaller tiles
+        // unsplit remain, and neither level 1 (its bound below) nor any deeper level (a
+        // lower rate still, all launched work useful at best) can beat `base`.
+        if (!exhaustive && !splittable && first_smaller_ < tiling_count_) {
+            const tiling& c = tilings_[std::size_t(first_smaller_)];
+            double bound = unnarrowed ? whole_waves_bound(g, c, fewest_ctas(c, useful), spf) : unsplit_bound;
+            if (first_deeper_ < tiling_count_)
+                bound = std::min(bound * c.inverse_rate,
+                                 unsplit_bound * tilings_[std::size_t(first_deeper_)].inverse_rate);
+            else
+                bound *= c.inverse_rate;
+            if (bound * (1 - 1e-12) >= best) return seconds_of(best);
+        }
+        // A split s launches every slice's CTAs: at least s·useful output elements, each
+        // over k/s + k_half, i.e. 2·(k + s·k_half)·useful FLOPs at the tiling's rate, plus
+        // s fp32 partial outputs written and read back by the reduction. So a split never
+        // costs less than the unsplit useful work, and s = 2 bounds every split from below.
+        const auto partials = [&](double split) {
+            return 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
+        };
+        const double split_cost = partials(2);
+        const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
         int level = -1;
         bool skip_level = false;
         for (int i = 0; i < tiling_count_; ++i) {
@@ -161,12 +172,8 @@ public:
                 if (unnarrowed) {
                     // At least useful/area CTAs: whole waves of them, and a split only
                     // where twice those CTAs fit in the waves allowed.
-                    const double area = c.m.size * c.n.size;
-                    const double inverse_area = c.m.inverse * c.n.inverse;  // exact, or 0
-                    const double ctas = (inverse_area > 0 ? useful * inverse_area : useful / area) * (1 - 1e-12);
-                    if (c.level > 0)
-                        unsplit = 2.0 * (g.k + p_.k_half) *
-                                  kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) * sms_ * area * spf;
+                    const double ctas = fewest_ctas(c, useful);
+                    if (c.level > 0) unsplit = whole_waves_bound(g, c, ctas, spf);
                     level_splits = level_splits && ctas * 2 <= kernel_detail::split_k_max_waves * sms_;
                 }
                 const double split = level_splits ? split_bound * c.inverse_rate + split_cost
@@ -285,6 +292,21 @@ private:
             }
         }
         tiling_count_ = count;
+        while (first_smaller_ < count && tilings_[std::size_t(first_smaller_)].level < 1) ++first_smaller_;
+        first_deeper_ = first_smaller_;
+        while (first_deeper_ < count && tilings_[std::size_t(first_deeper_)].level < 2) ++first_deeper_;
+    }
+
+    // A level's useful work in whole waves of its tiles, unsplit: where m and n are at
+    // least the longest tile side, every tiling of the level has the area of `c` and
+    // launches at least useful/area CTAs.
+    static double fewest_ctas(const tiling& c, double useful) {
+        const double inverse_area = c.m.inverse * c.n.inverse;  // exact, or 0
+        return (inverse_area > 0 ? useful * inverse_area : useful / (c.m.size * c.n.size)) * (1 - 1e-12);
+    }
+    double whole_waves_bound(const gemm_shape& g, const tiling& c, double ctas, double spf) const {
+        return 2.0 * (g.k + p_.k_half) * kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) * sms_ *
+               (c.m.size * c.n.size) * spf;
     }
 
     // 1/t when it is exact (t a whole power of two), else 0: m·(1/t) then equals m/t
@@ -340,6 +362,8 @@ private:
     std::array<double, enum_names<dtype>::table.size()> seconds_per_flop_{};
     std::array<tiling, 18> tilings_{};
     int tiling_count_ = 0;
+    int first_smaller_ = 0;  // the first tiling of level 1, and of level 2 (tiling_count_: none)
+    int first_deeper_ = 0;
 };
 
 // The same model, one call at a time.

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -360,19 +362,37 @@ private:
 
     // A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
     // core's batched GEMMs share theirs): each distinct shape of the ops priced is priced
-    // once, the last few remembered.
+    // once, remembered in a small open-addressed table (a slot holds a shape once its bit
+    // in `filled_` is set; a shape looks from its hash slot on; a full table prices anew).
     seconds gemm_time(const gemm_shape& g) {
-        for (const priced_gemm& p : priced_)
-            if (p.shape.m == g.m && p.shape.n == g.n && p.shape.k == g.k && p.shape.batch == g.batch &&
-                p.shape.math == g.math)
-                return p.time;
-        const seconds t = kernels_.gemm_time(g);
-        priced_[next_priced_++ % priced_.size()] = {g, t};
-        return t;
+        constexpr std::size_t slots = std::size_t(1) << priced_slot_bits;
+        std::size_t slot = slot_of(g);
+        for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
+            priced_gemm& p = priced_[slot];
+            const std::uint32_t bit = std::uint32_t(1) << slot;
+            if (!(filled_ & bit)) {
+                const seconds t = kernels_.gemm_time(g);
+                p = {g.m, g.n, g.k, g.batch, g.math, t.value()};
+                filled_ |= bit;
+                return t;
+            }
+            if (p.m == g.m && p.n == g.n && p.k == g.k && p.batch == g.batch && p.math == g.math)
+                return seconds_of(p.time);
+        }
+        return kernels_.gemm_time(g);
     }
+    static std::size_t slot_of(const gemm_shape& g) {
+        const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+        const std::uint64_t h = (bits(g.m) ^ (bits(g.n) * 3) ^ (bits(g.k) * 5) ^ (bits(g.batch) * 7) ^
+                                 std::uint64_t(g.math)) * 0x9E3779B97F4A7C15ULL;
+        return std::size_t(h >> (64 - priced_slot_bits));
+    }
+    static constexpr int priced_slot_bits = 5;
+    // Trivial (not initialised): an empty table costs one store, the bits of filled_.
     struct priced_gemm {
-        gemm_shape shape{std::numeric_limits<double>::quiet_NaN()};  // equal to no shape: an empty slot
-        seconds time = seconds_of(0.0);
+        double m, n, k, batch;
+        dtype math;
+        double time;
     };
 
     // What the ops add up to, per pass (forward, backward, recompute) where it matters.
@@ -458,8 +478,8 @@ private:
     seconds bare_op_;
     int tp_overlap_ = 0;
     int sms_ = 1;
-    std::array<priced_gemm, 8> priced_{};
-    std::size_t next_priced_ = 0;
+    std::array<priced_gemm, std::size_t(1) << priced_slot_bits> priced_;  // valid where filled_ says
+    std::uint32_t filled_ = 0;
     std::array<stage_sums, 4> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
 };
