@@ -90,10 +90,12 @@ public:
     // the smallest covering power-of-two tile (at least 16, the MMA granularity), as
     // cuBLAS has narrower kernels for skinny problems. The best fit is taken.
     wave_quantization quantize(const gemm_shape& g) const {
-        const auto a = quantize_with(covering(g.m, full_m_), covering(g.n, full_n_), g);
-        if (p_.tile_m == p_.tile_n) return a;
-        const auto b = quantize_with(covering(g.m, full_n_), covering(g.n, full_m_), g);
-        return b.launched < a.launched ? b : a;
+        wave_quantization q = launch_with(covering(g.m, full_m_), covering(g.n, full_n_), g);
+        if (p_.tile_m != p_.tile_n) {
+            const wave_quantization b = launch_with(covering(g.m, full_n_), covering(g.n, full_m_), g);
+            if (b.launched < q.launched) q = b;
+        }
+        return with_utilization(q, g);
     }
 
     // Compute-side time before the launch overhead:
@@ -109,10 +111,12 @@ public:
     //
     // The search is exact but skips what cannot win: a configured tile that already
     // fills the SMs at a utilization above small_tile_efficiency cannot be beaten (the
-    // common large-GEMM case), and the tilings are tried from the fastest rate down,
-    // stopping where a lower bound on every remaining one (all launched work useful;
-    // a split launches every slice's work) is no better than the best found, and
-    // skipping a level whose tilings cannot fill their waves well enough to win.
+    // common large-GEMM case), nor one that no tiling can split whose smaller tiles'
+    // bounds cannot beat it (the common case with a partly idle last wave); the
+    // tilings are tried from the fastest rate down, stopping where a lower bound on
+    // every remaining one (all launched work useful; a split launches every slice's
+    // work) is no better than the best found, and skipping a level whose tilings
+    // cannot fill their waves well enough to win.
     // `exhaustive` tries every tiling: the reference the tests hold the pruned search to.
     seconds gemm_compute_time(const gemm_shape& g, bool exhaustive = false) const {
         const wave_quantization base = quantize(g);
@@ -340,11 +344,19 @@ private:
         return kernel_detail::ceil_count(t.inverse > 0 ? dim * t.inverse : dim / t.size);
     }
 
-    wave_quantization quantize_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
+    // The tiles, waves and launched work of one tiling; its utilization apart (a division,
+    // taken only for the tiling kept).
+    wave_quantization launch_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
         const double tiles = count(g.m, tm) * count(g.n, tn) * g.batch;
         const double waves = waves_of(tiles);
-        const double launched = waves * sms_ * tm.size * tn.size;
-        return {tiles, waves, g.m * g.n * g.batch / launched, launched};
+        return {.tiles = tiles, .waves = waves, .launched = waves * sms_ * tm.size * tn.size};
+    }
+    static wave_quantization with_utilization(wave_quantization q, const gemm_shape& g) {
+        q.utilization = g.m * g.n * g.batch / q.launched;
+        return q;
+    }
+    wave_quantization quantize_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
+        return with_utilization(launch_with(tm, tn, g), g);
     }
 
     double seconds_per_flop(dtype t) const {
