@@ -456,6 +456,7 @@ private:
         t.backward = std::max(t.gpu_backward, t.host_backward);
         t.recompute = std::max(t.gpu_recompute, t.host_recompute);
         for (std::size_t pass = 0; pass < 3; ++pass) {
+            if (!(a.ring[pass] > seconds_of(0.0))) continue;  // no KV ring (cp = 1): nothing to hide
             const seconds core =
                 a.core[pass] + kernels_.memory_time(bytes_of(a.core_bytes[pass]), a.core_launches[pass]);
             t.context_parallel_ring += a.ring[pass];

@@ -150,17 +150,22 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     return ops;
 }
 
-// The dgrad and wgrad GEMM of every forward GEMM. The attention core has no
-// weights: both of its backward GEMMs are input gradients.
+// The dgrad and wgrad GEMM of every forward GEMM, in order, to sink(const gemm_op&)
+// (backward_gemms_of collects them). The attention core has no weights: both of its
+// backward GEMMs are input gradients.
+template <class Sink>
+constexpr void for_each_backward_gemm(const layer_gemm_list& forward, Sink&& sink) {
+    for (const auto& g : forward) {
+        sink(gemm_op{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, g.block});
+        sink(gemm_op{g.name, wgrad_of(g.shape),
+                     g.region == op_region::attention_core ? op_phase::backward_data : op_phase::backward_weight,
+                     g.region, g.block});
+    }
+}
+
 inline layer_backward_gemm_list backward_gemms_of(const layer_gemm_list& forward) {
     layer_backward_gemm_list ops;
-    for (const auto& g : forward) {
-        ops.push_back({g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, g.block});
-        ops.push_back({g.name, wgrad_of(g.shape),
-                       g.region == op_region::attention_core ? op_phase::backward_data
-                                                             : op_phase::backward_weight,
-                       g.region, g.block});
-    }
+    for_each_backward_gemm(forward, [&ops](const gemm_op& g) { ops.push_back(g); });
     return ops;
 }
 
@@ -747,9 +752,10 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
         }
     // A frozen weight needs no weight gradient: its wgrad GEMM does not run; its dgrad
     // still does, to carry the gradient to the adapters below (Hu et al. 2021 §4.2).
-    for (const auto& g : backward_gemms_of(forward_gemms))
+    for_each_backward_gemm(forward_gemms, [&](const gemm_op& g) {
         if (runs_as_gemm(g, fw) && !(frozen && g.phase == op_phase::backward_weight))
             sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
+    });
     if (fw.flash_attention) {
         // Its backward recomputes the scores itself; recompute of the core (selective,
         // full) runs the forward kernel again.
