@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
+#include <vector>
 
 using namespace trainperf;
 
@@ -318,6 +320,39 @@ TEST_CASE("the op lists price to what the streamed ops price to", "[step][worklo
         // 12 layer GEMMs per layer forward and backward... per stage: 6 forward, 12 backward, 3 logits.
         CHECK(w.gemms.size() == 21);
         CHECK(w.collectives.size() == (rc == recompute_mode::full ? 2u : 3u));
+    }
+}
+
+TEST_CASE("the stage pricer prices each GEMM as the kernel model does, repeated shapes and a full table included",
+          "[step]") {
+    // The pricer remembers the shapes it has priced (32 slots, probed from a hash of the
+    // shape): a wrong hit, or a full table answering with a stale slot, would change the
+    // sum. Every third shape has a twin of the same sizes in tf32, which must not be
+    // taken for it.
+    const auto& gpu = a100_sxm_80gb::spec;
+    const kernel_params k = default_kernel_params(gpu);
+    const kernel_cost_model kernels(gpu, k);
+    std::mt19937_64 rng(20261204);
+    for (const int distinct : {1, 5, 31, 32, 33, 80}) {
+        std::vector<gemm_shape> shapes;
+        while (int(shapes.size()) < distinct) {
+            gemm_shape g{double(16 + rng() % 4096), double(16 + rng() % 4096), double(16 + rng() % 8192),
+                         double(1 + rng() % 4), dtype::bf16};
+            shapes.push_back(g);
+            if (shapes.size() % 3 == 0 && int(shapes.size()) < distinct) {
+                g.math = dtype::tf32;
+                shapes.push_back(g);
+            }
+        }
+        stage_pricer pricer(gpu, k, nullptr);
+        double expected = 0;
+        for (int i = 0; i < 4 * distinct; ++i) {
+            const gemm_shape& g = shapes[std::size_t(rng() % shapes.size())];
+            pricer(stage_op<gemm_op>{{"gemm", g}, 1, 0, step_part::forward});
+            expected += kernels.gemm_time(g).value();
+        }
+        INFO(distinct << " distinct shapes");
+        CHECK(pricer.result().gpu_forward.value() == expected);
     }
 }
 

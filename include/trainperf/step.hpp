@@ -388,7 +388,9 @@ private:
         return std::size_t(h >> (64 - priced_slot_bits));
     }
     static constexpr int priced_slot_bits = 5;
-    // Trivial (not initialised): an empty table costs one store, the bits of filled_.
+    static_assert(priced_slot_bits <= 5, "filled_ holds one bit per slot in 32 bits");
+    // Plain values, zeroed with the pricer (one sweep; a slot is read only where filled_
+    // has its bit, and the zeroing keeps every copy of a pricer defined).
     struct priced_gemm {
         double m, n, k, batch;
         dtype math;
@@ -479,7 +481,7 @@ private:
     seconds bare_op_;
     int tp_overlap_ = 0;
     int sms_ = 1;
-    std::array<priced_gemm, std::size_t(1) << priced_slot_bits> priced_;  // valid where filled_ says
+    std::array<priced_gemm, std::size_t(1) << priced_slot_bits> priced_{};  // valid where filled_ says
     std::uint32_t filled_ = 0;
     std::array<stage_sums, 4> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
