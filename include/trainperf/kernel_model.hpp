@@ -301,13 +301,14 @@ private:
         while (first_deeper_ < count && tilings_[std::size_t(first_deeper_)].level < 2) ++first_deeper_;
     }
 
-    // A level's useful work in whole waves of its tiles, unsplit: where m and n are at
-    // least the longest tile side, every tiling of the level has the area of `c` and
-    // launches at least useful/area CTAs.
+    // Where m and n are at least the longest tile side, every tiling of c's level has
+    // c's area and launches at least useful/area CTAs (just under, so rounding cannot
+    // raise the bound) ...
     static double fewest_ctas(const tiling& c, double useful) {
         const double inverse_area = c.m.inverse * c.n.inverse;  // exact, or 0
         return (inverse_area > 0 ? useful * inverse_area : useful / (c.m.size * c.n.size)) * (1 - 1e-12);
     }
+    // ... so the level's unsplit time is at least those CTAs' useful work in whole waves.
     double whole_waves_bound(const gemm_shape& g, const tiling& c, double ctas, double spf) const {
         return 2.0 * (g.k + p_.k_half) * kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) * sms_ *
                (c.m.size * c.n.size) * spf;

@@ -381,6 +381,10 @@ private:
         }
         return kernels_.gemm_time(g);
     }
+    // The slot: the shape's bits mixed (the odd multipliers keep a shape and its
+    // transposes, m and n or n and k swapped, apart), then Fibonacci hashing, the top
+    // bits of the product with 2^64/φ (Knuth, The Art of Computer Programming, Vol. 3,
+    // §6.4, multiplicative hashing).
     static std::size_t slot_of(const gemm_shape& g) {
         const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
         const std::uint64_t h = (bits(g.m) ^ (bits(g.n) * 3) ^ (bits(g.k) * 5) ^ (bits(g.batch) * 7) ^
