@@ -145,8 +145,20 @@ TEST_CASE("the pruned tile search gives what trying every tiling gives", "[kerne
         const double v = std::exp2(d(rng));
         return rng() % 4 == 0 ? v : std::round(v);
     };
-    for (const gpu_spec* gpu : {&rtx_3090_ti::spec, &a100_sxm_80gb::spec, &h100_sxm::spec, &v100_sxm2_32gb::spec}) {
-        const kernel_params p = default_kernel_params(*gpu);
+    // The four boards' defaults (tilings derived at compile time), and a tile that is no
+    // power of two at another efficiency (derived at run time).
+    kernel_params odd_tile = default_kernel_params(a100_sxm_80gb::spec);
+    odd_tile.tile_m = 96;
+    odd_tile.tile_n = 160;
+    odd_tile.small_tile_efficiency = 0.85;
+    const std::array<std::pair<const gpu_spec*, kernel_params>, 5> cases{{
+        {&rtx_3090_ti::spec, default_kernel_params(rtx_3090_ti::spec)},
+        {&a100_sxm_80gb::spec, default_kernel_params(a100_sxm_80gb::spec)},
+        {&h100_sxm::spec, default_kernel_params(h100_sxm::spec)},
+        {&v100_sxm2_32gb::spec, default_kernel_params(v100_sxm2_32gb::spec)},
+        {&a100_sxm_80gb::spec, odd_tile},
+    }};
+    for (const auto& [gpu, p] : cases) {
         kernel_params configured_only = p;
         configured_only.small_tile_efficiency = 0;
         const kernel_cost_model model(*gpu, p), fixed(*gpu, configured_only);
@@ -168,4 +180,35 @@ TEST_CASE("the pruned tile search gives what trying every tiling gives", "[kerne
         }
         CHECK(searched > 1000);  // the sample reaches the smaller tiles and split-K often
     }
+}
+
+TEST_CASE("the tilings derived at compile time for the defaults are those derived at run time", "[kernel_model]") {
+    // What a prediction with an architecture's defaults copies from the table equals the
+    // search built from the same parameters when the program runs.
+    for (const gpu_architecture a : enum_values<gpu_architecture>()) {
+        volatile double tile_m = default_kernel_params(a).tile_m, tile_n = default_kernel_params(a).tile_n;
+        volatile double efficiency = default_small_tile_efficiency;
+        const kernel_params p{.tile_m = tile_m, .tile_n = tile_n, .small_tile_efficiency = efficiency};
+        const kernel_detail::tiling_set table = kernel_detail::tilings_of(p);
+        const kernel_detail::tiling_set built = kernel_detail::small_tile_search(tile_m, tile_n, efficiency);
+        REQUIRE(table.count == built.count);
+        CHECK(table.count > 0);
+        CHECK(table.first_smaller == built.first_smaller);
+        CHECK(table.first_deeper == built.first_deeper);
+        for (int i = 0; i < built.count; ++i) {
+            const auto &x = table.items[std::size_t(i)], &y = built.items[std::size_t(i)];
+            CHECK(x.m.size == y.m.size);
+            CHECK(x.m.inverse == y.m.inverse);
+            CHECK(x.n.size == y.n.size);
+            CHECK(x.n.inverse == y.n.inverse);
+            CHECK(x.inverse_rate == y.inverse_rate);
+            CHECK(x.level == y.level);
+        }
+    }
+    // 128 x 256 at 0.9: sides 128/64/32 and 256/128/64, levels 0 to 4 with 2, 3, 4, 3, 2 tilings.
+    const kernel_detail::tiling_set ampere = kernel_detail::small_tile_search(128, 256, 0.9);
+    CHECK(ampere.count == 14);
+    CHECK(ampere.first_smaller == 2);
+    CHECK(ampere.first_deeper == 5);
+    CHECK(kernel_detail::small_tile_search(128, 256, 0).count == 0);
 }

@@ -159,7 +159,12 @@ constexpr flops palm_training_flops_per_sample(const transformer_config& m, int 
 // What recomputation adds on top (the forward of what it repeats, exact per-op
 // count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
 constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
-    return exact_training_flops_per_sample(m, seq, r) - exact_training_flops_per_sample(m, seq, recompute_mode::none);
+    if (r == recompute_mode::none) {
+        flops_detail::check_seq(m, seq);
+        return flops_of(0);
+    }
+    const flop_breakdown b = exact_forward_breakdown(m, seq);
+    return double(m.layers) * (r == recompute_mode::full ? b.layer() : b.attention_core());
 }
 
 // FLOPs that run per sample when fine-tuning with adapters (LoRA, QLoRA), on PaLM's

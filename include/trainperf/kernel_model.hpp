@@ -59,6 +59,109 @@ inline constexpr double split_k_max = 16;
 inline constexpr double split_k_min_slice = 64;
 inline constexpr double split_k_max_waves = 2;
 
+// 1/t when it is exact (t a whole power of two), else 0: m·(1/t) then equals m/t
+// exactly. (A tile that is not a whole number takes the division.)
+constexpr double exact_inverse(double t) {
+    if (!(t >= 1 && t <= 9.0e15)) return 0.0;
+    const auto whole = static_cast<long long>(t);
+    return double(whole) == t && (whole & (whole - 1)) == 0 ? 1.0 / t : 0.0;
+}
+
+struct tile {
+    double size = 1;
+    double inverse = 0;   // exact 1/size, or 0 when size is not a power of two
+};
+
+// One tiling of the small-tile search: the output tile along m and n, and the
+// inverse of its rate small_tile_efficiency^level (level: how many times a side
+// was halved).
+struct tiling {
+    tile m, n;
+    double inverse_rate = 1;
+    int level = 0;
+};
+
+// The tilings of the small-tile search, in order of level, and where levels 1 and 2
+// begin (count: none).
+struct tiling_set {
+    std::array<tiling, 18> items{};
+    int count = 0;
+    int first_smaller = 0;
+    int first_deeper = 0;
+};
+
+// Each side of the configured tile halved 0–2 times down to 32, in both orientations;
+// a tile pair that arises twice keeps its better rate (the same tiles at a lower rate
+// are never faster). None where small_tile_efficiency is 0.
+constexpr tiling_set small_tile_search(double tile_m, double tile_n, double small_tile_efficiency) {
+    tiling_set r;
+    const double eff = small_tile_efficiency;
+    if (eff <= 0) return r;
+    // The distinct sides, and which one each halving of tile_m and tile_n is (halving
+    // and doubling the reciprocal are exact: no division here).
+    std::array<tile, 6> sides{};
+    std::array<int, 3> m_side{}, n_side{};
+    int distinct = 0;
+    const auto side_of = [&](const tile& t) {
+        for (int i = 0; i < distinct; ++i)
+            if (sides[std::size_t(i)].size == t.size) return i;
+        sides[std::size_t(distinct)] = t;
+        return distinct++;
+    };
+    tile m{tile_m, exact_inverse(tile_m)}, n{tile_n, exact_inverse(tile_n)};
+    for (int h = 0; h <= 2; ++h, m = {m.size * 0.5, m.inverse * 2}, n = {n.size * 0.5, n.inverse * 2}) {
+        m_side[std::size_t(h)] = side_of(m);
+        n_side[std::size_t(h)] = side_of(n);
+    }
+    unsigned long long seen = 0;  // bit 6·a + b: the tile pair (sides a, b) is listed
+    const double inverse_eff = 1.0 / eff;
+    double inverse_rate = 1;
+    for (int level = 0; level <= 4; ++level, inverse_rate *= inverse_eff) {
+        for (int hm = std::max(0, level - 2); hm <= std::min(2, level); ++hm) {
+            const int hn = level - hm;
+            const int sm = m_side[std::size_t(hm)], sn = n_side[std::size_t(hn)];
+            if (sides[std::size_t(sm)].size < 32 || sides[std::size_t(sn)].size < 32) continue;
+            for (int orientation = 0; orientation < 2; ++orientation) {
+                const int a = orientation ? sn : sm, b = orientation ? sm : sn;
+                const unsigned long long bit = 1ULL << (6 * a + b);
+                if (seen & bit) continue;  // at this level or a faster one
+                seen |= bit;
+                r.items[std::size_t(r.count++)] = {sides[std::size_t(a)], sides[std::size_t(b)], inverse_rate, level};
+            }
+        }
+    }
+    while (r.first_smaller < r.count && r.items[std::size_t(r.first_smaller)].level < 1) ++r.first_smaller;
+    r.first_deeper = r.first_smaller;
+    while (r.first_deeper < r.count && r.items[std::size_t(r.first_deeper)].level < 2) ++r.first_deeper;
+    return r;
+}
+
+// The tilings of each architecture's default parameters (kernel_params.hpp), derived at
+// compile time: a model built with an architecture's defaults (or any parameters with
+// the same tile and small-tile efficiency) copies them; other parameters derive their
+// own when the model is built.
+struct default_tilings {
+    double tile_m = 0, tile_n = 0, small_tile_efficiency = 0;
+    tiling_set set;
+};
+inline constexpr auto default_tiling_table = [] {
+    constexpr auto archs = enum_values<gpu_architecture>();
+    std::array<default_tilings, archs.size()> t{};
+    for (std::size_t i = 0; i < archs.size(); ++i) {
+        const kernel_params p = default_kernel_params(archs[i]);
+        t[i] = {p.tile_m, p.tile_n, default_small_tile_efficiency,
+                small_tile_search(p.tile_m, p.tile_n, default_small_tile_efficiency)};
+    }
+    return t;
+}();
+
+constexpr tiling_set tilings_of(const kernel_params& p) {
+    for (const auto& d : default_tiling_table)
+        if (d.tile_m == p.tile_m && d.tile_n == p.tile_n && d.small_tile_efficiency == p.small_tile_efficiency)
+            return d.set;
+    return small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
+}
+
 }  // namespace kernel_detail
 
 // The kernel model bound to one GPU and one parameter set. What does not depend on
@@ -71,18 +174,19 @@ public:
     kernel_cost_model(const gpu_spec& gpu, const kernel_params& p)
         : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)), inverse_sms_(1.0 / sms_),
           seconds_per_byte_(kernel_detail::seconds_per_byte(gpu, p)),
-          full_m_{p.tile_m, exact_inverse(p.tile_m)}, full_n_{p.tile_n, exact_inverse(p.tile_n)} {
+          full_m_{p.tile_m, kernel_detail::exact_inverse(p.tile_m)},
+          full_n_{p.tile_n, kernel_detail::exact_inverse(p.tile_n)}, search_(kernel_detail::tilings_of(p)) {
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
             const auto peak = gpu.peak.of(dtype(i));
             const double fraction = dtype(i) == dtype::fp32 ? p.cuda_core_fraction : p.peak_fraction;
             seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * gpu.clock_ratio() * fraction) : 0.0;
         }
-        build_tilings();
     }
 
     // One tile shape: ceil(m/tile_m)·ceil(n/tile_n)·batch tiles in waves over the SMs.
     wave_quantization quantize_with_tile(const gemm_shape& g, double tile_m, double tile_n) const {
-        return quantize_with({tile_m, exact_inverse(tile_m)}, {tile_n, exact_inverse(tile_n)}, g);
+        return quantize_with({tile_m, kernel_detail::exact_inverse(tile_m)},
+                             {tile_n, kernel_detail::exact_inverse(tile_n)}, g);
     }
 
     // cuBLAS heuristics choose among tile shapes: a rectangular tile is modelled in both
@@ -122,7 +226,7 @@ public:
         const wave_quantization base = quantize(g);
         const double spf = seconds_per_flop(g.math);
         double best = 2.0 * (g.k + p_.k_half) * base.launched * spf;
-        if (tiling_count_ == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
+        if (search_.count == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
             return seconds_of(best);
         const double useful = g.m * g.n * g.batch;
         // Whether any tiling can split at all: no tile side exceeds the configured tile's
@@ -141,12 +245,12 @@ public:
         // The common case at once: where no tiling can split, only the smaller tiles
         // unsplit remain, and neither level 1 (its bound below) nor any deeper level (a
         // lower rate still, all launched work useful at best) can beat `base`.
-        if (!exhaustive && !splittable && first_smaller_ < tiling_count_) {
-            const tiling& c = tilings_[std::size_t(first_smaller_)];
+        if (!exhaustive && !splittable && search_.first_smaller < search_.count) {
+            const tiling& c = search_.items[std::size_t(search_.first_smaller)];
             double bound = unnarrowed ? whole_waves_bound(g, c, fewest_ctas(c, useful), spf) : unsplit_bound;
-            if (first_deeper_ < tiling_count_)
+            if (search_.first_deeper < search_.count)
                 bound = std::min(bound * c.inverse_rate,
-                                 unsplit_bound * tilings_[std::size_t(first_deeper_)].inverse_rate);
+                                 unsplit_bound * search_.items[std::size_t(search_.first_deeper)].inverse_rate);
             else
                 bound *= c.inverse_rate;
             if (bound * (1 - 1e-12) >= best) return seconds_of(best);
@@ -162,8 +266,8 @@ public:
         const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
         int level = -1;
         bool skip_level = false;
-        for (int i = 0; i < tiling_count_; ++i) {
-            const tiling& c = tilings_[std::size_t(i)];
+        for (int i = 0; i < search_.count; ++i) {
+            const tiling& c = search_.items[std::size_t(i)];
             if (!exhaustive && c.level != level) {
                 level = c.level;
                 // Splits cost at least the unsplit useful work (above): every later level
@@ -237,69 +341,8 @@ public:
     }
 
 private:
-    struct tile {
-        double size = 1;
-        double inverse = 0;   // exact 1/size, or 0 when size is not a power of two
-    };
-
-    // One tiling of the small-tile search: the output tile along m and n, and the
-    // inverse of its rate small_tile_efficiency^level (level: how many times a side
-    // was halved).
-    struct tiling {
-        tile m, n;
-        double inverse_rate = 1;
-        int level = 0;
-    };
-
-    // The tilings, once per model: each side of the configured tile halved 0–2 times
-    // down to 32, in both orientations; a tile pair that arises twice keeps its better
-    // rate (the same tiles at a lower rate are never faster); in order of level.
-    void build_tilings() {
-        const double eff = p_.small_tile_efficiency;
-        if (eff <= 0) return;
-        // The distinct sides, and which one each halving of tile_m and tile_n is (halving
-        // and doubling the reciprocal are exact: no division here).
-        std::array<tile, 6> sides{};
-        std::array<int, 3> m_side{}, n_side{};
-        int distinct = 0;
-        const auto side_of = [&](const tile& t) {
-            for (int i = 0; i < distinct; ++i)
-                if (sides[std::size_t(i)].size == t.size) return i;
-            sides[std::size_t(distinct)] = t;
-            return distinct++;
-        };
-        tile m = full_m_, n = full_n_;
-        for (int h = 0; h <= 2; ++h, m = {m.size * 0.5, m.inverse * 2}, n = {n.size * 0.5, n.inverse * 2}) {
-            m_side[std::size_t(h)] = side_of(m);
-            n_side[std::size_t(h)] = side_of(n);
-        }
-        unsigned long long seen = 0;  // bit 6·a + b: the tile pair (sides a, b) is listed
-        int count = 0;
-        const double inverse_eff = 1.0 / eff;
-        double inverse_rate = 1;
-        for (int level = 0; level <= 4; ++level, inverse_rate *= inverse_eff) {
-            for (int hm = std::max(0, level - 2); hm <= std::min(2, level); ++hm) {
-                const int hn = level - hm;
-                const int sm = m_side[std::size_t(hm)], sn = n_side[std::size_t(hn)];
-                if (sides[std::size_t(sm)].size < 32 || sides[std::size_t(sn)].size < 32) continue;
-                for (int orientation = 0; orientation < 2; ++orientation) {
-                    const int a = orientation ? sn : sm, b = orientation ? sm : sn;
-                    const unsigned long long bit = 1ULL << (6 * a + b);
-                    if (seen & bit) continue;  // at this level or a faster one
-                    seen |= bit;
-                    tiling& t = tilings_[std::size_t(count++)];
-                    t.m = sides[std::size_t(a)];
-                    t.n = sides[std::size_t(b)];
-                    t.inverse_rate = inverse_rate;
-                    t.level = level;
-                }
-            }
-        }
-        tiling_count_ = count;
-        while (first_smaller_ < count && tilings_[std::size_t(first_smaller_)].level < 1) ++first_smaller_;
-        first_deeper_ = first_smaller_;
-        while (first_deeper_ < count && tilings_[std::size_t(first_deeper_)].level < 2) ++first_deeper_;
-    }
+    using tile = kernel_detail::tile;
+    using tiling = kernel_detail::tiling;
 
     // Where m and n are at least the longest tile side, every tiling of c's level has
     // c's area and launches at least useful/area CTAs (just under, so rounding cannot
@@ -312,14 +355,6 @@ private:
     double whole_waves_bound(const gemm_shape& g, const tiling& c, double ctas, double spf) const {
         return 2.0 * (g.k + p_.k_half) * kernel_detail::ceil_count(ctas * inverse_sms_ * (1 - 1e-12)) * sms_ *
                (c.m.size * c.n.size) * spf;
-    }
-
-    // 1/t when it is exact (t a whole power of two), else 0: m·(1/t) then equals m/t
-    // exactly. (A tile that is not a whole number takes the division.)
-    static double exact_inverse(double t) {
-        if (!(t >= 1 && t <= 9.0e15)) return 0.0;
-        const auto whole = static_cast<long long>(t);
-        return double(whole) == t && (whole & (whole - 1)) == 0 ? 1.0 / t : 0.0;
     }
 
     static tile covering(double dim, const tile& full) {
@@ -373,10 +408,7 @@ private:
     double seconds_per_byte_;
     tile full_m_, full_n_;
     std::array<double, enum_names<dtype>::table.size()> seconds_per_flop_{};
-    std::array<tiling, 18> tilings_{};
-    int tiling_count_ = 0;
-    int first_smaller_ = 0;  // the first tiling of level 1, and of level 2 (tiling_count_: none)
-    int first_deeper_ = 0;
+    kernel_detail::tiling_set search_;
 };
 
 // The same model, one call at a time.

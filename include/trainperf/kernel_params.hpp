@@ -110,6 +110,8 @@ inline constexpr std::array<fitted_kernel_params, 2> fitted_kernel_defaults{{
 // ASSUMPTION: small_tile_efficiency 0.9, i.e. a 64×128 tile runs at 90 % of a 128×128
 // tile's rate per SM and a 64×64 at 81 %: smaller CUTLASS/cuBLAS tiles reuse each
 // loaded operand fewer times. What the fits below measured is with it on.
+inline constexpr double default_small_tile_efficiency = 0.9;
+
 // The compute capability whose fit a GPU takes.
 constexpr int fitted_compute_capability(const gpu_spec& gpu) {
     const int cc = gpu.compute_capability;
@@ -128,7 +130,7 @@ constexpr kernel_params with_fit(kernel_params p, const fitted_kernel_params& f)
 
 constexpr kernel_params default_kernel_params(const gpu_spec& gpu) {
     kernel_params p = default_kernel_params(gpu.architecture);
-    p.small_tile_efficiency = 0.9;
+    p.small_tile_efficiency = default_small_tile_efficiency;
     for (const auto& f : fitted_kernel_defaults)
         if (f.compute_capability == fitted_compute_capability(gpu)) p = with_fit(p, f);
     return p;

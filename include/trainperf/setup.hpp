@@ -88,7 +88,6 @@ constexpr int gpus_sharing_a_host(const training_setup& s) {
 // adapters trains only them: the optimizer state is theirs (fp32, finetune.hpp), and
 // the trainable parameters and tensors are the adapters' A and B of every layer.
 constexpr model_state model_state_of(const training_setup& s) {
-    validate(s.model);
     model_state r = model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
     if (s.finetune.freezes_base()) {
         validate(s.finetune);
