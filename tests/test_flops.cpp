@@ -88,3 +88,17 @@ TEST_CASE("flop counts reject bad inputs naming the field", "[flops]") {
     bad.heads = 7;
     CHECK_THROWS_WITH(forward_flops_per_sample(bad, 128), "heads = 7: must divide hidden");
 }
+
+TEST_CASE("recompute adds the forward of what it repeats: the training counts' difference", "[flops]") {
+    for (const auto& m : {gpt3_175b::config, llama2_7b::config, gpt2::config})
+        for (int seq : {128, 1024, 2048})
+            for (auto r : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
+                const double difference = exact_training_flops_per_sample(m, seq, r).value() -
+                                          exact_training_flops_per_sample(m, seq).value();
+                CHECK(recompute_flops_per_sample(m, seq, r).value() == Approx(difference).epsilon(1e-12));
+                CHECK_THROWS_WITH(recompute_flops_per_sample(m, 0, r), Catch::Contains("seq = 0"));
+            }
+    CHECK(recompute_flops_per_sample(gpt2::config, 1024, recompute_mode::none).value() == 0.0);
+    CHECK(recompute_flops_per_sample(gpt2::config, 1024, recompute_mode::full).value() >
+          recompute_flops_per_sample(gpt2::config, 1024, recompute_mode::selective).value());
+}

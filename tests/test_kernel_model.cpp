@@ -205,6 +205,12 @@ TEST_CASE("the tilings derived at compile time for the defaults are those derive
             CHECK(x.level == y.level);
         }
     }
+    // Every catalog GPU's defaults find their tilings in the table (none derives them
+    // when its model is built); other tiles do not.
+    for (const gpu_spec& gpu : gpu_catalog) CHECK(kernel_detail::default_tilings_of(default_kernel_params(gpu)));
+    kernel_params odd = default_kernel_params(a100_sxm_80gb::spec);
+    odd.tile_m = 96;
+    CHECK_FALSE(kernel_detail::default_tilings_of(odd));
     // 128 x 256 at 0.9: sides 128/64/32 and 256/128/64, levels 0 to 4 with 2, 3, 4, 3, 2 tilings.
     const kernel_detail::tiling_set ampere = kernel_detail::small_tile_search(128, 256, 0.9);
     CHECK(ampere.count == 14);

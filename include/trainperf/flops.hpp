@@ -159,12 +159,10 @@ constexpr flops palm_training_flops_per_sample(const transformer_config& m, int 
 // What recomputation adds on top (the forward of what it repeats, exact per-op
 // count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
 constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
-    if (r == recompute_mode::none) {
-        flops_detail::check_seq(m, seq);
-        return flops_of(0);
-    }
-    const flop_breakdown b = exact_forward_breakdown(m, seq);
-    return double(m.layers) * (r == recompute_mode::full ? b.layer() : b.attention_core());
+    const flop_breakdown b = exact_forward_breakdown(m, seq);  // validates m and seq
+    if (r == recompute_mode::full) return double(m.layers) * b.layer();
+    if (r == recompute_mode::selective) return double(m.layers) * b.attention_core();
+    return flops_of(0);
 }
 
 // FLOPs that run per sample when fine-tuning with adapters (LoRA, QLoRA), on PaLM's

@@ -155,11 +155,17 @@ inline constexpr auto default_tiling_table = [] {
     return t;
 }();
 
-constexpr tiling_set tilings_of(const kernel_params& p) {
+// The table's tilings for the parameters' tile and efficiency, or none.
+constexpr const tiling_set* default_tilings_of(const kernel_params& p) {
     for (const auto& d : default_tiling_table)
         if (d.tile_m == p.tile_m && d.tile_n == p.tile_n && d.small_tile_efficiency == p.small_tile_efficiency)
-            return d.set;
-    return small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
+            return &d.set;
+    return nullptr;
+}
+
+constexpr tiling_set tilings_of(const kernel_params& p) {
+    const tiling_set* table = default_tilings_of(p);
+    return table ? *table : small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
 }
 
 }  // namespace kernel_detail

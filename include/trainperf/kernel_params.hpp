@@ -102,17 +102,14 @@ inline constexpr std::array<fitted_kernel_params, 2> fitted_kernel_defaults{{
     {86, "rtx-3090-ti", 0.994, 0, 0.950, 4.0},
 }};
 
-// Defaults keyed by compute capability (CUTLASS keys its kernels the same way): the
-// architecture's prior, with what a fit on a board of the same compute capability
-// measured where one exists. sm_87 (Jetson Orin) and sm_89 (Ada) have no fit of their
-// own. ASSUMPTION: sm_89 GeForce and workstation boards behave as sm_86 ones (the
-// same half-rate fp32-accumulate tensor math on GeForce); sm_87 as sm_86.
 // ASSUMPTION: small_tile_efficiency 0.9, i.e. a 64×128 tile runs at 90 % of a 128×128
 // tile's rate per SM and a 64×64 at 81 %: smaller CUTLASS/cuBLAS tiles reuse each
-// loaded operand fewer times. What the fits below measured is with it on.
+// loaded operand fewer times. What the fits above measured is with it on.
 inline constexpr double default_small_tile_efficiency = 0.9;
 
-// The compute capability whose fit a GPU takes.
+// The compute capability whose fit a GPU takes. sm_87 (Jetson Orin) and sm_89 (Ada)
+// have no fit of their own. ASSUMPTION: sm_89 GeForce and workstation boards behave as
+// sm_86 ones (the same half-rate fp32-accumulate tensor math on GeForce); sm_87 as sm_86.
 constexpr int fitted_compute_capability(const gpu_spec& gpu) {
     const int cc = gpu.compute_capability;
     return cc == 87 || cc == 89 ? 86 : cc;
@@ -128,6 +125,9 @@ constexpr kernel_params with_fit(kernel_params p, const fitted_kernel_params& f)
     return p;
 }
 
+// Defaults keyed by compute capability (CUTLASS keys its kernels the same way): the
+// architecture's prior, with what a fit on a board of the same compute capability
+// measured where one exists.
 constexpr kernel_params default_kernel_params(const gpu_spec& gpu) {
     kernel_params p = default_kernel_params(gpu.architecture);
     p.small_tile_efficiency = default_small_tile_efficiency;
