@@ -326,9 +326,10 @@ TEST_CASE("the op lists price to what the streamed ops price to", "[step][worklo
 TEST_CASE("the stage pricer prices each GEMM as the kernel model does, repeated shapes and a full table included",
           "[step]") {
     // The pricer remembers the shapes it has priced (32 slots, probed from a hash of the
-    // shape): a wrong hit, or a full table answering with a stale slot, would change the
-    // sum. Every third shape has a twin of the same sizes in tf32, which must not be
-    // taken for it.
+    // shape, m and n in either order): a wrong hit, or a full table answering with a
+    // stale slot, would change the sum. Every third shape has a twin of the same sizes in
+    // tf32, which must not be taken for it, and every fourth its transpose (the same
+    // price, test_kernel_model) and a shape with k and m swapped (not the same).
     const auto& gpu = a100_sxm_80gb::spec;
     const kernel_params k = default_kernel_params(gpu);
     const kernel_cost_model kernels(gpu, k);
@@ -342,6 +343,10 @@ TEST_CASE("the stage pricer prices each GEMM as the kernel model does, repeated 
             if (shapes.size() % 3 == 0 && int(shapes.size()) < distinct) {
                 g.math = dtype::tf32;
                 shapes.push_back(g);
+            }
+            if (shapes.size() % 4 == 0 && int(shapes.size()) + 1 < distinct) {
+                shapes.push_back({g.n, g.m, g.k, g.batch, g.math});
+                shapes.push_back({g.k, g.n, g.m, g.batch, g.math});
             }
         }
         stage_pricer pricer(gpu, k, nullptr);

@@ -39,6 +39,59 @@ constexpr int ceil_log2(int n) {
     for (long long reach = 1; reach < n; reach *= 2) ++steps;
     return steps;
 }
+
+// The formulas of the collectives below, for a size and n ≥ 2 GPUs already checked
+// (validate_size) over a link already checked (validate(link)).
+constexpr seconds ring_all_reduce(bytes size, int n, const link_spec& link) {
+    const double steps = 2.0 * (n - 1);
+    return steps * link.latency + (2.0 * (n - 1) / n) * size / link.achievable();
+}
+
+constexpr seconds tree_all_reduce(bytes size, int n, const link_spec& link) {
+    const double steps = 2.0 * ceil_log2(n);
+    return steps * link.latency + 2.0 * size / link.achievable();
+}
+
+constexpr seconds all_reduce(bytes size, int n, const link_spec& link, collective_algorithm algorithm) {
+    switch (algorithm) {
+        case collective_algorithm::tree: return tree_all_reduce(size, n, link);
+        case collective_algorithm::automatic: {
+            const seconds ring = ring_all_reduce(size, n, link), tree = tree_all_reduce(size, n, link);
+            return tree < ring ? tree : ring;
+        }
+        case collective_algorithm::ring: break;
+    }
+    return ring_all_reduce(size, n, link);
+}
+
+constexpr seconds reduce_scatter(bytes size, int n, const link_spec& link) {
+    return (n - 1.0) * link.latency + ((n - 1.0) / n) * size / link.achievable();
+}
+
+// Its mirror: `size` is the gathered buffer.
+constexpr seconds all_gather(bytes size, int n, const link_spec& link) { return reduce_scatter(size, n, link); }
+
+constexpr seconds p2p(bytes size, const link_spec& link) { return link.latency + size / link.achievable(); }
+
+constexpr seconds collective_formula(collective c, bytes size, int n, const link_spec& link,
+                                     collective_algorithm algorithm) {
+    switch (c) {
+        case collective::all_reduce: return all_reduce(size, n, link, algorithm);
+        case collective::reduce_scatter: return reduce_scatter(size, n, link);
+        case collective::all_gather: return all_gather(size, n, link);
+        case collective::p2p: return p2p(size, link);
+    }
+    return seconds_of(0.0);
+}
+
+// One of them checked: nothing to send for one GPU, else over a usable link.
+template <class Formula>
+constexpr seconds checked(bytes size, int n, const link_spec& link, Formula formula) {
+    validate_size(size, n);
+    if (n == 1) return seconds_of(0.0);
+    validate(link);
+    return formula(size, n, link);
+}
 }  // namespace comm_detail
 
 // ---- Collectives on N GPUs over one link (bytes = the full buffer size) ------------
@@ -46,11 +99,7 @@ constexpr int ceil_log2(int n) {
 // Ring: N−1 reduce-scatter steps then N−1 all-gather steps, each GPU sending
 // 2·(N−1)/N of the buffer.
 constexpr seconds ring_all_reduce_time(bytes size, int n, const link_spec& link) {
-    comm_detail::validate_size(size, n);
-    if (n == 1) return seconds_of(0.0);
-    validate(link);
-    const double steps = 2.0 * (n - 1);
-    return steps * link.latency + (2.0 * (n - 1) / n) * size / link.achievable();
+    return comm_detail::checked(size, n, link, comm_detail::ring_all_reduce);
 }
 
 // Tree: NCCL's double binary tree. Reduce up and broadcast down take 2·⌈log2 N⌉
@@ -60,33 +109,20 @@ constexpr seconds ring_all_reduce_time(bytes size, int n, const link_spec& link)
 // release notes). Few latency steps, slightly more volume: the tree wins for small
 // buffers on many GPUs, the ring for large ones.
 constexpr seconds tree_all_reduce_time(bytes size, int n, const link_spec& link) {
-    comm_detail::validate_size(size, n);
-    if (n == 1) return seconds_of(0.0);
-    validate(link);
-    const double steps = 2.0 * comm_detail::ceil_log2(n);
-    return steps * link.latency + 2.0 * size / link.achievable();
+    return comm_detail::checked(size, n, link, comm_detail::tree_all_reduce);
 }
 
 constexpr seconds all_reduce_time(bytes size, int n, const link_spec& link,
                                   collective_algorithm algorithm = collective_algorithm::ring) {
-    switch (algorithm) {
-        case collective_algorithm::tree: return tree_all_reduce_time(size, n, link);
-        case collective_algorithm::automatic: {
-            const seconds ring = ring_all_reduce_time(size, n, link), tree = tree_all_reduce_time(size, n, link);
-            return tree < ring ? tree : ring;
-        }
-        case collective_algorithm::ring: break;
-    }
-    return ring_all_reduce_time(size, n, link);
+    return comm_detail::checked(size, n, link, [algorithm](bytes b, int g, const link_spec& l) {
+        return comm_detail::all_reduce(b, g, l, algorithm);
+    });
 }
 
 // Ring reduce-scatter: N−1 steps, (N−1)/N of the buffer per GPU; each GPU ends with
 // 1/N of the reduced buffer.
 constexpr seconds reduce_scatter_time(bytes size, int n, const link_spec& link) {
-    comm_detail::validate_size(size, n);
-    if (n == 1) return seconds_of(0.0);
-    validate(link);
-    return (n - 1.0) * link.latency + ((n - 1.0) / n) * size / link.achievable();
+    return comm_detail::checked(size, n, link, comm_detail::reduce_scatter);
 }
 
 // Ring all-gather: the mirror of reduce-scatter; `size` is the gathered buffer.
@@ -98,20 +134,14 @@ constexpr seconds all_gather_time(bytes size, int n, const link_spec& link) {
 constexpr seconds p2p_time(bytes size, const link_spec& link) {
     comm_detail::validate_size(size, 2);
     validate(link);
-    return link.latency + size / link.achievable();
+    return comm_detail::p2p(size, link);
 }
 
 constexpr seconds collective_time(collective c, bytes size, int n, const link_spec& link,
                                   collective_algorithm algorithm = collective_algorithm::ring) {
-    switch (c) {
-        case collective::all_reduce: return all_reduce_time(size, n, link, algorithm);
-        case collective::reduce_scatter: return reduce_scatter_time(size, n, link);
-        case collective::all_gather: return all_gather_time(size, n, link);
-        case collective::p2p:
-            comm_detail::validate_size(size, n);
-            return n == 1 ? seconds_of(0.0) : p2p_time(size, link);
-    }
-    return seconds_of(0.0);
+    return comm_detail::checked(size, n, link, [c, algorithm](bytes b, int g, const link_spec& l) {
+        return comm_detail::collective_formula(c, b, g, l, algorithm);
+    });
 }
 
 // nccl-tests' "bus bandwidth" factor: algorithm bandwidth (size / time) times this is
@@ -152,24 +182,35 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
 // node, the collective on a 1/g shard across the nodes (g rings in parallel, one per
 // local member), all-gather inside the node; an all-gather or a reduce-scatter runs
 // its two halves the same way.
+// Each link is resolved and checked once, before the halves (n ≥ 2 ranks each) are
+// priced over it.
 constexpr seconds collective_time(const collective_op& op, const cluster_spec& c) {
     const rank_group& g = op.group;
     validate(g);
     comm_detail::validate_size(op.size, g.size);
     if (g.size == 1) return seconds_of(0.0);
     constexpr auto nccl = collective_algorithm::automatic;
-    if (g.inside_one_node()) return collective_time(op.kind, op.size, g.size, node_ring_link(c, g.size), nccl);
-    const link_spec intra = node_ring_link(c, g.per_node);
+    using comm_detail::all_gather, comm_detail::reduce_scatter;
+    if (g.inside_one_node()) {
+        const link_spec link = node_ring_link(c, g.size);
+        validate(link);
+        return comm_detail::collective_formula(op.kind, op.size, g.size, link, nccl);
+    }
     const link_spec network = inter_node_link(c);
-    if (g.per_node == 1 || op.kind == collective::p2p)
-        return collective_time(op.kind, op.size, g.size, inter_node_link(c), nccl);
+    if (g.per_node == 1 || op.kind == collective::p2p) {
+        validate(network);
+        return comm_detail::collective_formula(op.kind, op.size, g.size, network, nccl);
+    }
+    const link_spec intra = node_ring_link(c, g.per_node);
     const int local = g.per_node;
     const int nodes = g.nodes();
     const bytes shard = op.size / double(local);
     switch (op.kind) {
         case collective::all_reduce:
-            return reduce_scatter_time(op.size, local, intra) + all_reduce_time(shard, nodes, network, nccl) +
-                   all_gather_time(op.size, local, intra);
+            validate(intra);
+            validate(network);
+            return reduce_scatter(op.size, local, intra) + comm_detail::all_reduce(shard, nodes, network, nccl) +
+                   all_gather(op.size, local, intra);
         // NCCL runs these as rings over all n ranks: n − 1 steps, nodes − 1 of them
         // across the network and n − nodes inside nodes, each paying its link's
         // latency (NCCL src/graph/tuning.cc@5067397c: ring latency = base +
@@ -178,10 +219,14 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
         // (local − 1)·(nodes − 1) intra-node steps are added: at a thousand ranks the
         // latency of one collective reaches milliseconds.
         case collective::reduce_scatter:
-            return reduce_scatter_time(op.size, local, intra) + reduce_scatter_time(shard, nodes, network) +
+            validate(network);
+            validate(intra);
+            return reduce_scatter(op.size, local, intra) + reduce_scatter(shard, nodes, network) +
                    (local - 1.0) * (nodes - 1.0) * intra.latency;
         case collective::all_gather:
-            return all_gather_time(shard, nodes, network) + all_gather_time(op.size, local, intra) +
+            validate(intra);
+            validate(network);
+            return all_gather(shard, nodes, network) + all_gather(op.size, local, intra) +
                    (local - 1.0) * (nodes - 1.0) * intra.latency;
         case collective::p2p: break;
     }
@@ -195,7 +240,7 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
 constexpr seconds host_transfer_time(const host_transfer_op& op, const gpu_spec& gpu, const host_spec& host) {
     comm_detail::validate_size(op.size, 1);
     const link_spec& link = gpu.host_link;
-    require(link.kind != link_kind::none, "gpu.host_link", to_string(link.kind),
+    require(link.kind != link_kind::none, "gpu.host_link", to_string(link_kind::none),
             "no host link: nothing can be copied between this GPU and its host");
     validate_link_numbers(link, "gpu.host_link.per_direction_bytes_per_second");
     validate(host);

@@ -97,9 +97,9 @@ struct flop_breakdown {
     constexpr flops layer() const { return qkv + scores + context + out_proj + ffn; }
 };
 
-constexpr flop_breakdown exact_forward_breakdown(const transformer_config& m, int seq,
-                                                 const flop_options& o = {}) {
-    flops_detail::check_seq(m, seq);
+namespace flops_detail {
+// exact_forward_breakdown for a model and sequence already checked (check_seq).
+constexpr flop_breakdown forward_breakdown(const transformer_config& m, int seq, const flop_options& o = {}) {
     const double h = m.hidden, s = seq, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double causal = (o.causal_savings && m.causal) ? (s + 1) / (2 * s) : 1.0;
     const double ffn_matrices = m.ffn == ffn_kind::swiglu ? 3 : 2;
@@ -109,6 +109,13 @@ constexpr flop_breakdown exact_forward_breakdown(const transformer_config& m, in
             .out_proj = flops_of(2 * s * q * h),
             .ffn = flops_of(ffn_matrices * 2 * s * h * f),
             .logits = flops_of(2 * s * h * double(m.vocab))};
+}
+}  // namespace flops_detail
+
+constexpr flop_breakdown exact_forward_breakdown(const transformer_config& m, int seq,
+                                                 const flop_options& o = {}) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::forward_breakdown(m, seq, o);
 }
 
 constexpr flops exact_forward_flops_per_sample(const transformer_config& m, int seq,
@@ -150,19 +157,32 @@ constexpr double matmul_parameters(const transformer_config& m) {
     return double(m.layers) * layer_parameters(m) + double(m.vocab) * m.hidden;
 }
 
+namespace flops_detail {
+// The two below for a model and sequence already checked (check_seq): a prediction
+// checks its setup once.
 constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
-    flops_detail::check_seq(m, seq);
     const double t = seq;
     return flops_of(t * (6.0 * matmul_parameters(m) + 12.0 * m.layers * double(m.q_width()) * t));
+}
+
+constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
+    const flop_breakdown b = forward_breakdown(m, seq);
+    if (r == recompute_mode::full) return double(m.layers) * b.layer();
+    if (r == recompute_mode::selective) return double(m.layers) * b.attention_core();
+    return flops_of(0);
+}
+}  // namespace flops_detail
+
+constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::palm_training_flops_per_sample(m, seq);
 }
 
 // What recomputation adds on top (the forward of what it repeats, exact per-op
 // count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
 constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
-    const flop_breakdown b = exact_forward_breakdown(m, seq);  // validates m and seq
-    if (r == recompute_mode::full) return double(m.layers) * b.layer();
-    if (r == recompute_mode::selective) return double(m.layers) * b.attention_core();
-    return flops_of(0);
+    flops_detail::check_seq(m, seq);
+    return flops_detail::recompute_flops_per_sample(m, seq, r);
 }
 
 // FLOPs that run per sample when fine-tuning with adapters (LoRA, QLoRA), on PaLM's
@@ -176,7 +196,9 @@ constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq,
 // so under fine-tuning it can exceed HFU.
 constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, int seq, const finetune_spec& f,
                                                    recompute_mode r) {
-    const flops full = palm_training_flops_per_sample(m, seq) + recompute_flops_per_sample(m, seq, r);
+    flops_detail::check_seq(m, seq);
+    const flops full = flops_detail::palm_training_flops_per_sample(m, seq) +
+                       flops_detail::recompute_flops_per_sample(m, seq, r);
     if (!f.freezes_base()) return full;
     const double t = seq;
     const double adapters = adapter_parameters(m, f);

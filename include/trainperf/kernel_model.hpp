@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include "attention_kernels.hpp"
@@ -138,8 +139,8 @@ constexpr tiling_set small_tile_search(double tile_m, double tile_n, double smal
 
 // The tilings of each architecture's default parameters (kernel_params.hpp), derived at
 // compile time: a model built with an architecture's defaults (or any parameters with
-// the same tile and small-tile efficiency) copies them; other parameters derive their
-// own when the model is built.
+// the same tile and small-tile efficiency) refers to them; other parameters derive
+// their own when the model is built.
 struct default_tilings {
     double tile_m = 0, tile_n = 0, small_tile_efficiency = 0;
     tiling_set set;
@@ -163,11 +164,6 @@ constexpr const tiling_set* default_tilings_of(const kernel_params& p) {
     return nullptr;
 }
 
-constexpr tiling_set tilings_of(const kernel_params& p) {
-    const tiling_set* table = default_tilings_of(p);
-    return table ? *table : small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
-}
-
 }  // namespace kernel_detail
 
 // The kernel model bound to one GPU and one parameter set. What does not depend on
@@ -181,7 +177,8 @@ public:
         : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)), inverse_sms_(1.0 / sms_),
           seconds_per_byte_(kernel_detail::seconds_per_byte(gpu, p)),
           full_m_{p.tile_m, kernel_detail::exact_inverse(p.tile_m)},
-          full_n_{p.tile_n, kernel_detail::exact_inverse(p.tile_n)}, search_(kernel_detail::tilings_of(p)) {
+          full_n_{p.tile_n, kernel_detail::exact_inverse(p.tile_n)}, table_(kernel_detail::default_tilings_of(p)) {
+        if (table_ == nullptr) own_ = kernel_detail::small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
             const auto peak = gpu.peak.of(dtype(i));
             const double fraction = dtype(i) == dtype::fp32 ? p.cuda_core_fraction : p.peak_fraction;
@@ -231,86 +228,11 @@ public:
     seconds gemm_compute_time(const gemm_shape& g, bool exhaustive = false) const {
         const wave_quantization base = quantize(g);
         const double spf = seconds_per_flop(g.math);
+        const kernel_detail::tiling_set& tilings = search();
         double best = 2.0 * (g.k + p_.k_half) * base.launched * spf;
-        if (search_.count == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
+        if (tilings.count == 0 || (!exhaustive && base.utilization >= p_.small_tile_efficiency && base.tiles >= sms_))
             return seconds_of(best);
-        const double useful = g.m * g.n * g.batch;
-        // Whether any tiling can split at all: no tile side exceeds the configured tile's
-        // longer one, so every tiling launches at least `fewest` CTAs, and a split of 2
-        // needs 2·CTAs within the waves allowed and k/2 no shallower than a slice may be.
-        const tile& longest = p_.tile_m >= p_.tile_n ? full_m_ : full_n_;
-        const double fewest = count(g.m, longest) * count(g.n, longest) * g.batch;
-        const bool splittable = fewest * 2 <= kernel_detail::split_k_max_waves * sms_ &&
-                                g.k * 0.5 >= kernel_detail::split_k_min_slice;
-        // Lower bound at rate 1, unsplit: all launched work useful.
-        const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
-        // Where m and n are at least the longest side, no tile is narrowed to cover them,
-        // so every tiling of a level has that level's area and launches whole waves of at
-        // least useful/area CTAs.
-        const bool unnarrowed = g.m >= longest.size && g.n >= longest.size;
-        // The common case at once: where no tiling can split, only the smaller tiles
-        // unsplit remain, and neither level 1 (its bound below) nor any deeper level (a
-        // lower rate still, all launched work useful at best) can beat `base`.
-        if (!exhaustive && !splittable && search_.first_smaller < search_.count) {
-            const tiling& c = search_.items[std::size_t(search_.first_smaller)];
-            double bound = unnarrowed ? whole_waves_bound(g, c, fewest_ctas(c, useful), spf) : unsplit_bound;
-            if (search_.first_deeper < search_.count)
-                bound = std::min(bound * c.inverse_rate,
-                                 unsplit_bound * search_.items[std::size_t(search_.first_deeper)].inverse_rate);
-            else
-                bound *= c.inverse_rate;
-            if (bound * (1 - 1e-12) >= best) return seconds_of(best);
-        }
-        // A split s launches every slice's CTAs: at least s·useful output elements, each
-        // over k/s + k_half, i.e. 2·(k + s·k_half)·useful FLOPs at the tiling's rate, plus
-        // s fp32 partial outputs written and read back by the reduction. So a split never
-        // costs less than the unsplit useful work, and s = 2 bounds every split from below.
-        const auto partials = [&](double split) {
-            return 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
-        };
-        const double split_cost = partials(2);
-        const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
-        int level = -1;
-        bool skip_level = false;
-        for (int i = 0; i < search_.count; ++i) {
-            const tiling& c = search_.items[std::size_t(i)];
-            if (!exhaustive && c.level != level) {
-                level = c.level;
-                // Splits cost at least the unsplit useful work (above): every later level
-                // is slower still once the useful work at this rate cannot win.
-                if (unsplit_bound * c.inverse_rate * (1 - 1e-12) >= best) break;
-                // The configured tile unsplit, in either orientation, is `base` already:
-                // level 0 has only its splits to try.
-                double unsplit = c.level == 0 ? std::numeric_limits<double>::infinity() : unsplit_bound;
-                bool level_splits = splittable;
-                if (unnarrowed) {
-                    // At least useful/area CTAs: whole waves of them, and a split only
-                    // where twice those CTAs fit in the waves allowed.
-                    const double ctas = fewest_ctas(c, useful);
-                    if (c.level > 0) unsplit = whole_waves_bound(g, c, ctas, spf);
-                    level_splits = level_splits && ctas * 2 <= kernel_detail::split_k_max_waves * sms_;
-                }
-                const double split = level_splits ? split_bound * c.inverse_rate + split_cost
-                                                  : std::numeric_limits<double>::infinity();
-                skip_level = std::min(unsplit * c.inverse_rate, split) * (1 - 1e-12) >= best;
-            }
-            if (skip_level) continue;
-            const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);
-            const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
-            // The configured tile unsplit, in either orientation, is `base` already.
-            for (double split = !exhaustive && c.level == 0 ? 2 : 1; split <= kernel_detail::split_k_max;
-                 split *= 2) {
-                const double slice = g.k * (1.0 / split);  // exact: split is a power of two
-                if (split > 1 && (tiles * split > kernel_detail::split_k_max_waves * sms_ ||
-                                  slice < kernel_detail::split_k_min_slice))
-                    break;
-                const double launched = waves_of(tiles * split) * sms_ * ta.size * tb.size;
-                double t = 2.0 * (slice + p_.k_half) * launched * spf * c.inverse_rate;
-                if (split > 1) t += partials(split);
-                if (t < best) best = t;
-            }
-        }
-        return seconds_of(best);
+        return seconds_of(searched(g, tilings, best, spf, exhaustive));
     }
 
     seconds gemm_memory_time(const gemm_shape& g) const {
@@ -350,6 +272,90 @@ private:
     using tile = kernel_detail::tile;
     using tiling = kernel_detail::tiling;
 
+    // The search beyond the configured tile (gemm_compute_time): the smaller tilings and
+    // split-K, from `best`, the configured tile's time. Out of line, so that the common
+    // case (the configured tile accepted at once) runs without this one's registers.
+    [[gnu::noinline]] double searched(const gemm_shape& g, const kernel_detail::tiling_set& tilings, double best,
+                                      double spf, bool exhaustive) const {
+        const double useful = g.m * g.n * g.batch;
+        // Whether any tiling can split at all: no tile side exceeds the configured tile's
+        // longer one, so every tiling launches at least `fewest` CTAs, and a split of 2
+        // needs 2·CTAs within the waves allowed and k/2 no shallower than a slice may be.
+        const tile& longest = p_.tile_m >= p_.tile_n ? full_m_ : full_n_;
+        const double fewest = count(g.m, longest) * count(g.n, longest) * g.batch;
+        const bool splittable = fewest * 2 <= kernel_detail::split_k_max_waves * sms_ &&
+                                g.k * 0.5 >= kernel_detail::split_k_min_slice;
+        // Lower bound at rate 1, unsplit: all launched work useful.
+        const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
+        // Where m and n are at least the longest side, no tile is narrowed to cover them,
+        // so every tiling of a level has that level's area and launches whole waves of at
+        // least useful/area CTAs.
+        const bool unnarrowed = g.m >= longest.size && g.n >= longest.size;
+        // The common case at once: where no tiling can split, only the smaller tiles
+        // unsplit remain, and neither level 1 (its bound below) nor any deeper level (a
+        // lower rate still, all launched work useful at best) can beat `best`, the configured tile's time.
+        if (!exhaustive && !splittable && tilings.first_smaller < tilings.count) {
+            const tiling& c = tilings.items[std::size_t(tilings.first_smaller)];
+            double bound = unnarrowed ? whole_waves_bound(g, c, fewest_ctas(c, useful), spf) : unsplit_bound;
+            if (tilings.first_deeper < tilings.count)
+                bound = std::min(bound * c.inverse_rate,
+                                 unsplit_bound * tilings.items[std::size_t(tilings.first_deeper)].inverse_rate);
+            else
+                bound *= c.inverse_rate;
+            if (bound * (1 - 1e-12) >= best) return best;
+        }
+        // A split s launches every slice's CTAs: at least s·useful output elements, each
+        // over k/s + k_half, i.e. 2·(k + s·k_half)·useful FLOPs at the tiling's rate, plus
+        // s fp32 partial outputs written and read back by the reduction. So a split never
+        // costs less than the unsplit useful work, and s = 2 bounds every split from below.
+        const auto partials = [&](double split) {
+            return 2.0 * split * useful * size_of(dtype::fp32) * seconds_per_byte_;
+        };
+        const double split_cost = partials(2);
+        const double split_bound = 2.0 * (g.k + 2.0 * p_.k_half) * useful * spf;
+        int level = -1;
+        bool skip_level = false;
+        for (int i = 0; i < tilings.count; ++i) {
+            const tiling& c = tilings.items[std::size_t(i)];
+            if (!exhaustive && c.level != level) {
+                level = c.level;
+                // Splits cost at least the unsplit useful work (above): every later level
+                // is slower still once the useful work at this rate cannot win.
+                if (unsplit_bound * c.inverse_rate * (1 - 1e-12) >= best) break;
+                // The configured tile unsplit, in either orientation, is `base` already:
+                // level 0 has only its splits to try.
+                double unsplit = c.level == 0 ? std::numeric_limits<double>::infinity() : unsplit_bound;
+                bool level_splits = splittable;
+                if (unnarrowed) {
+                    // At least useful/area CTAs: whole waves of them, and a split only
+                    // where twice those CTAs fit in the waves allowed.
+                    const double ctas = fewest_ctas(c, useful);
+                    if (c.level > 0) unsplit = whole_waves_bound(g, c, ctas, spf);
+                    level_splits = level_splits && ctas * 2 <= kernel_detail::split_k_max_waves * sms_;
+                }
+                const double split = level_splits ? split_bound * c.inverse_rate + split_cost
+                                                  : std::numeric_limits<double>::infinity();
+                skip_level = std::min(unsplit * c.inverse_rate, split) * (1 - 1e-12) >= best;
+            }
+            if (skip_level) continue;
+            const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);
+            const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
+            // The configured tile unsplit, in either orientation, is `base` already.
+            for (double split = !exhaustive && c.level == 0 ? 2 : 1; split <= kernel_detail::split_k_max;
+                 split *= 2) {
+                const double slice = g.k * (1.0 / split);  // exact: split is a power of two
+                if (split > 1 && (tiles * split > kernel_detail::split_k_max_waves * sms_ ||
+                                  slice < kernel_detail::split_k_min_slice))
+                    break;
+                const double launched = waves_of(tiles * split) * sms_ * ta.size * tb.size;
+                double t = 2.0 * (slice + p_.k_half) * launched * spf * c.inverse_rate;
+                if (split > 1) t += partials(split);
+                if (t < best) best = t;
+            }
+        }
+        return best;
+    }
+
     // Where m and n are at least the longest tile side, every tiling of c's level has
     // c's area and launches at least useful/area CTAs (just under, so rounding cannot
     // raise the bound) ...
@@ -373,18 +379,14 @@ private:
         return t.size < full.size ? t : full;
     }
 
-    // ⌈ctas / SMs⌉: the least w with w·SMs ≥ ctas, from the product with the reciprocal
-    // corrected by one where it rounded across an integer (w·SMs is exact).
-    double waves_of(double ctas) const {
-        double w = kernel_detail::ceil_count(ctas * inverse_sms_);
-        if (w * sms_ < ctas) w += 1;
-        else if (w >= 1 && (w - 1) * sms_ >= ctas) w -= 1;
-        return w;
-    }
+    // ⌈ctas / SMs⌉, the least w with w·SMs ≥ ctas: exact from the rounded quotient.
+    // Where ctas is not a multiple of the SMs it exceeds one by δ ≥ ulp(ctas), so the
+    // exact quotient exceeds an integer by more than the quotient's rounding error
+    // (half an ulp, at most 2⁻⁵³ of it) and the rounded one does too.
+    double waves_of(double ctas) const { return kernel_detail::ceil_count(ctas / sms_); }
 
-    static double count(double dim, const tile& t) {
-        return kernel_detail::ceil_count(t.inverse > 0 ? dim * t.inverse : dim / t.size);
-    }
+    // ⌈dim / tile⌉, exact from the rounded quotient (as waves_of).
+    static double count(double dim, const tile& t) { return kernel_detail::ceil_count(dim / t.size); }
 
     // The tiles, waves and launched work of one tiling; its utilization apart (a division,
     // taken only for the tiling kept).
@@ -414,7 +416,11 @@ private:
     double seconds_per_byte_;
     tile full_m_, full_n_;
     std::array<double, enum_names<dtype>::table.size()> seconds_per_flop_{};
-    kernel_detail::tiling_set search_;
+    // The small-tile search's tilings: the compile-time table's entry for the
+    // parameters, or the model's own (derived when it is built).
+    const kernel_detail::tiling_set* table_;
+    std::optional<kernel_detail::tiling_set> own_;
+    const kernel_detail::tiling_set& search() const { return table_ ? *table_ : *own_; }
 };
 
 // The same model, one call at a time.

@@ -136,4 +136,15 @@ constexpr kernel_params default_kernel_params(const gpu_spec& gpu) {
     return p;
 }
 
+// Every default is valid, with or without a fit (a failed check does not compile), so
+// a setup that gives no parameters of its own has none to check (setup.hpp validate).
+static_assert([] {
+    for (const gpu_architecture a : enum_values<gpu_architecture>()) {
+        validate(default_kernel_params(gpu_spec{.architecture = a}));
+        for (const auto& f : fitted_kernel_defaults)
+            validate(default_kernel_params(gpu_spec{.architecture = a, .compute_capability = f.compute_capability}));
+    }
+    return true;
+}());
+
 }  // namespace trainperf

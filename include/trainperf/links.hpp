@@ -14,7 +14,7 @@ namespace trainperf {
 
 // A link must be usable before anything is sent over it.
 constexpr void validate(const link_spec& l) {
-    require(l.kind != link_kind::none, "link", to_string(l.kind),
+    require(l.kind != link_kind::none, "link", to_string(link_kind::none),
             "no GPU-to-GPU link: this GPU cannot take part in a collective");
     validate_link_numbers(l, "link.per_direction_bytes_per_second");
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 #include "dtype.hpp"
 #include "enum_names.hpp"
@@ -47,6 +48,8 @@ struct parameter_tensor {
 
     constexpr double elements() const { return cols == 0 ? rows : rows * cols; }
     constexpr bool is_matrix() const { return cols != 0; }
+    // A tensor the model does not have (no elements, e.g. positions of a max_seq of 0).
+    constexpr bool empty() const { return !(elements() > 0 && count > 0); }
 };
 
 // Up to this many distinct tensors per model (a fixed size keeps it constexpr).
@@ -55,7 +58,7 @@ struct parameter_tensor_list {
     std::size_t size = 0;
 
     constexpr void add(parameter_tensor t) {
-        if (t.elements() > 0 && t.count > 0) items[size++] = t;
+        if (!t.empty()) items[size++] = t;
     }
     constexpr const parameter_tensor* begin() const { return items.data(); }
     constexpr const parameter_tensor* end() const { return items.data() + size; }
@@ -69,41 +72,50 @@ struct parameter_tensor_list {
 // The model's parameter tensors as Hugging Face / Megatron lay them out: separate
 // Q, K, V projections (GPT-2's fused c_attn has the same elements; Adafactor's
 // factored state differs by 2·hidden per layer). Sums to parameter_count(m).
-constexpr parameter_tensor_list parameter_tensors(const transformer_config& m) {
+// `visit` sees each tensor in this order, empty ones too (a learned position table of
+// max_seq 0); parameter_tensors lists those the model has, and model_state_of sums over
+// them without building the list.
+template <class Visit>
+constexpr Visit for_each_parameter_tensor(const transformer_config& m, Visit visit) {
     const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), n = m.layers, q = m.q_width();
     const bool b = m.linear_biases;
     const double norm_vectors = m.norm == norm_kind::layernorm ? 2 : 1;  // scale (+ bias)
-    parameter_tensor_list l;
-    l.add({"q_proj", q, h, n});
-    l.add({"k_proj", kv, h, n});
-    l.add({"v_proj", kv, h, n});
-    l.add({"o_proj", h, q, n});
-    if (m.ffn == ffn_kind::swiglu) l.add({"gate_proj", f, h, n});
-    l.add({"up_proj", f, h, n});
-    l.add({"down_proj", h, f, n});
+    visit({"q_proj", q, h, n});
+    visit({"k_proj", kv, h, n});
+    visit({"v_proj", kv, h, n});
+    visit({"o_proj", h, q, n});
+    if (m.ffn == ffn_kind::swiglu) visit({"gate_proj", f, h, n});
+    visit({"up_proj", f, h, n});
+    visit({"down_proj", h, f, n});
     if (has_qkv_biases(m)) {
-        l.add({"q_bias", q, 0, n});
-        l.add({"kv_bias", kv, 0, 2 * n});
+        visit({"q_bias", q, 0, n});
+        visit({"kv_bias", kv, 0, 2 * n});
     }
     if (b) {
-        l.add({"o_bias", h, 0, n});
-        l.add({"up_bias", f, 0, n * (m.ffn == ffn_kind::swiglu ? 2 : 1)});
-        l.add({"down_bias", h, 0, n});
+        visit({"o_bias", h, 0, n});
+        visit({"up_bias", f, 0, n * (m.ffn == ffn_kind::swiglu ? 2 : 1)});
+        visit({"down_bias", h, 0, n});
     }
-    l.add({"layer_norms", h, 0, m.norms_per_layer * norm_vectors * n});
-    l.add({"token_embedding", double(m.vocab), h, 1});
-    if (m.positions == position_kind::learned) l.add({"position_embedding", double(m.max_seq), h, 1});
+    visit({"layer_norms", h, 0, m.norms_per_layer * norm_vectors * n});
+    visit({"token_embedding", double(m.vocab), h, 1});
+    if (m.positions == position_kind::learned) visit({"position_embedding", double(m.max_seq), h, 1});
     if (m.token_types > 0) {
-        l.add({"token_type_embedding", double(m.token_types), h, 1});
-        l.add({"embedding_norm", h, 0, 2});  // BERT: layernorm scale and bias
+        visit({"token_type_embedding", double(m.token_types), h, 1});
+        visit({"embedding_norm", h, 0, 2});  // BERT: layernorm scale and bias
     } else {
-        l.add({"final_norm", h, 0, norm_vectors});
+        visit({"final_norm", h, 0, norm_vectors});
     }
-    if (!m.tied_embeddings) l.add({"lm_head", double(m.vocab), h, 1});
+    if (!m.tied_embeddings) visit({"lm_head", double(m.vocab), h, 1});
     if (m.pooler) {
-        l.add({"pooler", h, h, 1});
-        l.add({"pooler_bias", h, 0, 1});
+        visit({"pooler", h, h, 1});
+        visit({"pooler_bias", h, 0, 1});
     }
+    return visit;
+}
+
+constexpr parameter_tensor_list parameter_tensors(const transformer_config& m) {
+    parameter_tensor_list l;
+    for_each_parameter_tensor(m, [&l](const parameter_tensor& t) { l.add(t); });
     return l;
 }
 
@@ -137,6 +149,34 @@ constexpr double cube_root(double x) {
     }
     return r;
 }
+
+// The state of one of the tensor's `count` copies, `s` bytes per state value.
+template <optimizer_kind K>
+constexpr double tensor_state(const parameter_tensor& t, double s) {
+    if constexpr (K == optimizer_kind::sgd) return 0;
+    else if constexpr (K == optimizer_kind::sgd_momentum || K == optimizer_kind::lion) return t.elements() * s;
+    else if constexpr (K == optimizer_kind::adamw || K == optimizer_kind::adamw_fused) return 2 * t.elements() * s;
+    else if constexpr (K == optimizer_kind::adafactor) return (t.is_matrix() ? t.rows + t.cols : t.rows) * s;
+    else return adam8bit_state_of(t.elements());
+}
+
+// f(kind) with the kind as a constant (std::integral_constant): a pass over the tensors
+// is compiled once per kind instead of switching at every tensor. A value outside the
+// enum keeps no state, as sgd.
+template <class F>
+constexpr auto with_kind(optimizer_kind k, F&& f) {
+    using kind = optimizer_kind;
+    switch (k) {
+        case kind::sgd: break;
+        case kind::sgd_momentum: return f(std::integral_constant<kind, kind::sgd_momentum>{});
+        case kind::adamw: return f(std::integral_constant<kind, kind::adamw>{});
+        case kind::adamw_fused: return f(std::integral_constant<kind, kind::adamw_fused>{});
+        case kind::adafactor: return f(std::integral_constant<kind, kind::adafactor>{});
+        case kind::lion: return f(std::integral_constant<kind, kind::lion>{});
+        case kind::adam8bit: return f(std::integral_constant<kind, kind::adam8bit>{});
+    }
+    return f(std::integral_constant<kind, kind::sgd>{});
+}
 }  // namespace optimizer_detail
 
 // Optimizer state of a whole model, from its tensor shapes. `state` is the dtype of
@@ -149,25 +189,11 @@ constexpr double cube_root(double x) {
 constexpr bytes optimizer_state_bytes(optimizer_kind k, const parameter_tensor_list& tensors,
                                       dtype state = dtype::fp32) {
     const double s = size_of(state);
-    double total = 0;
-    for (const auto& t : tensors) {
-        double per_tensor = 0;
-        switch (k) {
-            case optimizer_kind::sgd: break;
-            case optimizer_kind::sgd_momentum:
-            case optimizer_kind::lion: per_tensor = t.elements() * s; break;
-            case optimizer_kind::adamw:
-            case optimizer_kind::adamw_fused: per_tensor = 2 * t.elements() * s; break;
-            case optimizer_kind::adafactor:
-                per_tensor = (t.is_matrix() ? t.rows + t.cols : t.rows) * s;
-                break;
-            case optimizer_kind::adam8bit:
-                per_tensor = optimizer_detail::adam8bit_state_of(t.elements());
-                break;
-        }
-        total += per_tensor * t.count;
-    }
-    return bytes_of(total);
+    return optimizer_detail::with_kind(k, [&](auto kind) {
+        double total = 0;
+        for (const auto& t : tensors) total += optimizer_detail::tensor_state<kind()>(t, s) * t.count;
+        return bytes_of(total);
+    });
 }
 
 constexpr bytes optimizer_state_bytes(optimizer_kind k, const transformer_config& m,
@@ -217,22 +243,47 @@ struct model_state {
     double trainable_tensors = 0;
 };
 
-constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state = dtype::fp32) {
-    validate(m);
+namespace optimizer_detail {
+// What model_state_of sums over the tensors: their count, the largest, and the
+// optimizer state, added in the tensors' order as optimizer_state_bytes adds the list.
+struct tensor_sums {
+    double s = 0;  // bytes per state value
+    double tensors = 0, largest = 0, state = 0;
+};
+
+template <optimizer_kind K>
+struct tensor_sums_of : tensor_sums {
+    constexpr void operator()(const parameter_tensor& t) {
+        if (t.empty()) return;
+        tensors += t.count;
+        if (t.elements() > largest) largest = t.elements();
+        state += tensor_state<K>(t, s) * t.count;
+    }
+};
+
+// model_state_of for a model already validated: one pass over its tensors, summed in
+// their order as optimizer_state_bytes sums the list.
+constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state) {
     model_state r;
     r.parameters = parameter_count(m);
     r.layer_parameters = layer_parameters(m);
     r.embedding_parameters = embedding_parameters(m);
     r.head_parameters = head_parameters(m);
-    const parameter_tensor_list tensors = parameter_tensors(m);
-    for (const auto& t : tensors) {
-        r.tensors += t.count;
-        if (t.elements() > r.largest_tensor) r.largest_tensor = t.elements();
-    }
-    r.optimizer_state = optimizer_state_bytes(k, tensors, state);
+    const tensor_sums sum = with_kind(k, [&](auto kind) -> tensor_sums {
+        return for_each_parameter_tensor(m, tensor_sums_of<kind()>{{size_of(state)}});
+    });
+    r.tensors = sum.tensors;
+    r.largest_tensor = sum.largest;
+    r.optimizer_state = bytes_of(sum.state);
     r.trainable_parameters = r.parameters;
     r.trainable_tensors = r.tensors;
     return r;
+}
+}  // namespace optimizer_detail
+
+constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state = dtype::fp32) {
+    validate(m);
+    return optimizer_detail::model_state_of(k, m, state);
 }
 
 }  // namespace trainperf

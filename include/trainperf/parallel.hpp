@@ -144,8 +144,9 @@ constexpr void validate(const parallel_layout& p) {
             "must be between 0 (every data-parallel rank) and 2^22");
     if (p.shard_group > 0) {
         require(p.zero >= 1, "shard_group", p.shard_group, "shards ZeRO's state: needs zero 1, 2 or 3");
-        require(shards_evenly(p.shard_group, p.dp, p.cp), "shard_group", p.shard_group,
-                "must divide dp x cp = " + std::to_string(1LL * p.dp * p.cp) + " and be a multiple of cp");
+        if (!shards_evenly(p.shard_group, p.dp, p.cp))  // the message is built only on failure
+            detail::fail("shard_group", p.shard_group,
+                         "must divide dp x cp = " + std::to_string(1LL * p.dp * p.cp) + " and be a multiple of cp");
     }
     for (const auto& [name, layers] : {std::pair<std::string_view, int>{"first_stage_layers", p.first_stage_layers},
                                        std::pair<std::string_view, int>{"last_stage_layers", p.last_stage_layers}}) {

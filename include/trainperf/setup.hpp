@@ -87,15 +87,23 @@ constexpr int gpus_sharing_a_host(const training_setup& s) {
 // What the setup's model and optimizer hold whatever the layout. Fine-tuning with
 // adapters trains only them: the optimizer state is theirs (fp32, finetune.hpp), and
 // the trainable parameters and tensors are the adapters' A and B of every layer.
+namespace setup_detail {
+// For a setup already validated (validate(s)).
 constexpr model_state model_state_of(const training_setup& s) {
-    model_state r = model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
+    model_state r = optimizer_detail::model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
     if (s.finetune.freezes_base()) {
-        validate(s.finetune);
         r.trainable_parameters = adapter_parameters(s.model, s.finetune);
         r.trainable_tensors = 2 * s.model.layers * adapted_matrices_per_layer(s.model, s.finetune);
         r.optimizer_state = adapter_optimizer_state_bytes(s.optimizer, s.model, s.finetune);
     }
     return r;
+}
+}  // namespace setup_detail
+
+constexpr model_state model_state_of(const training_setup& s) {
+    validate(s.model);
+    if (s.finetune.freezes_base()) validate(s.finetune);
+    return setup_detail::model_state_of(s);
 }
 
 constexpr void validate(const training_setup& s) {
@@ -103,7 +111,7 @@ constexpr void validate(const training_setup& s) {
     validate(s.model);
     validate(s.layout, s.model);
     validate(s.framework);
-    validate(kernel_params_of(s));
+    if (s.kernels) validate(*s.kernels);  // the defaults are valid (kernel_params.hpp)
     validate(s.finetune);
     check_supported(s.cluster.gpu, s.precision);
     const auto& l = s.layout;

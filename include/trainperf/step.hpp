@@ -248,50 +248,62 @@ public:
         // fewer SMs; never part of the attention core.
         const tp_overlap_method method = tp_overlap_ > 1 ? tp_overlap_method_of(g.op) : tp_overlap_method{};
         const seconds time = method.chunks > 0 ? overlapped_gemm_time(g.op.shape, method) : gemm_time(g.op.shape);
-        add(g.part, g.count, g.recomputed, time);
-        if (g.op.phase == op_phase::backward_weight) sections_[at_].weight_gradient += g.count * time;
-        if (method.chunks > 0) sections_[at_].tp_overlap_capacity += (g.count + g.recomputed) * time;
-        if (g.op.region == op_region::attention_core) {
-            sections_[at_].core[g.part == step_part::forward ? 0 : 1] += g.count * time;
-            sections_[at_].core[2] += g.recomputed * time;
-        }
-        add_host(g.part, g.count, g.recomputed,
-                 g.part == step_part::forward ? host_.op * host_.gemm : host_.backward_launch);
+        const std::size_t part = g.part == step_part::forward ? 0 : 1;
+        const double cost = part == 0 ? host_.op * host_.gemm : host_.backward_launch;
+        stage_sums& at = sections_[at_];
+        const double t = time.value();
+        at[stage_sums::gpu + part] += g.count * t;
+        at[stage_sums::host_calls + part] += g.count * cost;
+        if (g.op.phase == op_phase::backward_weight) at[stage_sums::weight_gradient] += g.count * t;
+        if (method.chunks > 0) at[stage_sums::tp_overlap_capacity] += (g.count + g.recomputed) * t;
+        const bool core = g.op.region == op_region::attention_core;
+        if (core) at[stage_sums::core + part] += g.count * t;
+        if (g.recomputed == 0) return;  // the sums below would each add 0
+        at[stage_sums::gpu + 2] += g.recomputed * t;
+        at[stage_sums::host_calls + 2] += g.recomputed * cost;
+        if (core) at[stage_sums::core + 2] += g.recomputed * t;
     }
     void operator()(const stage_op<attention_op>& a) {
         const seconds time = kernels_.attention_time(a.op);
         add(a.part, a.count, a.recomputed, time);
         // What a context-parallel ring hides behind.
-        sections_[at_].core[a.part == step_part::forward ? 0 : 1] += a.count * time;
-        sections_[at_].core[2] += a.recomputed * time;
+        sections_[at_][stage_sums::core + (a.part == step_part::forward ? 0 : 1)] += a.count * time.value();
+        sections_[at_][stage_sums::core + 2] += a.recomputed * time.value();
         add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
     }
     void operator()(const stage_op<memory_op>& m) {
         const std::size_t part = m.part == step_part::forward ? 0 : 1;
         stage_sums& at = sections_[at_];
-        at.bytes[part] += m.count * m.op.moved.value();
-        at.launches[part] += m.count * m.op.launches;
-        at.bytes[2] += m.recomputed * m.op.moved.value();
-        at.launches[2] += m.recomputed * m.op.launches;
+        const double moved = m.op.moved.value(), launches = m.op.launches;
+        const double cost = part == 0 ? host_.op : host_.backward_launch;
+        at[stage_sums::bytes + part] += m.count * moved;
+        at[stage_sums::launches + part] += m.count * launches;
+        at[stage_sums::host_calls + part] += m.count * launches * cost;
         if (m.op.region == op_region::attention_core) {
-            at.core_bytes[part] += m.count * m.op.moved.value();
-            at.core_launches[part] += m.count * m.op.launches;
-            at.core_bytes[2] += m.recomputed * m.op.moved.value();
-            at.core_launches[2] += m.recomputed * m.op.launches;
+            at[stage_sums::core_bytes + part] += m.count * moved;
+            at[stage_sums::core_launches + part] += m.count * launches;
         }
-        add_host(m.part, m.count * m.op.launches, m.recomputed * m.op.launches,
-                 m.part == step_part::forward ? host_.op : host_.backward_launch);
+        if (m.recomputed == 0) return;  // the sums below would each add 0
+        at[stage_sums::bytes + 2] += m.recomputed * moved;
+        at[stage_sums::launches + 2] += m.recomputed * launches;
+        at[stage_sums::host_calls + 2] += m.recomputed * launches * cost;
+        if (m.op.region == op_region::attention_core) {
+            at[stage_sums::core_bytes + 2] += m.recomputed * moved;
+            at[stage_sums::core_launches + 2] += m.recomputed * launches;
+        }
     }
     void operator()(const stage_op<collective_op>& c) {
         if (cluster_ == nullptr) return;
         if (c.part == step_part::context_parallel) {
+            ring_ = true;
             const seconds one = collective_time(c.op, *cluster_);
-            sections_[at_].ring[c.op.phase == op_phase::forward ? 0 : 1] += c.count * one;
-            sections_[at_].ring[2] += c.recomputed * one;
+            sections_[at_][stage_sums::ring + (c.op.phase == op_phase::forward ? 0 : 1)] += c.count * one.value();
+            sections_[at_][stage_sums::ring + 2] += c.recomputed * one.value();
             return;
         }
         stage_sums& at = sections_[at_];
-        (c.part == step_part::pipeline ? at.pipeline_comm : at.tensor_parallel_comm) += price_collective(c, *cluster_);
+        at[c.part == step_part::pipeline ? stage_sums::pipeline_comm : stage_sums::tensor_parallel_comm] +=
+            price_collective(c, *cluster_).value();
     }
     void operator()(const stage_op<host_op>& h) {
         const double cost = h.op.call == host_call::view     ? host_.view
@@ -303,7 +315,7 @@ public:
     // The micro-batch of the ops as they came (one stage, counts as emitted).
     micro_batch_times result() const {
         stage_sums all = sections_[0];
-        for (std::size_t i = 1; i < sections_.size(); ++i) all.add(sections_[i], 1.0);
+        for (std::size_t i = 1; i < sections_.size(); ++i) all.add(sections_[i], 1.0, ring_);
         return finish(all);
     }
 
@@ -314,15 +326,17 @@ public:
     // layout's interleave).
     micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm) const {
         stage_sums t = sections_[std::size_t(stage_section::stage)];
-        t.add(sections_[std::size_t(stage_section::layer)], layers);
-        if (last) t.add(sections_[std::size_t(stage_section::head)], 1.0);
-        if (first) t.add(sections_[std::size_t(stage_section::embedding)], 1.0);
-        t.pipeline_comm = pipeline_comm;
+        t.add(sections_[std::size_t(stage_section::layer)], layers, ring_);
+        if (last) t.add(sections_[std::size_t(stage_section::head)], 1.0, ring_);
+        if (first) t.add(sections_[std::size_t(stage_section::embedding)], 1.0, ring_);
+        t[stage_sums::pipeline_comm] = pipeline_comm.value();
         return finish(t);
     }
 
     // The stage's sends as priced (of the layout the ops were emitted for).
-    seconds pipeline_comm() const { return sections_[std::size_t(stage_section::stage)].pipeline_comm; }
+    seconds pipeline_comm() const {
+        return seconds_of(sections_[std::size_t(stage_section::stage)][stage_sums::pipeline_comm]);
+    }
 
 private:
     // Transformer Engine's default overlap method per GEMM (transformer_engine/pytorch/
@@ -361,77 +375,91 @@ private:
     }
 
     // A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
-    // core's batched GEMMs share theirs): each distinct shape of the ops priced is priced
-    // once, remembered in a small open-addressed table (a slot holds a shape once its bit
-    // in `filled_` is set; a shape looks from its hash slot on; a full table prices anew).
-    seconds gemm_time(const gemm_shape& g) {
-        constexpr std::size_t slots = std::size_t(1) << priced_slot_bits;
-        std::size_t slot = slot_of(g);
-        for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
-            priced_gemm& p = priced_[slot];
-            const std::uint32_t bit = std::uint32_t(1) << slot;
-            if (!(filled_ & bit)) {
-                const seconds t = kernels_.gemm_time(g);
-                p = {g.m, g.n, g.k, g.batch, g.math, t.value()};
-                filled_ |= bit;
-                return t;
-            }
-            if (p.m == g.m && p.n == g.n && p.k == g.k && p.batch == g.batch && p.math == g.math)
-                return seconds_of(p.time);
+    // core's batched GEMMs share theirs) and transposes (the kernel model prices m × n
+    // and n × m alike: it tries every tile in both orientations, and the bytes are
+    // symmetric; tests/test_kernel_model.cpp holds it to that): each distinct shape, m
+    // and n in either order, is priced once, remembered in a small open-addressed table
+    // (a slot holds a shape once its bit in `filled_` is set; a shape looks from its hash
+    // slot on; a full table prices anew). The slots are written before they are read, so
+    // the table needs no initialisation beyond its mask; a copy of the pricer starts with
+    // an empty table (its priced parts are what a copy is for).
+    class gemm_memo {
+    public:
+        gemm_memo() = default;
+        gemm_memo(const gemm_memo&) {}
+        gemm_memo& operator=(const gemm_memo&) {
+            filled_ = 0;
+            return *this;
         }
-        return kernels_.gemm_time(g);
-    }
-    // The slot: the shape's bits mixed (the odd multipliers keep a shape and its
-    // transposes, m and n or n and k swapped, apart), then Fibonacci hashing, the top
-    // bits of the product with 2^64/φ (Knuth, The Art of Computer Programming, Vol. 3,
-    // §6.4, multiplicative hashing).
-    static std::size_t slot_of(const gemm_shape& g) {
-        const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-        const std::uint64_t h = (bits(g.m) ^ (bits(g.n) * 3) ^ (bits(g.k) * 5) ^ (bits(g.batch) * 7) ^
-                                 std::uint64_t(g.math)) * 0x9E3779B97F4A7C15ULL;
-        return std::size_t(h >> (64 - priced_slot_bits));
-    }
-    static constexpr int priced_slot_bits = 5;
-    static_assert(priced_slot_bits <= 5, "filled_ holds one bit per slot in 32 bits");
-    // Plain values, zeroed with the pricer (one sweep; a slot is read only where filled_
-    // has its bit, and the zeroing keeps every copy of a pricer defined).
-    struct priced_gemm {
-        double m, n, k, batch;
-        dtype math;
-        double time;
+
+        template <class Price>
+        seconds time(const gemm_shape& g, Price&& price) {
+            constexpr std::size_t slots = std::size_t(1) << slot_bits;
+            const double lo = g.m < g.n ? g.m : g.n, hi = g.m < g.n ? g.n : g.m;
+            std::size_t slot = slot_of(lo, hi, g);
+            for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
+                priced& p = slots_[slot];
+                const std::uint32_t bit = std::uint32_t(1) << slot;
+                if (!(filled_ & bit)) {
+                    const seconds t = price(g);
+                    p = {lo, hi, g.k, g.batch, g.math, t.value()};
+                    filled_ |= bit;
+                    return t;
+                }
+                if (p.lo == lo && p.hi == hi && p.k == g.k && p.batch == g.batch && p.math == g.math)
+                    return seconds_of(p.time);
+            }
+            return price(g);
+        }
+
+    private:
+        // The slot: the sides' bits mixed (the odd multipliers keep a shape apart from
+        // one with k and a side swapped; shapes that differ only in batch or math share
+        // a first slot and probe on), then Fibonacci hashing, the top bits of the
+        // product with 2^64/φ (Knuth, The Art of Computer Programming, Vol. 3, §6.4,
+        // multiplicative hashing).
+        static std::size_t slot_of(double lo, double hi, const gemm_shape& g) {
+            const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+            const std::uint64_t h = (bits(lo) ^ (bits(hi) * 3) ^ (bits(g.k) * 5)) * 0x9E3779B97F4A7C15ULL;
+            return std::size_t(h >> (64 - slot_bits));
+        }
+        static constexpr int slot_bits = 5;
+        static_assert(slot_bits <= 5, "filled_ holds one bit per slot in 32 bits");
+        // A priced shape: lo ≤ hi are its m and n in order.
+        struct priced {
+            double lo, hi, k, batch;
+            dtype math;
+            double time;
+        };
+        std::array<priced, std::size_t(1) << slot_bits> slots_;  // read only where filled_ has the bit
+        std::uint32_t filled_ = 0;
     };
 
-    // What the ops add up to, per pass (forward, backward, recompute) where it matters.
-    struct stage_sums {
-        std::array<seconds, 3> gpu{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};  // GEMMs, fused attention
-        seconds weight_gradient = seconds_of(0.0);
-        seconds tensor_parallel_comm = seconds_of(0.0);
-        seconds pipeline_comm = seconds_of(0.0);
-        seconds tp_overlap_capacity = seconds_of(0.0);
-        std::array<double, 3> bytes{};      // memory-bound ops, priced once per pass
-        std::array<double, 3> launches{};
-        std::array<double, 3> host_calls{}; // in bare ops
-        // Context parallelism, per pass: the KV ring's sends and the attention core they overlap.
-        std::array<seconds, 3> ring{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
-        std::array<seconds, 3> core{seconds_of(0.0), seconds_of(0.0), seconds_of(0.0)};
-        std::array<double, 3> core_bytes{};
-        std::array<double, 3> core_launches{};
+    seconds gemm_time(const gemm_shape& g) {
+        return memo_.time(g, [this](const gemm_shape& shape) { return kernels_.gemm_time(shape); });
+    }
 
-        constexpr void add(const stage_sums& o, double n) {
-            for (std::size_t i = 0; i < 3; ++i) {
-                gpu[i] += n * o.gpu[i];
-                bytes[i] += n * o.bytes[i];
-                launches[i] += n * o.launches[i];
-                host_calls[i] += n * o.host_calls[i];
-                ring[i] += n * o.ring[i];
-                core[i] += n * o.core[i];
-                core_bytes[i] += n * o.core_bytes[i];
-                core_launches[i] += n * o.core_launches[i];
-            }
-            weight_gradient += n * o.weight_gradient;
-            tensor_parallel_comm += n * o.tensor_parallel_comm;
-            pipeline_comm += n * o.pipeline_comm;
-            tp_overlap_capacity += n * o.tp_overlap_capacity;
+    // What the ops add up to, as plain numbers (seconds; bytes, launches and bare host
+    // ops for the memory-bound ops and the host), per pass (forward, backward,
+    // recompute: index + 0, 1, 2) where it matters. One array, so that a stage adds a
+    // part's sums in one loop; the KV ring's sends and the attention core they overlap
+    // last, added only where a ring was priced (finish reads them only then).
+    struct stage_sums {
+        static constexpr std::size_t gpu = 0;  // GEMMs, fused attention
+        static constexpr std::size_t bytes = 3, launches = 6;  // memory-bound ops, priced once per pass
+        static constexpr std::size_t host_calls = 9;           // in bare ops
+        static constexpr std::size_t weight_gradient = 12, tensor_parallel_comm = 13, pipeline_comm = 14,
+                                     tp_overlap_capacity = 15;
+        static constexpr std::size_t ring = 16, core = 19, core_bytes = 22, core_launches = 25;
+        static constexpr std::size_t without_ring = ring, size = 28;
+        std::array<double, size> sums{};
+
+        constexpr double& operator[](std::size_t i) { return sums[i]; }
+        constexpr double operator[](std::size_t i) const { return sums[i]; }
+        constexpr void add(const stage_sums& o, double n, bool with_ring) {
+            for (std::size_t i = 0; i < without_ring; ++i) sums[i] += n * o.sums[i];
+            if (with_ring)
+                for (std::size_t i = without_ring; i < size; ++i) sums[i] += n * o.sums[i];
         }
     };
 
@@ -439,45 +467,48 @@ private:
     // the GPU's time and the host's, tensor-parallel overlap and the KV ring.
     micro_batch_times finish(const stage_sums& a) const {
         micro_batch_times t;
-        t.tensor_parallel_comm = a.tensor_parallel_comm;
-        t.pipeline_comm = a.pipeline_comm;
+        t.tensor_parallel_comm = seconds_of(a[stage_sums::tensor_parallel_comm]);
+        t.pipeline_comm = seconds_of(a[stage_sums::pipeline_comm]);
         if (tp_overlap_ > 1) {
             // What the overlapped GEMMs do not cover stays exposed (ASSUMPTION: the
             // layer's collectives and GEMMs are matched in aggregate, not pair by pair).
-            const seconds exposed = std::max(seconds_of(0.0), t.tensor_parallel_comm - a.tp_overlap_capacity);
+            const seconds capacity = seconds_of(a[stage_sums::tp_overlap_capacity]);
+            const seconds exposed = std::max(seconds_of(0.0), t.tensor_parallel_comm - capacity);
             t.tensor_parallel_hidden = t.tensor_parallel_comm - exposed;
             t.tensor_parallel_comm = exposed;
         }
         const auto memory = [&](std::size_t part) {
-            return kernels_.memory_time(bytes_of(a.bytes[part]), a.launches[part]);
+            return kernels_.memory_time(bytes_of(a[stage_sums::bytes + part]), a[stage_sums::launches + part]);
         };
-        t.gpu_forward = a.gpu[0] + memory(0);
-        t.gpu_backward = a.gpu[1] + memory(1);
-        t.gpu_recompute = a.gpu[2] + memory(2);
-        t.gpu_weight_gradient = a.weight_gradient;
-        t.host_forward = a.host_calls[0] * bare_op_;
-        t.host_backward = a.host_calls[1] * bare_op_;
-        t.host_recompute = a.host_calls[2] * bare_op_;
+        t.gpu_forward = seconds_of(a[stage_sums::gpu]) + memory(0);
+        t.gpu_backward = seconds_of(a[stage_sums::gpu + 1]) + memory(1);
+        t.gpu_recompute = seconds_of(a[stage_sums::gpu + 2]) + memory(2);
+        t.gpu_weight_gradient = seconds_of(a[stage_sums::weight_gradient]);
+        t.host_forward = a[stage_sums::host_calls] * bare_op_;
+        t.host_backward = a[stage_sums::host_calls + 1] * bare_op_;
+        t.host_recompute = a[stage_sums::host_calls + 2] * bare_op_;
         t.forward = std::max(t.gpu_forward, t.host_forward);
         t.backward = std::max(t.gpu_backward, t.host_backward);
         t.recompute = std::max(t.gpu_recompute, t.host_recompute);
-        for (std::size_t pass = 0; pass < 3; ++pass) {
-            if (!(a.ring[pass] > seconds_of(0.0))) continue;  // no KV ring (cp = 1): nothing to hide
-            const seconds core =
-                a.core[pass] + kernels_.memory_time(bytes_of(a.core_bytes[pass]), a.core_launches[pass]);
-            t.context_parallel_ring += a.ring[pass];
-            t.context_parallel_comm += std::max(seconds_of(0.0), a.ring[pass] - core);
+        for (std::size_t pass = 0; ring_ && pass < 3; ++pass) {  // only a ring has sums here
+            const seconds ring = seconds_of(a[stage_sums::ring + pass]);
+            if (!(ring > seconds_of(0.0))) continue;  // no KV ring (cp = 1): nothing to hide
+            const seconds core = seconds_of(a[stage_sums::core + pass]) +
+                                 kernels_.memory_time(bytes_of(a[stage_sums::core_bytes + pass]),
+                                                      a[stage_sums::core_launches + pass]);
+            t.context_parallel_ring += ring;
+            t.context_parallel_comm += std::max(seconds_of(0.0), ring - core);
         }
         return t;
     }
 
     void add(step_part part, double count, double recomputed, seconds time) {
-        sections_[at_].gpu[part == step_part::forward ? 0 : 1] += count * time;
-        sections_[at_].gpu[2] += recomputed * time;
+        sections_[at_][stage_sums::gpu + (part == step_part::forward ? 0 : 1)] += count * time.value();
+        sections_[at_][stage_sums::gpu + 2] += recomputed * time.value();
     }
     void add_host(step_part part, double count, double recomputed, double cost) {
-        sections_[at_].host_calls[part == step_part::forward ? 0 : 1] += count * cost;
-        sections_[at_].host_calls[2] += recomputed * cost;
+        sections_[at_][stage_sums::host_calls + (part == step_part::forward ? 0 : 1)] += count * cost;
+        sections_[at_][stage_sums::host_calls + 2] += recomputed * cost;
     }
     kernel_cost_model kernels_;
     const cluster_spec* cluster_;
@@ -485,10 +516,10 @@ private:
     seconds bare_op_;
     int tp_overlap_ = 0;
     int sms_ = 1;
-    std::array<priced_gemm, std::size_t(1) << priced_slot_bits> priced_{};  // valid where filled_ says
-    std::uint32_t filled_ = 0;
+    gemm_memo memo_;
     std::array<stage_sums, 4> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
+    bool ring_ = false;                      // a KV ring's sends were priced
 };
 
 // The same for ops already collected in lists (micro_batch_workload), e.g. a workload
@@ -507,12 +538,17 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 
 // The parts of a stage priced once (one layer, the head, the embedding, the stage's
 // own sends), from which stage_pricer::stage builds a stage of any number of layers.
-inline stage_pricer price_stage_parts(const training_setup& s) {
+// `groups` is the layout's placement (placement.hpp place).
+inline stage_pricer price_stage_parts(const training_setup& s, const layout_groups& groups) {
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
-    for_each_stage_op(s, stage_shape{1, true, true}, pricer);
+    for_each_stage_op(s, stage_shape{1, true, true}, groups, pricer);
     return pricer;
+}
+
+inline stage_pricer price_stage_parts(const training_setup& s) {
+    return price_stage_parts(s, place(s.layout, s.cluster.gpus_per_node, s.cluster.order));
 }
 
 // One micro-batch on each stage of the pipeline.
@@ -710,18 +746,26 @@ constexpr bool skips_masked_attention(const training_setup& s) {
     return s.framework.flash_attention && s.model.causal;
 }
 
+namespace step_detail {
+// For a setup already validated (validate(s)).
 inline flop_counts flop_counts_of(const training_setup& s) {
     const int seq = sequence_length(s);
-    const flops model = palm_training_flops_per_sample(s.model, seq);
+    const flops model = flops_detail::palm_training_flops_per_sample(s.model, seq);
     flops hardware = s.finetune.freezes_base()
                          ? finetune_hardware_flops_per_sample(s.model, seq, s.finetune, s.layout.recompute)
-                         : model + recompute_flops_per_sample(s.model, seq, s.layout.recompute);
+                         : model + flops_detail::recompute_flops_per_sample(s.model, seq, s.layout.recompute);
     if (skips_masked_attention(s)) {
         const double core_forward = 4.0 * s.model.layers * double(s.model.q_width()) * double(seq) * seq;
         const double repeated = s.layout.recompute == recompute_mode::none ? 0.0 : 1.0;
         hardware -= flops_of(0.5 * core_forward * (3.0 + repeated));
     }
     return {model, hardware};
+}
+}  // namespace step_detail
+
+inline flop_counts flop_counts_of(const training_setup& s) {
+    flops_detail::check_seq(s.model, sequence_length(s));
+    return step_detail::flop_counts_of(s);
 }
 
 // The pipeline's fill and drain. 1F1B: the slowest stage paces m micro-batches and the
@@ -856,9 +900,12 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
 // One training step of the setup, priced from its op lists.
 inline step_report predict(const training_setup& s) {
     validate(s);
-    const model_state state = model_state_of(s);
-    step_report r = schedule(s, price_pipeline(s), price_step(step_workload(s, state), s),
-                             memory_detail::report_of(s, state), flop_counts_of(s));
+    const model_state state = setup_detail::model_state_of(s);
+    const layout_groups groups = place(s.layout, s.cluster.gpus_per_node, s.cluster.order);
+    const stage_pricer parts = price_stage_parts(s, groups);
+    step_report r = schedule(s, pipeline_stage_times(parts, s, parts.pipeline_comm()),
+                             price_step(step_workload(s, state, groups), s), memory_detail::report_of(s, state),
+                             step_detail::flop_counts_of(s));
     if constexpr (TRAINPERF_CHECK_POSTCONDITIONS) check_postconditions(r);
     return r;
 }

@@ -727,8 +727,10 @@ constexpr void enter_section(Sink& sink, stage_section part) {
 //
 // The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
 // sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
+// `groups` is the layout's placement (placement.hpp place), where the caller has it.
 template <class Sink>
-constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, Sink&& sink) {
+constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, const layout_groups& groups,
+                                 Sink&& sink) {
     const auto& m = s.model;
     const auto& l = s.layout;
     const auto& fw = s.framework;
@@ -772,11 +774,12 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
     if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
     // FP8 (Transformer Engine): the Linear GEMMs' casts, repeated with the forward they
     // belong to; they run inside the Linear's autograd function (no node of their own).
-    for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
-        const bool forward = q.phase == op_phase::forward;
-        sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
-                                 forward ? step_part::forward : step_part::backward});
-    }
+    if (ctx.fp8_linears)
+        for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
+            const bool forward = q.phase == op_phase::forward;
+            sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
+                                     forward ? step_part::forward : step_part::backward});
+        }
     // Delayed scaling's amax-history update: its bytes grow with the stage's modules,
     // its launch is the stage's (below).
     const bool amax_history = ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed;
@@ -809,7 +812,6 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
                            layers, 0, step_part::backward});
 
     // Tensor parallelism's collectives and the KV ring of context parallelism, per layer.
-    const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
     const double tokens = rank_tokens(ctx);
     const double a = size_of(s.precision.activations);
     if (l.tp > 1) {
@@ -885,6 +887,11 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
                                  step_part::backward});
     }
 
+}
+
+template <class Sink>
+constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, Sink&& sink) {
+    for_each_stage_op(s, shape, place(s.layout, s.cluster.gpus_per_node, s.cluster.order), sink);
 }
 
 // The stage a micro_batch_workload lists: the last (head and loss), the one whose
@@ -1103,16 +1110,13 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     const double shard = l.zero >= 1 ? l.shard_size() : 1.0;  // ZeRO shards over dp × cp (or its shard group)
     const double params = parameters_per_gpu(s, model) / shard;
     const double moved = params * optimizer_bytes_per_parameter(s, model);
-    optimizer_work w;
     if (fw.fused_optimizer || is_fused(s.optimizer)) {
         // Multi-tensor apply: a handful of launches, one pass over everything.
-        w.update = {"optimizer_update", bytes_of(moved), op_phase::backward, op_region::other, 1};
-        return w;
+        return {.update = {"optimizer_update", bytes_of(moved), op_phase::backward, op_region::other, 1}};
     }
     const double tensors = model.trainable_tensors / (double(l.tp) * l.pp);
-    w.update = {"optimizer_update", bytes_of(moved * fw.unfused_optimizer_passes),
-                op_phase::backward, op_region::other, tensors * fw.unfused_kernels_per_tensor};
-    return w;
+    return {.update = {"optimizer_update", bytes_of(moved * fw.unfused_optimizer_passes), op_phase::backward,
+                       op_region::other, tensors * fw.unfused_kernels_per_tensor}};
 }
 
 // Data-parallel synchronisation of one GPU's shard. ZeRO 0 keeps whole gradients and
@@ -1122,11 +1126,10 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
 // every micro-batch's forward and backward (Rajbhandari et al. 2020, §5 and §7: 1.5×
 // the all-reduce volume per pass). Tied embeddings split over the first and the last
 // pipeline stage have their gradients all-reduced between those two stages (Megatron).
-constexpr step_ops step_workload(const training_setup& s, const model_state& model) {
+// `groups` is the layout placed on the cluster (place), which a prediction computes once.
+constexpr step_ops step_workload(const training_setup& s, const model_state& model, const layout_groups& groups) {
     const auto& l = s.layout;
-    step_ops w;
-    w.optimizer = optimizer_workload(s, model);
-    const layout_groups groups = place(l, s.cluster.gpus_per_node, s.cluster.order);
+    step_ops w{.optimizer = optimizer_workload(s, model)};
     const double params = parameters_per_gpu(s, model);
     // Fine-tuning with adapters synchronises only their fp32 gradients (and gathers
     // their fp32 weights with ZeRO ≥ 1): params is theirs.
@@ -1209,6 +1212,10 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
 }
 
 inline optimizer_work optimizer_workload(const training_setup& s) { return optimizer_workload(s, model_state_of(s)); }
+constexpr step_ops step_workload(const training_setup& s, const model_state& model) {
+    return step_workload(s, model, place(s.layout, s.cluster.gpus_per_node, s.cluster.order));
+}
+
 inline step_ops step_workload(const training_setup& s) { return step_workload(s, model_state_of(s)); }
 
 }  // namespace trainperf
