@@ -3,10 +3,42 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 using namespace trainperf;
+
+namespace {
+
+// GEMM shapes from GEMV-like to large: each side log-uniform in 1…2^15, the batch in
+// 1…2^7, three in four of them rounded to whole numbers.
+class random_gemm_shapes {
+public:
+    explicit random_gemm_shapes(std::uint64_t seed) : rng(seed) {}
+    gemm_shape next(dtype math) { return {side(log_size_), side(log_size_), side(log_size_), side(log_batch_), math}; }
+    std::mt19937_64 rng;
+
+private:
+    double side(std::uniform_real_distribution<double>& d) {
+        const double v = std::exp2(d(rng));
+        return std::max(1.0, rng() % 4 == 0 ? v : std::round(v));
+    }
+    std::uniform_real_distribution<double> log_size_{0.0, 15.0}, log_batch_{0.0, 7.0};
+};
+
+// A tile that is no power of two, at another small-tile efficiency than the default
+// (its tilings derived when the model is built, not taken from the compile-time table).
+kernel_params odd_tile_params() {
+    kernel_params p = default_kernel_params(a100_sxm_80gb::spec);
+    p.tile_m = 96;
+    p.tile_n = 160;
+    p.small_tile_efficiency = 0.85;
+    return p;
+}
+
+}  // namespace
 
 TEST_CASE("wave quantization counts tiles over the SMs", "[kernel_model]") {
     const kernel_params p{.tile_m = 128, .tile_n = 256};
@@ -139,18 +171,10 @@ TEST_CASE("the pruned tile search gives what trying every tiling gives", "[kerne
     // multiples of the tiles (where tilings tie), on GPUs with 128 x 128 and 128 x 256
     // tiles and different SM counts. Tilings that tie in exact arithmetic can differ in
     // their last bit, hence the 1e-12.
-    std::mt19937_64 rng(20261203);
-    std::uniform_real_distribution<double> log_size(0.0, 15.0), log_batch(0.0, 7.0);
-    const auto draw = [&](std::uniform_real_distribution<double>& d) {
-        const double v = std::exp2(d(rng));
-        return rng() % 4 == 0 ? v : std::round(v);
-    };
+    random_gemm_shapes shapes(20261203);
     // The four boards' defaults (tilings derived at compile time), and a tile that is no
     // power of two at another efficiency (derived at run time).
-    kernel_params odd_tile = default_kernel_params(a100_sxm_80gb::spec);
-    odd_tile.tile_m = 96;
-    odd_tile.tile_n = 160;
-    odd_tile.small_tile_efficiency = 0.85;
+    const kernel_params odd_tile = odd_tile_params();
     const std::array<std::pair<const gpu_spec*, kernel_params>, 5> cases{{
         {&rtx_3090_ti::spec, default_kernel_params(rtx_3090_ti::spec)},
         {&a100_sxm_80gb::spec, default_kernel_params(a100_sxm_80gb::spec)},
@@ -164,11 +188,10 @@ TEST_CASE("the pruned tile search gives what trying every tiling gives", "[kerne
         const kernel_cost_model model(*gpu, p), fixed(*gpu, configured_only);
         int searched = 0;
         for (int i = 0; i < 20000; ++i) {
-            gemm_shape g{std::max(1.0, draw(log_size)), std::max(1.0, draw(log_size)),
-                         std::max(1.0, draw(log_size)), std::max(1.0, draw(log_batch)), dtype::fp16};
+            gemm_shape g = shapes.next(dtype::fp16);
             if (i % 3 == 0) {
-                g.m = 128.0 * double(1 + rng() % 64);
-                g.n = 128.0 * double(1 + rng() % 96);
+                g.m = 128.0 * double(1 + shapes.rng() % 64);
+                g.n = 128.0 * double(1 + shapes.rng() % 96);
                 g.batch = 1;
             }
             const double pruned = model.gemm_compute_time(g).value();
@@ -185,29 +208,25 @@ TEST_CASE("the pruned tile search gives what trying every tiling gives", "[kerne
 TEST_CASE("a GEMM and its transpose (m and n swapped) take the same time", "[kernel_model]") {
     // Every tile is tried in both orientations and the bytes are symmetric: the stage
     // pricer remembers one price for both (step.hpp stage_pricer::gemm_memo).
-    std::mt19937_64 rng(20261205);
-    std::uniform_real_distribution<double> log_size(0.0, 15.0), log_batch(0.0, 7.0);
-    const auto draw = [&](std::uniform_real_distribution<double>& d) {
-        const double v = std::exp2(d(rng));
-        return rng() % 4 == 0 ? v : std::round(v);
-    };
-    kernel_params odd_tile = default_kernel_params(a100_sxm_80gb::spec);
-    odd_tile.tile_m = 96;
-    odd_tile.tile_n = 160;
-    odd_tile.small_tile_efficiency = 0.85;
-    const std::array<std::pair<const gpu_spec*, kernel_params>, 4> cases{{
+    random_gemm_shapes shapes(20261205);
+    const kernel_params odd_tile = odd_tile_params();
+    // Sides whose products round (neither powers of two nor whole numbers): the launched
+    // work must not depend on which side is multiplied in first.
+    kernel_params fractional_tile = odd_tile;
+    fractional_tile.tile_m = 96.3;
+    fractional_tile.tile_n = 160.7;
+    const std::array<std::pair<const gpu_spec*, kernel_params>, 5> cases{{
         {&rtx_3090_ti::spec, default_kernel_params(rtx_3090_ti::spec)},
         {&a100_sxm_80gb::spec, default_kernel_params(a100_sxm_80gb::spec)},
         {&h100_sxm::spec, default_kernel_params(h100_sxm::spec)},
         {&a100_sxm_80gb::spec, odd_tile},
+        {&a100_sxm_80gb::spec, fractional_tile},
     }};
     for (const auto& [gpu, p] : cases) {
         const kernel_cost_model model(*gpu, p);
         int differ = 0;
         for (int i = 0; i < 20000; ++i) {
-            const gemm_shape g{std::max(1.0, draw(log_size)), std::max(1.0, draw(log_size)),
-                               std::max(1.0, draw(log_size)), std::max(1.0, draw(log_batch)),
-                               i % 2 ? dtype::fp16 : dtype::tf32};
+            const gemm_shape g = shapes.next(i % 2 ? dtype::fp16 : dtype::tf32);
             const gemm_shape t{g.n, g.m, g.k, g.batch, g.math};
             if (model.gemm_time(g).value() != model.gemm_time(t).value() && ++differ <= 5)
                 FAIL_CHECK(gpu->name << " m " << g.m << " n " << g.n << " k " << g.k << " batch " << g.batch << ": "

@@ -176,14 +176,14 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
 // ---- A collective over a placed group (workload ops) --------------------------------
 
 // A collective over a group placed on nodes (ops.hpp rank_group); an all-reduce takes
-// the faster of ring and tree (`auto`). Inside one node it runs on the intra-node link. With one member per node every step crosses the
-// network, each GPU over its own adapter. Otherwise it is hierarchical (NCCL's
-// intra-node rings and inter-node trees/rings, Horovod): reduce-scatter inside each
-// node, the collective on a 1/g shard across the nodes (g rings in parallel, one per
-// local member), all-gather inside the node; an all-gather or a reduce-scatter runs
-// its two halves the same way.
+// the faster of ring and tree (`auto`). Inside one node it runs on the intra-node
+// link. With one member per node every step crosses the network, each GPU over its
+// own adapter. Otherwise it is hierarchical (NCCL's intra-node rings and inter-node
+// trees/rings, Horovod): reduce-scatter inside each node, the collective on a 1/g
+// shard across the nodes (g rings in parallel, one per local member), all-gather
+// inside the node; an all-gather or a reduce-scatter runs its two halves the same way.
 // Each link is resolved and checked once, before the halves (n ≥ 2 ranks each) are
-// priced over it.
+// priced over it; of two bad links, the node's is named first.
 constexpr seconds collective_time(const collective_op& op, const cluster_spec& c) {
     const rank_group& g = op.group;
     validate(g);
@@ -205,10 +205,10 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     const int local = g.per_node;
     const int nodes = g.nodes();
     const bytes shard = op.size / double(local);
+    validate(intra);
+    validate(network);
     switch (op.kind) {
         case collective::all_reduce:
-            validate(intra);
-            validate(network);
             return reduce_scatter(op.size, local, intra) + comm_detail::all_reduce(shard, nodes, network, nccl) +
                    all_gather(op.size, local, intra);
         // NCCL runs these as rings over all n ranks: n − 1 steps, nodes − 1 of them
@@ -219,13 +219,9 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
         // (local − 1)·(nodes − 1) intra-node steps are added: at a thousand ranks the
         // latency of one collective reaches milliseconds.
         case collective::reduce_scatter:
-            validate(network);
-            validate(intra);
             return reduce_scatter(op.size, local, intra) + reduce_scatter(shard, nodes, network) +
                    (local - 1.0) * (nodes - 1.0) * intra.latency;
         case collective::all_gather:
-            validate(intra);
-            validate(network);
             return all_gather(shard, nodes, network) + all_gather(op.size, local, intra) +
                    (local - 1.0) * (nodes - 1.0) * intra.latency;
         case collective::p2p: break;

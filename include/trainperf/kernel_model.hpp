@@ -167,8 +167,9 @@ constexpr const tiling_set* default_tilings_of(const kernel_params& p) {
 }  // namespace kernel_detail
 
 // The kernel model bound to one GPU and one parameter set. What does not depend on
-// the op — achievable rates and the reciprocals of the tiles — is computed once: a
-// step prices a few dozen GEMMs, the planner millions, and divisions dominate.
+// the op — the seconds per FLOP of each math type, the seconds per byte, the small-tile
+// search's tilings — is computed once: a step prices a few dozen GEMMs, the planner
+// millions.
 class kernel_cost_model {
 public:
     // The model keeps a reference to the GPU: it must outlive the model.
@@ -176,8 +177,7 @@ public:
     kernel_cost_model(const gpu_spec& gpu, const kernel_params& p)
         : gpu_(gpu), p_((validate(p), p)), sms_(std::max(1, gpu.sm_count)), inverse_sms_(1.0 / sms_),
           seconds_per_byte_(kernel_detail::seconds_per_byte(gpu, p)),
-          full_m_{p.tile_m, kernel_detail::exact_inverse(p.tile_m)},
-          full_n_{p.tile_n, kernel_detail::exact_inverse(p.tile_n)}, table_(kernel_detail::default_tilings_of(p)) {
+          table_(kernel_detail::default_tilings_of(p)) {
         if (table_ == nullptr) own_ = kernel_detail::small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
             const auto peak = gpu.peak.of(dtype(i));
@@ -188,8 +188,7 @@ public:
 
     // One tile shape: ceil(m/tile_m)·ceil(n/tile_n)·batch tiles in waves over the SMs.
     wave_quantization quantize_with_tile(const gemm_shape& g, double tile_m, double tile_n) const {
-        return quantize_with({tile_m, kernel_detail::exact_inverse(tile_m)},
-                             {tile_n, kernel_detail::exact_inverse(tile_n)}, g);
+        return with_utilization(launch_with(tile_m, tile_n, g), g);
     }
 
     // cuBLAS heuristics choose among tile shapes: a rectangular tile is modelled in both
@@ -197,9 +196,9 @@ public:
     // the smallest covering power-of-two tile (at least 16, the MMA granularity), as
     // cuBLAS has narrower kernels for skinny problems. The best fit is taken.
     wave_quantization quantize(const gemm_shape& g) const {
-        wave_quantization q = launch_with(covering(g.m, full_m_), covering(g.n, full_n_), g);
+        wave_quantization q = launch_with(covering(g.m, p_.tile_m), covering(g.n, p_.tile_n), g);
         if (p_.tile_m != p_.tile_n) {
-            const wave_quantization b = launch_with(covering(g.m, full_n_), covering(g.n, full_m_), g);
+            const wave_quantization b = launch_with(covering(g.m, p_.tile_n), covering(g.n, p_.tile_m), g);
             if (b.launched < q.launched) q = b;
         }
         return with_utilization(q, g);
@@ -279,21 +278,26 @@ private:
                                       double spf, bool exhaustive) const {
         const double useful = g.m * g.n * g.batch;
         // Whether any tiling can split at all: no tile side exceeds the configured tile's
-        // longer one, so every tiling launches at least `fewest` CTAs, and a split of 2
-        // needs 2·CTAs within the waves allowed and k/2 no shallower than a slice may be.
-        const tile& longest = p_.tile_m >= p_.tile_n ? full_m_ : full_n_;
-        const double fewest = count(g.m, longest) * count(g.n, longest) * g.batch;
-        const bool splittable = fewest * 2 <= kernel_detail::split_k_max_waves * sms_ &&
-                                g.k * 0.5 >= kernel_detail::split_k_min_slice;
+        // longer one, so every tiling launches at least as many CTAs as longest × longest
+        // tiles would, and a split of 2 needs twice those within the waves allowed and k/2
+        // no shallower than a slice may be. Those CTAs cover at most longest² outputs each,
+        // so they are at least useful/longest²: where that alone (with a margin for
+        // rounding) is too many, the tiles are not counted.
+        const double longest = std::max(p_.tile_m, p_.tile_n);
+        const double max_ctas = kernel_detail::split_k_max_waves * sms_;
+        const bool splittable = g.k * 0.5 >= kernel_detail::split_k_min_slice &&
+                                useful * 2 <= max_ctas * (longest * longest) * (1 + 1e-9) &&
+                                count(g.m, longest) * count(g.n, longest) * g.batch * 2 <= max_ctas;
         // Lower bound at rate 1, unsplit: all launched work useful.
         const double unsplit_bound = 2.0 * (g.k + p_.k_half) * useful * spf;
         // Where m and n are at least the longest side, no tile is narrowed to cover them,
         // so every tiling of a level has that level's area and launches whole waves of at
         // least useful/area CTAs.
-        const bool unnarrowed = g.m >= longest.size && g.n >= longest.size;
+        const bool unnarrowed = g.m >= longest && g.n >= longest;
         // The common case at once: where no tiling can split, only the smaller tiles
         // unsplit remain, and neither level 1 (its bound below) nor any deeper level (a
-        // lower rate still, all launched work useful at best) can beat `best`, the configured tile's time.
+        // lower rate still, all launched work useful at best) can beat `best`, the
+        // configured tile's time.
         if (!exhaustive && !splittable && tilings.first_smaller < tilings.count) {
             const tiling& c = tilings.items[std::size_t(tilings.first_smaller)];
             double bound = unnarrowed ? whole_waves_bound(g, c, fewest_ctas(c, useful), spf) : unsplit_bound;
@@ -338,7 +342,7 @@ private:
                 skip_level = std::min(unsplit * c.inverse_rate, split) * (1 - 1e-12) >= best;
             }
             if (skip_level) continue;
-            const tile ta = covering(g.m, c.m), tb = covering(g.n, c.n);
+            const double ta = covering(g.m, c.m.size), tb = covering(g.n, c.n.size);
             const double tiles = count(g.m, ta) * count(g.n, tb) * g.batch;
             // The configured tile unsplit, in either orientation, is `base` already.
             for (double split = !exhaustive && c.level == 0 ? 2 : 1; split <= kernel_detail::split_k_max;
@@ -347,7 +351,9 @@ private:
                 if (split > 1 && (tiles * split > kernel_detail::split_k_max_waves * sms_ ||
                                   slice < kernel_detail::split_k_min_slice))
                     break;
-                const double launched = waves_of(tiles * split) * sms_ * ta.size * tb.size;
+                // The tile area first: the same product whichever side is m (a transpose's
+                // time equals its twin's, which the stage pricer's memo relies on).
+                const double launched = waves_of(tiles * split) * sms_ * (ta * tb);
                 double t = 2.0 * (slice + p_.k_half) * launched * spf * c.inverse_rate;
                 if (split > 1) t += partials(split);
                 if (t < best) best = t;
@@ -369,38 +375,38 @@ private:
                (c.m.size * c.n.size) * spf;
     }
 
-    static tile covering(double dim, const tile& full) {
-        if (dim >= full.size) return full;
-        tile t{16, 1.0 / 16};
-        while (t.size < dim && t.size < full.size) {
-            t.size *= 2;
-            t.inverse *= 0.5;
-        }
-        return t.size < full.size ? t : full;
+    // The tile side that covers dim: the full side, or the smallest power of two from
+    // 16 up that covers it (quantize).
+    static double covering(double dim, double full) {
+        if (dim >= full) return full;
+        double t = 16;
+        while (t < dim && t < full) t *= 2;
+        return std::min(t, full);
     }
 
-    // ⌈ctas / SMs⌉, the least w with w·SMs ≥ ctas: exact from the rounded quotient.
-    // Where ctas is not a multiple of the SMs it exceeds one by δ ≥ ulp(ctas), so the
-    // exact quotient exceeds an integer by more than the quotient's rounding error
-    // (half an ulp, at most 2⁻⁵³ of it) and the rounded one does too.
+    // ⌈ctas / SMs⌉, the least w with w·SMs ≥ ctas: exact from the rounded quotient
+    // while ctas is a whole number below 2⁵³ (it is a product of tile counts). Where
+    // ctas is not a multiple of the SMs, the exact quotient exceeds an integer by at
+    // least 1/SMs, far more than the quotient's rounding error, so the rounded one does
+    // too; where it is a multiple, the quotient is exact.
     double waves_of(double ctas) const { return kernel_detail::ceil_count(ctas / sms_); }
 
-    // ⌈dim / tile⌉, exact from the rounded quotient (as waves_of).
-    static double count(double dim, const tile& t) { return kernel_detail::ceil_count(dim / t.size); }
+    // ⌈dim / tile⌉, exact from the rounded quotient (as waves_of) where dim and tile
+    // are whole numbers below 2⁵³; otherwise correct to the quotient's rounding.
+    static double count(double dim, double tile) { return kernel_detail::ceil_count(dim / tile); }
 
     // The tiles, waves and launched work of one tiling; its utilization apart (a division,
     // taken only for the tiling kept).
-    wave_quantization launch_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
+    // The tile area first: the same product whichever side is m (a transpose's time
+    // equals its twin's, which the stage pricer's memo relies on).
+    wave_quantization launch_with(double tm, double tn, const gemm_shape& g) const {
         const double tiles = count(g.m, tm) * count(g.n, tn) * g.batch;
         const double waves = waves_of(tiles);
-        return {.tiles = tiles, .waves = waves, .launched = waves * sms_ * tm.size * tn.size};
+        return {.tiles = tiles, .waves = waves, .launched = waves * sms_ * (tm * tn)};
     }
     static wave_quantization with_utilization(wave_quantization q, const gemm_shape& g) {
         q.utilization = g.m * g.n * g.batch / q.launched;
         return q;
-    }
-    wave_quantization quantize_with(const tile& tm, const tile& tn, const gemm_shape& g) const {
-        return with_utilization(launch_with(tm, tn, g), g);
     }
 
     double seconds_per_flop(dtype t) const {
@@ -414,7 +420,6 @@ private:
     double sms_;
     double inverse_sms_;
     double seconds_per_byte_;
-    tile full_m_, full_n_;
     std::array<double, enum_names<dtype>::table.size()> seconds_per_flop_{};
     // The small-tile search's tilings: the compile-time table's entry for the
     // parameters, or the model's own (derived when it is built).

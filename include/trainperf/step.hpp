@@ -246,22 +246,13 @@ public:
     void operator()(const stage_op<gemm_op>& g) {
         // A projection whose tensor-parallel communication it overlaps: chunked, on
         // fewer SMs; never part of the attention core.
-        const tp_overlap_method method = tp_overlap_ > 1 ? tp_overlap_method_of(g.op) : tp_overlap_method{};
-        const seconds time = method.chunks > 0 ? overlapped_gemm_time(g.op.shape, method) : gemm_time(g.op.shape);
-        const std::size_t part = g.part == step_part::forward ? 0 : 1;
-        const double cost = part == 0 ? host_.op * host_.gemm : host_.backward_launch;
-        stage_sums& at = sections_[at_];
-        const double t = time.value();
-        at[stage_sums::gpu + part] += g.count * t;
-        at[stage_sums::host_calls + part] += g.count * cost;
-        if (g.op.phase == op_phase::backward_weight) at[stage_sums::weight_gradient] += g.count * t;
-        if (method.chunks > 0) at[stage_sums::tp_overlap_capacity] += (g.count + g.recomputed) * t;
-        const bool core = g.op.region == op_region::attention_core;
-        if (core) at[stage_sums::core + part] += g.count * t;
-        if (g.recomputed == 0) return;  // the sums below would each add 0
-        at[stage_sums::gpu + 2] += g.recomputed * t;
-        at[stage_sums::host_calls + 2] += g.recomputed * cost;
-        if (core) at[stage_sums::core + 2] += g.recomputed * t;
+        if (tp_overlap_ > 1)
+            if (const tp_overlap_method method = tp_overlap_method_of(g.op); method.chunks > 0) {
+                const seconds time = overlapped_gemm_time(g.op.shape, method);
+                sections_[at_][stage_sums::tp_overlap_capacity] += (g.count + g.recomputed) * time.value();
+                return add_gemm(g, time);
+            }
+        add_gemm(g, gemm_time(g.op.shape));
     }
     void operator()(const stage_op<attention_op>& a) {
         const seconds time = kernels_.attention_time(a.op);
@@ -452,6 +443,7 @@ private:
                                      tp_overlap_capacity = 15;
         static constexpr std::size_t ring = 16, core = 19, core_bytes = 22, core_launches = 25;
         static constexpr std::size_t without_ring = ring, size = 28;
+        static_assert(core_launches + 3 == size, "every sum has a slot");
         std::array<double, size> sums{};
 
         constexpr double& operator[](std::size_t i) { return sums[i]; }
@@ -502,6 +494,23 @@ private:
         return t;
     }
 
+    // A GEMM's sums: the GPU's time and the host's calls per pass, the weight gradients
+    // (what zero-bubble schedules defer), the attention core a KV ring hides behind.
+    void add_gemm(const stage_op<gemm_op>& g, seconds time) {
+        const std::size_t part = g.part == step_part::forward ? 0 : 1;
+        const double cost = part == 0 ? host_.op * host_.gemm : host_.backward_launch;
+        stage_sums& at = sections_[at_];
+        const double t = time.value();
+        at[stage_sums::gpu + part] += g.count * t;
+        at[stage_sums::host_calls + part] += g.count * cost;
+        if (g.op.phase == op_phase::backward_weight) at[stage_sums::weight_gradient] += g.count * t;
+        const bool core = g.op.region == op_region::attention_core;
+        if (core) at[stage_sums::core + part] += g.count * t;
+        if (g.recomputed == 0) return;  // the sums below would each add 0
+        at[stage_sums::gpu + 2] += g.recomputed * t;
+        at[stage_sums::host_calls + 2] += g.recomputed * cost;
+        if (core) at[stage_sums::core + 2] += g.recomputed * t;
+    }
     void add(step_part part, double count, double recomputed, seconds time) {
         sections_[at_][stage_sums::gpu + (part == step_part::forward ? 0 : 1)] += count * time.value();
         sections_[at_][stage_sums::gpu + 2] += recomputed * time.value();
@@ -538,7 +547,7 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 
 // The parts of a stage priced once (one layer, the head, the embedding, the stage's
 // own sends), from which stage_pricer::stage builds a stage of any number of layers.
-// `groups` is the layout's placement (placement.hpp place).
+// `groups` must be groups_of(s) (workload.hpp).
 inline stage_pricer price_stage_parts(const training_setup& s, const layout_groups& groups) {
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
@@ -548,7 +557,7 @@ inline stage_pricer price_stage_parts(const training_setup& s, const layout_grou
 }
 
 inline stage_pricer price_stage_parts(const training_setup& s) {
-    return price_stage_parts(s, place(s.layout, s.cluster.gpus_per_node, s.cluster.order));
+    return price_stage_parts(s, groups_of(s));
 }
 
 // One micro-batch on each stage of the pipeline.
@@ -901,7 +910,7 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
 inline step_report predict(const training_setup& s) {
     validate(s);
     const model_state state = setup_detail::model_state_of(s);
-    const layout_groups groups = place(s.layout, s.cluster.gpus_per_node, s.cluster.order);
+    const layout_groups groups = groups_of(s);
     const stage_pricer parts = price_stage_parts(s, groups);
     step_report r = schedule(s, pipeline_stage_times(parts, s, parts.pipeline_comm()),
                              price_step(step_workload(s, state, groups), s), memory_detail::report_of(s, state),

@@ -107,8 +107,10 @@ constexpr attention_core_extent attention_core_shape(const transformer_config&, 
 }
 
 // The forward GEMMs of one layer on one tensor-parallel rank.
-using layer_gemm_list = op_list<gemm_op, 12>;
-using layer_backward_gemm_list = op_list<gemm_op, 24>;
+// At most 9 forward GEMMs: Q, K and V apart, the attention core's two, the output
+// projection, SwiGLU's gate, up and down.
+using layer_gemm_list = op_list<gemm_op, 9>;
+using layer_backward_gemm_list = op_list<gemm_op, 18>;
 using layer_memory_list = op_list<memory_op, 48>;
 
 inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
@@ -573,6 +575,13 @@ struct stage_workload {
 // Transformer layers on the busiest stage.
 constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.model, s.layout.pp); }
 
+// The setup's layout placed on its cluster (placement.hpp place): which ranks share a
+// node, for every group. The overloads below that take `groups` expect this value; a
+// prediction computes it once and passes it on.
+constexpr layout_groups groups_of(const training_setup& s) {
+    return place(s.layout, s.cluster.gpus_per_node, s.cluster.order);
+}
+
 // The pipeline sends of one micro-batch: activations forward and gradients backward at
 // each stage boundary, once per virtual stage; Megatron's scatter-gather splits each
 // send over the tp ranks.
@@ -727,7 +736,7 @@ constexpr void enter_section(Sink& sink, stage_section part) {
 //
 // The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
 // sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
-// `groups` is the layout's placement (placement.hpp place), where the caller has it.
+// `groups` must be groups_of(s), passed where the caller has it already.
 template <class Sink>
 constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, const layout_groups& groups,
                                  Sink&& sink) {
@@ -739,10 +748,12 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
     const layer_context ctx = layer_context_of(s);
     const double layers = shape.layers;
     enter_section(sink, stage_section::layer);
+    // Full recompute repeats every forward op, selective the attention core's.
+    const double recomputed_core =
+        l.recompute == recompute_mode::selective || l.recompute == recompute_mode::full ? layers : 0.0;
+    const double recomputed_other = l.recompute == recompute_mode::full ? layers : 0.0;
     const auto recomputed = [&](op_region region) {
-        if (l.recompute == recompute_mode::full) return layers;
-        if (l.recompute == recompute_mode::selective && region == op_region::attention_core) return layers;
-        return 0.0;
+        return region == op_region::attention_core ? recomputed_core : recomputed_other;
     };
 
     const auto forward_gemms = layer_forward_gemms(m, ctx);
@@ -774,6 +785,7 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
     if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
     // FP8 (Transformer Engine): the Linear GEMMs' casts, repeated with the forward they
     // belong to; they run inside the Linear's autograd function (no node of their own).
+    // (Without fp8 the list is empty; the test only spares building it.)
     if (ctx.fp8_linears)
         for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
             const bool forward = q.phase == op_phase::forward;
@@ -891,7 +903,7 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
 
 template <class Sink>
 constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, Sink&& sink) {
-    for_each_stage_op(s, shape, place(s.layout, s.cluster.gpus_per_node, s.cluster.order), sink);
+    for_each_stage_op(s, shape, groups_of(s), sink);
 }
 
 // The stage a micro_batch_workload lists: the last (head and loss), the one whose
@@ -1126,7 +1138,8 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
 // every micro-batch's forward and backward (Rajbhandari et al. 2020, §5 and §7: 1.5×
 // the all-reduce volume per pass). Tied embeddings split over the first and the last
 // pipeline stage have their gradients all-reduced between those two stages (Megatron).
-// `groups` is the layout placed on the cluster (place), which a prediction computes once.
+// `model` must be model_state_of(s) and `groups` groups_of(s): a prediction computes
+// each once.
 constexpr step_ops step_workload(const training_setup& s, const model_state& model, const layout_groups& groups) {
     const auto& l = s.layout;
     step_ops w{.optimizer = optimizer_workload(s, model)};
@@ -1213,7 +1226,7 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
 
 inline optimizer_work optimizer_workload(const training_setup& s) { return optimizer_workload(s, model_state_of(s)); }
 constexpr step_ops step_workload(const training_setup& s, const model_state& model) {
-    return step_workload(s, model, place(s.layout, s.cluster.gpus_per_node, s.cluster.order));
+    return step_workload(s, model, groups_of(s));
 }
 
 inline step_ops step_workload(const training_setup& s) { return step_workload(s, model_state_of(s)); }
