@@ -409,6 +409,32 @@ TEST_CASE("small batches of a small model are host-bound in eager mode, large on
     CHECK(slow.micro_batch.host_forward.value() == Approx(2 * small.micro_batch.host_forward.value()));
 }
 
+TEST_CASE("a GPU that holds a clock above its boost clock can exceed 100 % HFU, up to their ratio", "[step]") {
+    // The RTX 3090 Ti's datasheet peaks are at its 1.86 GHz boost clock; it holds about
+    // 2 GHz under load, so a large model's GEMMs run above the datasheet peak.
+    training_setup s;
+    s.cluster = standard_cluster(rtx_3090_ti::spec, 1);
+    s.model = megatron_1t::config;
+    s.seq = 2048;
+    s.precision = recipe(precision_kind::fp16_pure);
+    s.framework = megatron_core_profile;
+    s.layout.micro_batch = 5;
+    s.layout.recompute = recompute_mode::full;
+    s.layout.dp_overlap = dp_overlap_mode::off;
+    const step_report r = predict(s);
+    CHECK(r.hfu_ceiling == Approx(2000.0 / 1860));
+    CHECK(r.hfu > 1.0);
+    CHECK(r.hfu <= r.hfu_ceiling);
+    CHECK(postcondition_violation(r).empty());
+
+    // A GPU run at its boost clock keeps the ceiling at 1.
+    s.cluster = standard_cluster(a100_sxm_80gb::spec, 1);
+    s.model = gpt2_xl::config;
+    s.seq = 1024;
+    s.layout.micro_batch = 1;
+    CHECK(predict(s).hfu_ceiling == 1.0);
+}
+
 TEST_CASE("autocast and .half() recipes predict finite reports on an RTX 3090 Ti", "[step][amp]") {
     const gpu_spec& gpu = rtx_3090_ti::spec;
     for (const transformer_config* model :

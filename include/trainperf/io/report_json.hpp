@@ -66,6 +66,7 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"hardware_tflops_per_gpu", r.hardware_flops_per_gpu.value() / 1e12},
             {"mfu", r.mfu},
             {"hfu", r.hfu},
+            {"hfu_ceiling", r.hfu_ceiling},
             {"memory_per_gpu_bytes", r.memory.total().value()},
             {"memory_capacity_bytes", r.memory_capacity.value()},
             {"memory_peak_phase", std::string(to_string(r.memory.peak_phase()))},
