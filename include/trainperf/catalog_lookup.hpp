@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "attributes.hpp"
 #include "error.hpp"
 
 namespace trainperf {
@@ -26,8 +27,8 @@ namespace lookup_detail {
 constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 template <class Entry, std::size_t N>
-[[noreturn]] inline void unknown_name(std::string_view field, std::string_view name,
-                                      const std::array<Entry, N>& catalog) {
+[[noreturn]] TRAINPERF_COLD inline void unknown_name(std::string_view field, std::string_view name,
+                                                    const std::array<Entry, N>& catalog) {
     detail::fail(field, '"' + std::string(name) + '"', "unknown; known: " + catalog_names(catalog, ", "));
 }
 }  // namespace lookup_detail

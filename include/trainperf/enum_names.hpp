@@ -19,6 +19,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "attributes.hpp"
 #include "catalog_lookup.hpp"
 #include "error.hpp"
 
@@ -52,7 +53,7 @@ constexpr auto find(const Table& table, std::string_view text) -> std::optional<
 
 // Not constexpr-evaluable: a misspelt name in a constant expression does not compile.
 template <class Table>
-[[noreturn]] void unknown(std::string_view field, std::string_view text, const Table& table) {
+[[noreturn]] TRAINPERF_COLD void unknown(std::string_view field, std::string_view text, const Table& table) {
     detail::fail(field, '"' + std::string(text) + '"', "unknown; expected one of " + catalog_names(table, ", "));
 }
 }  // namespace enum_detail

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "attributes.hpp"
+
 namespace trainperf {
 
 class invalid_argument : public std::invalid_argument {
@@ -40,7 +42,7 @@ inline std::string one_line(std::string_view text) {
 // Not constexpr-evaluable on purpose: reaching it during constant evaluation makes
 // the same check a compile error.
 template <class Value>
-[[noreturn]] inline void fail(std::string_view field, const Value& value, std::string_view why) {
+[[noreturn]] TRAINPERF_COLD inline void fail(std::string_view field, const Value& value, std::string_view why) {
     std::ostringstream out;
     out << field << " = " << value << ": " << why;
     throw trainperf::invalid_argument(one_line(out.str()));

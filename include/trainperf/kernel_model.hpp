@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "attention_kernels.hpp"
+#include "attributes.hpp"
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -274,8 +275,8 @@ private:
     // The search beyond the configured tile (gemm_compute_time): the smaller tilings and
     // split-K, from `best`, the configured tile's time. Out of line, so that the common
     // case (the configured tile accepted at once) runs without this one's registers.
-    [[gnu::noinline]] double searched(const gemm_shape& g, const kernel_detail::tiling_set& tilings, double best,
-                                      double spf, bool exhaustive) const {
+    TRAINPERF_NOINLINE double searched(const gemm_shape& g, const kernel_detail::tiling_set& tilings, double best,
+                                       double spf, bool exhaustive) const {
         const double useful = g.m * g.n * g.batch;
         // Whether any tiling can split at all: no tile side exceeds the configured tile's
         // longer one, so every tiling launches at least as many CTAs as longest × longest

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "attributes.hpp"
 #include "error.hpp"
 
 namespace trainperf {
@@ -71,7 +72,7 @@ inline constexpr long long max_global_batch = 1LL << 40;
 // Throws "field = value: must be in [lo, hi] unit" unless lo <= value <= hi (false
 // for NaN).
 namespace detail {
-[[noreturn]] inline void fail_range(double value, const value_range& r, std::string_view field) {
+[[noreturn]] TRAINPERF_COLD inline void fail_range(double value, const value_range& r, std::string_view field) {
     std::ostringstream why;
     why << "must be in [" << r.lo << ", " << r.hi << "]" << (r.unit.empty() ? "" : " ") << r.unit;
     fail(field, value, why.str());

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "attributes.hpp"
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -272,7 +273,7 @@ constexpr double weight_copy_bytes_per_parameter(const precision_recipe& r) {
 }
 
 namespace precision_detail {
-[[noreturn]] inline void unsupported(const gpu_spec& gpu, const precision_recipe& r) {
+[[noreturn]] TRAINPERF_COLD inline void unsupported(const gpu_spec& gpu, const precision_recipe& r) {
     const std::string why = "not supported by " + std::string(gpu.name) + " (no " +
                             std::string(to_string(r.math)) +
                             (r.math == dtype::fp32 ? " math units)" : " tensor cores)");

@@ -392,7 +392,7 @@ private:
         template <class Price>
         seconds time(const gemm_shape& g, Price&& price) {
             constexpr std::size_t slots = std::size_t(1) << slot_bits;
-            const double lo = g.m < g.n ? g.m : g.n, hi = g.m < g.n ? g.n : g.m;
+            const double lo = std::min(g.m, g.n), hi = std::max(g.m, g.n);
             std::size_t slot = slot_of(lo, hi, g);
             for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
                 priced& p = slots_[slot];

@@ -1,7 +1,7 @@
 # Data flows one way (docs/engine.md): a header may include headers of its own layer or
 # of a lower one, never of a higher one. Every public header must have a layer here.
 # Run: cmake -DINCLUDE_DIR=<repo>/include -P check_layers.cmake
-set(layer_0 units error limits catalog_lookup enum_names dtype)
+set(layer_0 attributes units error limits catalog_lookup enum_names dtype)
 set(layer_1 hardware hardware/catalog host model models/catalog precision optimizer parallel framework
             kernel_params attention_kernels links system setup layout_text finetune)
 set(layer_2 ops placement)
