@@ -194,9 +194,10 @@ constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq,
 // (gradient checkpointing in PEFT makes the embeddings' output require grad).
 // MFU keeps PaLM's model FLOPs (6·N, the weight gradients that do not run included),
 // so under fine-tuning it can exceed HFU.
+namespace flops_detail {
+// For a model and sequence already checked (check_seq), as the two above.
 constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, int seq, const finetune_spec& f,
                                                    recompute_mode r) {
-    flops_detail::check_seq(m, seq);
     const flops full = flops_detail::palm_training_flops_per_sample(m, seq) +
                        flops_detail::recompute_flops_per_sample(m, seq, r);
     if (!f.freezes_base()) return full;
@@ -204,6 +205,13 @@ constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, 
     const double adapters = adapter_parameters(m, f);
     const double recomputed = r == recompute_mode::full ? 2.0 * adapters : 0.0;
     return full - flops_of(t * 2.0 * matmul_parameters(m)) + flops_of(t * (6.0 * adapters + recomputed));
+}
+}  // namespace flops_detail
+
+constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, int seq, const finetune_spec& f,
+                                                   recompute_mode r) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::finetune_hardware_flops_per_sample(m, seq, f, r);
 }
 
 }  // namespace trainperf

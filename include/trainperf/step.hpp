@@ -766,12 +766,13 @@ namespace step_detail {
 inline flop_counts flop_counts_of(const training_setup& s) {
     const int seq = sequence_length(s);
     const flops model = flops_detail::palm_training_flops_per_sample(s.model, seq);
+    const recompute_mode r = s.layout.recompute;
     flops hardware = s.finetune.freezes_base()
-                         ? finetune_hardware_flops_per_sample(s.model, seq, s.finetune, s.layout.recompute)
-                         : model + flops_detail::recompute_flops_per_sample(s.model, seq, s.layout.recompute);
+                         ? flops_detail::finetune_hardware_flops_per_sample(s.model, seq, s.finetune, r)
+                         : model + flops_detail::recompute_flops_per_sample(s.model, seq, r);
     if (skips_masked_attention(s)) {
         const double core_forward = 4.0 * s.model.layers * double(s.model.q_width()) * double(seq) * seq;
-        const double repeated = s.layout.recompute == recompute_mode::none ? 0.0 : 1.0;
+        const double repeated = r == recompute_mode::none ? 0.0 : 1.0;
         hardware -= flops_of(0.5 * core_forward * (3.0 + repeated));
     }
     return {model, hardware};
