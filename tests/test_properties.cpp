@@ -13,6 +13,8 @@
 #include <trainperf/step.hpp>
 #include <trainperf/system.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -121,10 +123,88 @@ std::optional<training_setup> changed(training_setup s, const std::function<void
 
 bytes memory_total(const training_setup& s) { return memory_of(s).breakdown.total(); }
 
+// A whole number from lo to hi, log-uniform: small and huge sizes equally often.
+int log_between(std::mt19937& rng, int lo, int hi) {
+    std::uniform_real_distribution<double> d(std::log(double(lo)), std::log(hi + 1.0));
+    return std::clamp(int(std::exp(d(rng))), lo, hi);
+}
+
+// A setup of a made-up model, its sizes anywhere in the ranges validation allows (a
+// head of 1 to 65 536, 1 to 2^16 FFN columns, 1 to 2^20 tokens in the vocabulary,
+// micro-batches up to 2^30 and sequences up to 2^24 tokens, LoRA of any rank and
+// targets), or nothing when it does not pass validate(): the edges the catalog's models
+// never reach.
+std::optional<training_setup> random_sized_setup(std::mt19937& rng) {
+    training_setup s;
+    transformer_config& m = s.model;
+    m = {.name = "drawn", .layers = log_between(rng, 1, 128), .heads = log_between(rng, 1, 256)};
+    m.kv_heads = coin(rng) ? 0 : m.heads / log_between(rng, 1, m.heads);
+    while (m.kv_heads > 0 && m.heads % m.kv_heads != 0) --m.kv_heads;
+    m.attention_head_dim = between(rng, 0, 3) == 0 ? log_between(rng, 1, 65536) : 0;
+    m.hidden = m.heads * log_between(rng, 1, 512);
+    m.ffn_hidden = log_between(rng, 1, 1 << 16);
+    m.vocab = log_between(rng, 1, 1 << 20);
+    m.max_seq = coin(rng) ? 0 : log_between(rng, 1, 1 << 16);
+    m.positions = coin(rng) ? position_kind::learned : position_kind::rotary;
+    m.ffn = coin(rng) ? ffn_kind::gelu : ffn_kind::swiglu;
+    m.code = pick(rng, enum_values<model_code>());
+    const gpu_spec& gpu = pick(rng, gpu_catalog);
+    const int gpus_per_node = gpu.gpu_link.kind == link_kind::none ? 1 : 8;
+    s.layout.tp = pick(rng, std::array{1, 2, 4, 8});
+    s.layout.cp = pick(rng, std::array{1, 1, 2, 4});
+    s.layout.pp = pick(rng, std::array{1, 1, 2, 4});
+    s.layout.sp = s.layout.tp > 1 && coin(rng);
+    s.layout.micro_batch = coin(rng) ? log_between(rng, 1, 1 << 30) : between(rng, 1, 8);
+    s.layout.grad_accum = s.layout.pp;
+    s.layout.recompute = pick(rng, enum_values<recompute_mode>());
+    s.precision = recipe(pick(rng, all_precisions));
+    s.framework = pick(rng, framework_profiles);
+    if (between(rng, 0, 2) == 0)
+        s.finetune = {.mode = coin(rng) ? finetune_mode::lora : finetune_mode::qlora,
+                      .rank = log_between(rng, 1, 65536), .targets = unsigned(between(rng, 1, 127))};
+    s.seq = coin(rng) ? log_between(rng, 1, 1 << 24) : 0;
+    const int total = s.layout.tp * s.layout.cp * s.layout.pp;
+    try {
+        s.cluster = build_cluster({.gpu = gpu, .gpus = total, .gpus_per_node = std::min(gpus_per_node, total)});
+        validate(s);
+    } catch (const trainperf::invalid_argument&) {
+        return std::nullopt;
+    }
+    return s;
+}
+
 // Relative slack for comparisons of sums computed in different orders.
 constexpr double slack = 1e-9;
 
 }  // namespace
+
+// The stage pricer takes a validated setup's GEMMs unchecked (ops.hpp checked_shape):
+// validation must bound every size the workload derives from the setup.
+TEST_CASE("every GEMM and attention op of a valid setup passes its own validation", "[properties]") {
+    struct checked_ops {
+        void operator()(const stage_op<gemm_op>& g) const { validate(g.op.shape); }
+        void operator()(const stage_op<attention_op>& a) const { validate(a.op); }
+        void operator()(const stage_op<memory_op>&) const {}
+        void operator()(const stage_op<collective_op>&) const {}
+        void operator()(const stage_op<host_op>&) const {}
+    };
+    std::mt19937 rng(property_seed());
+    int valid = 0;
+    const int draws = 20000;
+    for (int i = 0; i < draws; ++i) {
+        const auto s = random_sized_setup(rng);
+        if (!s) continue;
+        ++valid;
+        try {
+            for_each_stage_op(*s, checked_ops{});
+        } catch (const trainperf::invalid_argument& e) {
+            FAIL_CHECK(describe(*s) << " (" << s->model.hidden << " hidden, " << s->model.heads << " heads of "
+                                    << s->model.head_dim() << ", ffn " << s->model.ffn_hidden << ", vocab "
+                                    << s->model.vocab << ", lora " << int(s->finetune.mode) << ") emits " << e.what());
+        }
+    }
+    CHECK(valid >= draws / 20);  // the generator reaches valid setups, edges among them
+}
 
 TEST_CASE("every report of a valid setup meets its post-conditions", "[properties]") {
     for_random_setups(3000, [](const training_setup& s) {

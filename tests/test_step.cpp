@@ -180,6 +180,50 @@ TEST_CASE("bad setups are rejected with the field named", "[step]") {
     CHECK_THROWS_AS(predict(s), trainperf::invalid_argument);
 }
 
+// The GEMMs of a setup that passes validation are priced unchecked (ops.hpp
+// checked_shape), so validation rejects every setup whose GEMMs would leave a size out
+// of range, naming the setup's field; a GEMM from anywhere else is still checked.
+TEST_CASE("setups whose GEMMs would be out of range are rejected before pricing, naming the field", "[step]") {
+    transformer_config tiny{.name = "tiny", .layers = 2, .hidden = 64, .heads = 8, .ffn_hidden = 256, .vocab = 512,
+                            .max_seq = 128};
+    auto s = single_gpu(h100_sxm::spec, tiny, precision_kind::bf16, 1, 128);
+    s.cluster.gpus_per_node = 8;
+    s.layout.tp = 8;
+    s.layout.dp = 1;
+    REQUIRE_NOTHROW(predict(s));
+    const auto rejected = [&](training_setup bad, std::string_view field, std::string_view why) {
+        CHECK_THROWS_WITH(validate(bad), Catch::StartsWith(std::string(field)) && Catch::Contains(std::string(why)));
+        CHECK_THROWS_WITH(predict(bad), Catch::StartsWith(std::string(field)));
+        CHECK_THROWS_WITH(price_micro_batch(bad), Catch::StartsWith(std::string(field)));
+    };
+    training_setup narrow_ffn = s;
+    narrow_ffn.model.ffn_hidden = 4;  // half a column of the FFN per rank
+    rejected(narrow_ffn, "tp", "ffn_hidden");
+    training_setup small_vocab = s;
+    small_vocab.model.vocab = 4;  // half a column of the output layer per rank
+    rejected(small_vocab, "tp", "vocabulary");
+    training_setup huge_batch = s;
+    huge_batch.seq = 1;
+    huge_batch.layout.tp = 1;
+    huge_batch.layout.micro_batch = 1 << 30;  // 2^30 × 8 heads: 2^33 attention GEMMs
+    rejected(huge_batch, "batch", "2^31");
+    training_setup lora_kv = s;
+    lora_kv.model.hidden = 32;   // heads of 4: K and V of one head are 4 wide, under one column per rank
+    lora_kv.model.kv_heads = 1;
+    lora_kv.finetune = {.mode = finetune_mode::lora, .rank = 8, .targets = unsigned(lora_target::k)};
+    rejected(lora_kv, "tp", "adapted projection");
+    training_setup wide_heads = s;
+    wide_heads.model.attention_head_dim = 8192;
+    wide_heads.framework = megatron_core_profile;  // a fused attention kernel
+    rejected(wide_heads, "attention_head_dim", "fused attention");
+
+    // Ops a program lists itself are checked where they are priced.
+    stage_workload w = micro_batch_workload(s);
+    REQUIRE_FALSE(w.gemms.empty());
+    w.gemms.begin()->op.shape.n = 0.5;
+    CHECK_THROWS_WITH(price_micro_batch(w, s), Catch::StartsWith("gemm.n"));
+}
+
 TEST_CASE("the communication fraction r is derived from the engine", "[step][scaling]") {
     auto s = single_gpu(a100_sxm_80gb::spec, gpt2_medium::config, precision_kind::bf16, 8, 1024);
     s.framework = megatron_profile;  // gradient sync exposed after backward

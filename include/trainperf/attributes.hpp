@@ -7,15 +7,22 @@
 // compiler can, laid out apart from the code that checks, so the checks' common path
 // stays dense (fewer instructions and instruction-cache lines per prediction;
 // docs/engine.md, Speed).
+// TRAINPERF_ALWAYS_INLINE: a small function a prediction calls in its loops, inlined
+// wherever it is called: GCC stops inlining once a translation unit's code has grown by
+// its limit (--param inline-unit-growth), which a prediction's code reaches, and the
+// helper then costs a call and its register saves per op.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TRAINPERF_NOINLINE [[gnu::noinline]]
 #define TRAINPERF_COLD [[gnu::cold, gnu::noinline]]
+#define TRAINPERF_ALWAYS_INLINE [[gnu::always_inline]] inline
 #elif defined(_MSC_VER)
 #define TRAINPERF_NOINLINE __declspec(noinline)
 #define TRAINPERF_COLD __declspec(noinline)
+#define TRAINPERF_ALWAYS_INLINE __forceinline
 #else
 #define TRAINPERF_NOINLINE
 #define TRAINPERF_COLD
+#define TRAINPERF_ALWAYS_INLINE inline
 #endif

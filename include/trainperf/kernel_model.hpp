@@ -241,6 +241,10 @@ public:
 
     seconds gemm_time(const gemm_shape& g) const {
         validate(g);
+        return gemm_time(g, checked_shape);
+    }
+    // A shape that passes validate already (ops.hpp checked_shape).
+    seconds gemm_time(const gemm_shape& g, checked_shape_t) const {
         return p_.launch_overhead + std::max(gemm_compute_time(g), gemm_memory_time(g));
     }
 

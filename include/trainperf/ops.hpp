@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "attention_kernels.hpp"
+#include "attributes.hpp"
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -44,6 +45,16 @@ constexpr void validate(const gemm_shape& g) {
     require(g.k >= 1 && g.k <= max_size, "gemm.k", g.k, "must be between 1 and 2^31");
     require(g.batch >= 1 && g.batch <= max_size, "gemm.batch", g.batch, "must be between 1 and 2^31");
 }
+
+// Says that a shape passes validate already: a GEMM of a validated setup's workload
+// (workload.hpp for_each_stage_op after validate(training_setup), whose checks bound
+// every size the workload derives; tests/test_properties.cpp holds every GEMM of random
+// valid setups to validate). The cost models price such a shape without checking it
+// again; shapes from anywhere else are checked where they are priced.
+struct checked_shape_t {
+    explicit constexpr checked_shape_t() = default;
+};
+inline constexpr checked_shape_t checked_shape{};
 
 // dgrad and wgrad of C[m×n] = A[m×k]·B[k×n]: dA = dC·Bᵀ is m×k over n; dB = Aᵀ·dC is k×n over m.
 constexpr gemm_shape dgrad_of(const gemm_shape& g) { return {g.m, g.k, g.n, g.batch, g.math}; }
@@ -247,7 +258,7 @@ struct host_op {
 template <class Op, std::size_t Capacity>
 class op_list {
 public:
-    constexpr void push_back(const Op& op) {
+    TRAINPERF_ALWAYS_INLINE constexpr void push_back(const Op& op) {
         require(size_ < Capacity, "op_list.size", size_, "exceeds the list's capacity");
         items_[size_++] = op;
     }

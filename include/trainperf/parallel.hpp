@@ -211,6 +211,15 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
     validate(p);
     require(m.heads % p.tp == 0, "tp", p.tp, "must divide the number of attention heads");
     require(tp_splits_heads(m, p.tp), "tp", p.tp, "must divide the number of kv heads (or be a multiple of it)");
+    // Every rank holds at least one column of the FFN and of the output layer, and the
+    // attention GEMMs' batch (micro-batch × heads per rank) stays within a GEMM's sizes
+    // (ops.hpp validate(gemm_shape)).
+    require(p.tp <= m.ffn_hidden, "tp", p.tp,
+            "must not exceed the model's ffn_hidden (each rank holds a part of the FFN)");
+    require(p.tp <= m.vocab, "tp", p.tp,
+            "must not exceed the vocabulary (each rank holds a part of the output layer)");
+    require(double(p.micro_batch) * (m.heads / p.tp) <= 2147483648.0, "batch", p.micro_batch,
+            "micro-batch x heads per tensor-parallel rank must be at most 2^31 (the attention GEMMs' batch)");
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
     require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
             "pp x interleave must divide the number of layers");

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <utility>
 
+#include "attributes.hpp"
 #include "comm.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
@@ -250,15 +251,8 @@ public:
     void overlap_tensor_parallel(int tp) { tp_overlap_ = tp; }
 
     void operator()(const stage_op<gemm_op>& g) {
-        // A projection whose tensor-parallel communication it overlaps: chunked, on
-        // fewer SMs; never part of the attention core.
-        if (tp_overlap_ > 1)
-            if (const tp_overlap_method method = tp_overlap_method_of(g.op); method.chunks > 0) {
-                const seconds time = overlapped_gemm_time(g.op.shape, method);
-                sections_[at_][stage_sums::tp_overlap_capacity] += (g.count + g.recomputed) * time.value();
-                return add_gemm(g, time);
-            }
-        add_gemm(g, gemm_time(g.op.shape));
+        validate(g.op.shape);
+        price(g);
     }
     void operator()(const stage_op<attention_op>& a) {
         const seconds time = kernels_.attention_time(a.op);
@@ -268,7 +262,7 @@ public:
         sections_[at_][stage_sums::core + 2] += a.recomputed * time.value();
         add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
     }
-    void operator()(const stage_op<memory_op>& m) {
+    TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<memory_op>& m) {
         const std::size_t part = m.part == step_part::forward ? 0 : 1;
         stage_sums& at = sections_[at_];
         const double moved = m.op.moved.value(), launches = m.op.launches;
@@ -309,6 +303,23 @@ public:
         add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, cost);
     }
 
+    // The sink for the ops of a setup that passes validate(training_setup)
+    // (step_detail::price_stage_parts): its GEMMs pass validate by construction (ops.hpp
+    // checked_shape) and are priced without it; every other op as above.
+    class of_checked_setup {
+    public:
+        explicit of_checked_setup(stage_pricer& p) : p_(p) {}
+        void section(stage_section part) { p_.section(part); }
+        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<gemm_op>& g) { p_.price(g); }
+        template <class Op>
+        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<Op>& op) {
+            p_(op);
+        }
+
+    private:
+        stage_pricer& p_;
+    };
+
     // The micro-batch of the ops as they came (one stage, counts as emitted).
     micro_batch_times result() const {
         stage_sums all = sections_[0];
@@ -336,6 +347,19 @@ public:
     }
 
 private:
+    // A GEMM whose shape passes validate.
+    void price(const stage_op<gemm_op>& g) {
+        // A projection whose tensor-parallel communication it overlaps: chunked, on
+        // fewer SMs; never part of the attention core.
+        if (tp_overlap_ > 1)
+            if (const tp_overlap_method method = tp_overlap_method_of(g.op); method.chunks > 0) {
+                const seconds time = overlapped_gemm_time(g.op.shape, method);
+                sections_[at_][stage_sums::tp_overlap_capacity] += (g.count + g.recomputed) * time.value();
+                return add_gemm(g, time);
+            }
+        add_gemm(g, gemm_time(g.op.shape));
+    }
+
     // Transformer Engine's default overlap method per GEMM (transformer_engine/pytorch/
     // module/base.py initialize_ub@d0067d0d): ring_exchange (QKV and FC1 forward,
     // their input all-gathered chunk by chunk; proj and FC2 dgrad) splits the GEMM
@@ -368,7 +392,8 @@ private:
         gemm_shape chunk = g;
         chunk.m = std::max(1.0, g.m / method.chunks);
         const double sms = std::max(1, sms_);
-        return method.chunks * kernels_.gemm_time(chunk) * (sms / std::max(1.0, sms - method.comm_sms));
+        return method.chunks * kernels_.gemm_time(chunk, checked_shape) *
+               (sms / std::max(1.0, sms - method.comm_sms));
     }
 
     // A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
@@ -433,7 +458,7 @@ private:
     };
 
     seconds gemm_time(const gemm_shape& g) {
-        return memo_.time(g, [this](const gemm_shape& shape) { return kernels_.gemm_time(shape); });
+        return memo_.time(g, [this](const gemm_shape& shape) { return kernels_.gemm_time(shape, checked_shape); });
     }
 
     // What the ops add up to, as plain numbers (seconds; bytes, launches and bare host
@@ -553,17 +578,20 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 
 // The parts of a stage priced once (one layer, the head, the embedding, the stage's
 // own sends), from which stage_pricer::stage builds a stage of any number of layers.
-// `groups` must be groups_of(s) (workload.hpp).
+namespace step_detail {
+// For a setup that passes validate(s); `groups` must be groups_of(s) (workload.hpp).
 inline stage_pricer price_stage_parts(const training_setup& s, const layout_groups& groups) {
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
-    for_each_stage_op(s, stage_shape{1, true, true}, groups, pricer);
+    for_each_stage_op(s, stage_shape{1, true, true}, groups, stage_pricer::of_checked_setup(pricer));
     return pricer;
 }
+}  // namespace step_detail
 
 inline stage_pricer price_stage_parts(const training_setup& s) {
-    return price_stage_parts(s, groups_of(s));
+    validate(s);
+    return step_detail::price_stage_parts(s, groups_of(s));
 }
 
 // One micro-batch on each stage of the pipeline.
@@ -919,7 +947,7 @@ inline step_report predict(const training_setup& s) {
     validate(s);
     const model_state state = setup_detail::model_state_of(s);
     const layout_groups groups = groups_of(s);
-    const stage_pricer parts = price_stage_parts(s, groups);
+    const stage_pricer parts = step_detail::price_stage_parts(s, groups);
     step_report r = schedule(s, pipeline_stage_times(parts, s, parts.pipeline_comm()),
                              price_step(step_workload(s, state, groups), s), memory_detail::report_of(s, state),
                              step_detail::flop_counts_of(s));
