@@ -53,6 +53,12 @@ inline constexpr int max_heads = 1 << 16;
 inline constexpr int max_vocab = 1 << 24;           // 16.7 M tokens (real: ≤ ~0.3 M)
 inline constexpr int max_sequence = 1 << 24;        // 16.7 M tokens of context
 inline constexpr int max_token_types = 1 << 10;
+// The largest size (m, n, k, batch; attention's batch and lengths) of one op ops.hpp
+// accepts: cuBLASLt's int64 sizes go further, no training GEMM comes near, and the bound
+// keeps every product and hash of sizes finite and exact.
+inline constexpr double max_op_size = 2147483648.0;  // 2^31
+// The largest head size of a fused attention kernel (ops.hpp validate(attention_op)).
+inline constexpr int max_attention_head_dim = 4096;
 // Tokens in one micro-batch (micro-batch × sequence): 2^31, the largest GEMM dimension
 // ops.hpp accepts. At 2^31 tokens a layer's activations alone need terabytes.
 inline constexpr long long max_micro_batch_tokens = 1LL << 31;

@@ -13,6 +13,7 @@
 #include "dtype.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
+#include "limits.hpp"
 #include "units.hpp"
 
 namespace trainperf {
@@ -36,10 +37,9 @@ constexpr bytes gemm_bytes(const gemm_shape& g) {
     return bytes_of(((g.m * g.k + g.k * g.n) * size_of(g.math) + g.m * g.n * out) * g.batch);
 }
 
-// Each size between 1 and 2^31 (cuBLASLt's int64 sizes go further; no training GEMM
-// comes near, and the bound keeps every product and hash of sizes finite and exact).
+// Each size between 1 and 2^31 (limits::max_op_size).
 constexpr void validate(const gemm_shape& g) {
-    constexpr double max_size = 2147483648.0;
+    constexpr double max_size = limits::max_op_size;
     require(g.m >= 1 && g.m <= max_size, "gemm.m", g.m, "must be between 1 and 2^31");
     require(g.n >= 1 && g.n <= max_size, "gemm.n", g.n, "must be between 1 and 2^31");
     require(g.k >= 1 && g.k <= max_size, "gemm.k", g.k, "must be between 1 and 2^31");
@@ -133,11 +133,12 @@ constexpr bytes attention_bytes(const attention_op& a) {
 }
 
 constexpr void validate(const attention_op& a) {
-    constexpr double max_size = 2147483648.0;
+    constexpr double max_size = limits::max_op_size;
     require(a.batch >= 1 && a.batch <= max_size, "attention.batch", a.batch, "must be between 1 and 2^31");
     require(a.seq_q >= 1 && a.seq_q <= max_size, "attention.seq_q", a.seq_q, "must be between 1 and 2^31");
     require(a.seq_kv >= 1 && a.seq_kv <= max_size, "attention.seq_kv", a.seq_kv, "must be between 1 and 2^31");
-    require(a.head_dim >= 1 && a.head_dim <= 4096, "attention.head_dim", a.head_dim, "must be between 1 and 4096");
+    require(a.head_dim >= 1 && a.head_dim <= limits::max_attention_head_dim, "attention.head_dim", a.head_dim,
+            "must be between 1 and 4096");
     require(a.phase == op_phase::forward || a.phase == op_phase::backward, "attention.phase", to_string(a.phase),
             "must be forward or backward");
 }

@@ -218,7 +218,7 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
             "must not exceed the model's ffn_hidden (each rank holds a part of the FFN)");
     require(p.tp <= m.vocab, "tp", p.tp,
             "must not exceed the vocabulary (each rank holds a part of the output layer)");
-    require(double(p.micro_batch) * (m.heads / p.tp) <= 2147483648.0, "batch", p.micro_batch,
+    require(double(p.micro_batch) * (m.heads / p.tp) <= limits::max_op_size, "batch", p.micro_batch,
             "micro-batch x heads per tensor-parallel rank must be at most 2^31 (the attention GEMMs' batch)");
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
     require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,

@@ -140,7 +140,8 @@ constexpr void validate(const training_setup& s) {
     require(!s.finetune.freezes_base() || adapted_matrices_per_layer(s.model, s.finetune) > 0, "lora_targets",
             "gate", "names no projection this model has (it has no gate without SwiGLU)");
     // A fused attention kernel's head size (ops.hpp validate(attention_op)).
-    require(!s.framework.flash_attention || s.model.head_dim() <= 4096, "attention_head_dim", s.model.head_dim(),
+    require(!s.framework.flash_attention || s.model.head_dim() <= limits::max_attention_head_dim,
+            "attention_head_dim", s.model.head_dim(),
             "must be at most 4096 with a fused attention kernel (the framework's flash_attention)");
     // An adapter's GEMMs run on the projection's part per rank (workload.hpp
     // for_each_adapter_op): at least one column of it.
