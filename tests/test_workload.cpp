@@ -20,7 +20,36 @@ double total_flops(const Ops& ops) {
     for (const auto& op : ops) f += gemm_flops(op.shape).value();
     return f;
 }
+
+// `n` ops pushed onto a list of four, the list copied, and the copy assigned over a
+// list holding three other ops: the bytes of what the last list holds, plus 100 per op.
+constexpr double copied_list_bytes(int n) {
+    op_list<memory_op, 4> l;
+    for (int i = 1; i <= n; ++i) l.push_back({"op", bytes_of(double(i))});
+    const op_list<memory_op, 4> copy = l;
+    op_list<memory_op, 4> longer;
+    for (int i = 0; i < 3; ++i) longer.push_back({"other", bytes_of(1000.0)});
+    longer = copy;
+    double sum = 0;
+    for (const memory_op& op : longer) sum += op.moved.value();
+    return sum + 100.0 * double(longer.size());
+}
+static_assert(copied_list_bytes(2) == 203.0, "an op list at compile time");
+static_assert(copied_list_bytes(0) == 0.0);
 }  // namespace
+
+TEST_CASE("an op list holds what was pushed, copies it and refuses more than its capacity", "[workload]") {
+    volatile int two = 2, four = 4;  // evaluated at run time
+    CHECK(copied_list_bytes(two) == 203.0);
+    CHECK(copied_list_bytes(four) == 1.0 + 2.0 + 3.0 + 4.0 + 400.0);
+    op_list<stage_op<gemm_op>, 2> full;
+    full.push_back({{"a", {1, 2, 3, 1, dtype::fp16}, op_phase::forward}, 1, 0, step_part::forward});
+    full.push_back({{"b", {4, 5, 6, 1, dtype::fp16}, op_phase::backward_data}, 2, 1, step_part::backward});
+    const auto copy = full;
+    REQUIRE(copy.size() == 2);
+    CHECK((copy[1].op.name == "b" && copy[1].op.shape.n == 5 && copy[1].count == 2 && copy[1].recomputed == 1));
+    CHECK_THROWS_WITH(full.push_back(copy[0]), Catch::Contains("op_list.size = 2"));
+}
 
 TEST_CASE("a layer's GEMM shapes follow Megatron's tensor-parallel split", "[workload]") {
     // gpt2-medium: h = 1024, a = 16, d = 64, f = 4096; b = 8, s = 1024, t = 2.

@@ -471,10 +471,17 @@ inline seconds attention_time(const gpu_spec& gpu, const attention_op& a, const 
     return kernel_cost_model(gpu, p).attention_time(a);
 }
 
+namespace kernel_detail {
+// memory_op_time below for parameters already checked.
+constexpr seconds memory_op_time(const gpu_spec& gpu, const memory_op& op, const kernel_params& p) {
+    return memory_time(op.moved, op.launches, p.launch_overhead, seconds_per_byte(gpu, p));
+}
+}  // namespace kernel_detail
+
 // A memory op of the workload: its bytes over its launches.
 inline seconds memory_op_time(const gpu_spec& gpu, const memory_op& op, const kernel_params& p) {
     validate(p);
-    return kernel_detail::memory_time(op.moved, op.launches, p.launch_overhead, kernel_detail::seconds_per_byte(gpu, p));
+    return kernel_detail::memory_op_time(gpu, op, p);
 }
 
 }  // namespace trainperf

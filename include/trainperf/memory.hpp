@@ -576,15 +576,12 @@ constexpr candidate_stages candidate_stages_of(const model_state& state, const t
                                                const framework_profile& fw, const layer_activations& layer,
                                                const finetune_spec& ft) {
     const pipeline_split split = pipeline_split_of(m, p);
-    candidate_stages c;
-    const auto add = [&](int stage) {
-        c.stages[std::size_t(c.count++)] = stage_micro_batches(m, r, state, p, seq, fw, layer, split, stage, ft);
-    };
-    add(0);
-    if (p.pp == 1) return c;
-    add(p.pp - 1);
-    if (second_stage_may_be_busiest(p, split)) add(1);
-    return c;
+    const auto of = [&](int stage) { return stage_micro_batches(m, r, state, p, seq, fw, layer, split, stage, ft); };
+    const stage_micro_batch_memory first = of(0);
+    if (p.pp == 1) return {{first}, 1};
+    const stage_micro_batch_memory last = of(p.pp - 1);
+    if (!second_stage_may_be_busiest(p, split)) return {{first, last}, 2};
+    return {{first, last, of(1)}, 3};
 }
 
 // The busiest of the candidate stages at the layout's ZeRO stage, offload and overlap

@@ -180,8 +180,14 @@ constexpr double head_parameters(const transformer_config& m) {
     return p;
 }
 
+// The whole model's parameters from its parts (a caller that has them already sums
+// them here: parameter_count is this sum).
+constexpr double parameters_of_parts(int layers, double layer, double embedding, double head) {
+    return layers * layer + embedding + head;
+}
+
 constexpr double parameter_count(const transformer_config& m) {
-    return m.layers * layer_parameters(m) + embedding_parameters(m) + head_parameters(m);
+    return parameters_of_parts(m.layers, layer_parameters(m), embedding_parameters(m), head_parameters(m));
 }
 
 }  // namespace trainperf

@@ -6,7 +6,9 @@
 
 #include <array>
 #include <cstddef>
+#include <new>
 #include <string_view>
+#include <type_traits>
 
 #include "attention_kernels.hpp"
 #include "attributes.hpp"
@@ -255,24 +257,59 @@ struct host_op {
 
 // A fixed-capacity list: workloads are built without heap allocation, so the
 // planner can build and price millions of them. Exceeding the capacity is a bug in
-// the workload, reported as an error rather than undefined behaviour.
+// the workload, reported as an error rather than undefined behaviour. Only the slots
+// in use hold ops: the others are left unconstructed, and a copy copies the ops it
+// holds (filling every slot first cost a prediction more than a hundred instructions
+// for its short lists); a constant evaluation, which may read no object whose
+// lifetime has not begun, constructs every slot at once.
 template <class Op, std::size_t Capacity>
 class op_list {
+    static_assert(std::is_trivially_destructible_v<Op>, "an op is plain data: its slots are never destroyed");
+    static_assert(Capacity > 0, "a list holds at least one op");
+
 public:
+    constexpr op_list() : slots_(std::is_constant_evaluated() ? slots(constructed) : slots()) {}
+    constexpr op_list(const op_list& o) : op_list() {
+        for (const Op& op : o) place(op);
+    }
+    constexpr op_list& operator=(const op_list& o) {
+        if (this != &o) {
+            size_ = 0;
+            for (const Op& op : o) place(op);
+        }
+        return *this;
+    }
+
     TRAINPERF_ALWAYS_INLINE constexpr void push_back(const Op& op) {
         require(size_ < Capacity, "op_list.size", size_, "exceeds the list's capacity");
-        items_[size_++] = op;
+        place(op);
     }
     constexpr std::size_t size() const { return size_; }
     constexpr bool empty() const { return size_ == 0; }
-    constexpr const Op& operator[](std::size_t i) const { return items_[i]; }
-    constexpr const Op* begin() const { return items_.data(); }
-    constexpr const Op* end() const { return items_.data() + size_; }
-    constexpr Op* begin() { return items_.data(); }
-    constexpr Op* end() { return items_.data() + size_; }
+    constexpr const Op& operator[](std::size_t i) const { return slots_.items[i]; }  // i < size()
+    constexpr const Op* begin() const { return slots_.items; }
+    constexpr const Op* end() const { return slots_.items + size_; }
+    constexpr Op* begin() { return slots_.items; }
+    constexpr Op* end() { return slots_.items + size_; }
 
 private:
-    std::array<Op, Capacity> items_{};
+    static constexpr struct constructed_t {} constructed{};
+    union slots {
+        constexpr slots() {}                                  // unconstructed
+        constexpr explicit slots(constructed_t) : items{} {}  // every slot a default op
+        Op items[Capacity];
+    };
+
+    // The next slot, which exists (size_ < Capacity).
+    TRAINPERF_ALWAYS_INLINE constexpr void place(const Op& op) {
+        if (std::is_constant_evaluated())
+            slots_.items[size_] = op;
+        else
+            ::new (static_cast<void*>(slots_.items + size_)) Op(op);
+        ++size_;
+    }
+
+    slots slots_;
     std::size_t size_ = 0;
 };
 

@@ -265,10 +265,10 @@ struct tensor_sums_of : tensor_sums {
 // their order as optimizer_state_bytes sums the list.
 constexpr model_state model_state_of(optimizer_kind k, const transformer_config& m, dtype state) {
     model_state r;
-    r.parameters = parameter_count(m);
     r.layer_parameters = layer_parameters(m);
     r.embedding_parameters = embedding_parameters(m);
     r.head_parameters = head_parameters(m);
+    r.parameters = parameters_of_parts(m.layers, r.layer_parameters, r.embedding_parameters, r.head_parameters);
     const tensor_sums sum = with_kind(k, [&](auto kind) -> tensor_sums {
         return for_each_parameter_tensor(m, tensor_sums_of<kind()>{{size_of(state)}});
     });

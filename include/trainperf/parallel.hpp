@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "attributes.hpp"
 #include "enum_names.hpp"
 #include "error.hpp"
 #include "limits.hpp"
@@ -164,11 +165,18 @@ constexpr void validate(const parallel_layout& p) {
 // sequence must divide by 2·cp.
 constexpr bool cp_splits_sequence(int seq, int cp) { return cp == 1 || (seq > 0 && seq % (2LL * cp) == 0); }
 
+namespace parallel_detail {
+// The failure with its message, out of line: building the message inline made every
+// caller's check a call (validate(training_setup) runs it once per prediction).
+[[noreturn]] TRAINPERF_COLD inline void fail_cp_splits_sequence(int seq, int cp) {
+    detail::fail("cp", cp,
+                 "needs a sequence length divisible by 2 x cp (causal load balancing splits it into 2 x cp "
+                 "chunks); seq is " + std::to_string(seq));
+}
+}  // namespace parallel_detail
+
 constexpr void require_cp_splits_sequence(int seq, int cp) {
-    if (!cp_splits_sequence(seq, cp))
-        detail::fail("cp", cp,
-                     "needs a sequence length divisible by 2 x cp (causal load balancing splits it into 2 x cp "
-                     "chunks); seq is " + std::to_string(seq));
+    if (!cp_splits_sequence(seq, cp)) parallel_detail::fail_cp_splits_sequence(seq, cp);
 }
 
 // Tensor parallelism splits the attention heads, and the kv heads (or replicates a

@@ -489,40 +489,50 @@ private:
     // The sums into times: memory-bound ops priced per pass, each pass the larger of
     // the GPU's time and the host's, tensor-parallel overlap and the KV ring.
     micro_batch_times finish(const stage_sums& a) const {
-        micro_batch_times t;
-        t.tensor_parallel_comm = seconds_of(a[stage_sums::tensor_parallel_comm]);
-        t.pipeline_comm = seconds_of(a[stage_sums::pipeline_comm]);
+        seconds tensor_parallel_comm = seconds_of(a[stage_sums::tensor_parallel_comm]);
+        seconds tensor_parallel_hidden = seconds_of(0.0);
         if (tp_overlap_ > 1) {
             // What the overlapped GEMMs do not cover stays exposed (ASSUMPTION: the
             // layer's collectives and GEMMs are matched in aggregate, not pair by pair).
             const seconds capacity = seconds_of(a[stage_sums::tp_overlap_capacity]);
-            const seconds exposed = std::max(seconds_of(0.0), t.tensor_parallel_comm - capacity);
-            t.tensor_parallel_hidden = t.tensor_parallel_comm - exposed;
-            t.tensor_parallel_comm = exposed;
+            const seconds exposed = std::max(seconds_of(0.0), tensor_parallel_comm - capacity);
+            tensor_parallel_hidden = tensor_parallel_comm - exposed;
+            tensor_parallel_comm = exposed;
         }
         const auto memory = [&](std::size_t part) {
             return kernels_.memory_time(bytes_of(a[stage_sums::bytes + part]), a[stage_sums::launches + part]);
         };
-        t.gpu_forward = seconds_of(a[stage_sums::gpu]) + memory(0);
-        t.gpu_backward = seconds_of(a[stage_sums::gpu + 1]) + memory(1);
-        t.gpu_recompute = seconds_of(a[stage_sums::gpu + 2]) + memory(2);
-        t.gpu_weight_gradient = seconds_of(a[stage_sums::weight_gradient]);
-        t.host_forward = a[stage_sums::host_calls] * bare_op_;
-        t.host_backward = a[stage_sums::host_calls + 1] * bare_op_;
-        t.host_recompute = a[stage_sums::host_calls + 2] * bare_op_;
-        t.forward = std::max(t.gpu_forward, t.host_forward);
-        t.backward = std::max(t.gpu_backward, t.host_backward);
-        t.recompute = std::max(t.gpu_recompute, t.host_recompute);
+        const seconds gpu_forward = seconds_of(a[stage_sums::gpu]) + memory(0);
+        const seconds gpu_backward = seconds_of(a[stage_sums::gpu + 1]) + memory(1);
+        const seconds gpu_recompute = seconds_of(a[stage_sums::gpu + 2]) + memory(2);
+        const seconds host_forward = a[stage_sums::host_calls] * bare_op_;
+        const seconds host_backward = a[stage_sums::host_calls + 1] * bare_op_;
+        const seconds host_recompute = a[stage_sums::host_calls + 2] * bare_op_;
+        seconds context_parallel_comm = seconds_of(0.0), context_parallel_ring = seconds_of(0.0);
         for (std::size_t pass = 0; ring_ && pass < 3; ++pass) {  // only a ring has sums here
             const seconds ring = seconds_of(a[stage_sums::ring + pass]);
             if (!(ring > seconds_of(0.0))) continue;  // no KV ring (cp = 1): nothing to hide
             const seconds core = seconds_of(a[stage_sums::core + pass]) +
                                  kernels_.memory_time(bytes_of(a[stage_sums::core_bytes + pass]),
                                                       a[stage_sums::core_launches + pass]);
-            t.context_parallel_ring += ring;
-            t.context_parallel_comm += std::max(seconds_of(0.0), ring - core);
+            context_parallel_ring += ring;
+            context_parallel_comm += std::max(seconds_of(0.0), ring - core);
         }
-        return t;
+        return {.forward = std::max(gpu_forward, host_forward),
+                .backward = std::max(gpu_backward, host_backward),
+                .recompute = std::max(gpu_recompute, host_recompute),
+                .tensor_parallel_comm = tensor_parallel_comm,
+                .pipeline_comm = seconds_of(a[stage_sums::pipeline_comm]),
+                .tensor_parallel_hidden = tensor_parallel_hidden,
+                .context_parallel_comm = context_parallel_comm,
+                .context_parallel_ring = context_parallel_ring,
+                .gpu_forward = gpu_forward,
+                .gpu_backward = gpu_backward,
+                .gpu_recompute = gpu_recompute,
+                .host_forward = host_forward,
+                .host_backward = host_backward,
+                .host_recompute = host_recompute,
+                .gpu_weight_gradient = seconds_of(a[stage_sums::weight_gradient])};
     }
 
     // A GEMM's sums: the GPU's time and the host's calls per pass, the weight gradients
@@ -609,11 +619,7 @@ inline pipeline_times pipeline_stage_times(const stage_pricer& parts, const trai
                                            seconds pipeline_comm) {
     const auto& l = s.layout;
     const pipeline_split split = pipeline_split_of(s.model, l);
-    pipeline_times p;
-    if (l.pp == 1) {
-        p.bottleneck = parts.stage(split.first, true, true, pipeline_comm);
-        return p;
-    }
+    if (l.pp == 1) return {.bottleneck = parts.stage(split.first, true, true, pipeline_comm)};
     const micro_batch_times first = parts.stage(split.first, true, false, pipeline_comm);
     const micro_batch_times last = parts.stage(split.last, false, true, pipeline_comm);
     const double middles = l.pp - 2.0;
@@ -623,16 +629,15 @@ inline pipeline_times pipeline_stage_times(const stage_pricer& parts, const trai
     if (first.total() > slowest->total()) slowest = &first;
     if (middles > 0 && middle.total() > slowest->total()) slowest = &middle;
     const double copies = slowest == &middle ? middles - 1 : middles;  // the middle stages besides the slowest
-    p.bottleneck = *slowest;
     const auto others = [&](auto part) {
         seconds sum = copies * part(middle);
         if (slowest != &first) sum += part(first);
         if (slowest != &last) sum += part(last);
         return sum;
     };
-    p.others = others([](const micro_batch_times& t) { return t.total(); });
-    p.others_weight_gradient = others([](const micro_batch_times& t) { return t.gpu_weight_gradient; });
-    return p;
+    return {.bottleneck = *slowest,
+            .others = others([](const micro_batch_times& t) { return t.total(); }),
+            .others_weight_gradient = others([](const micro_batch_times& t) { return t.gpu_weight_gradient; })};
 }
 
 inline pipeline_times price_pipeline(const training_setup& s) {
@@ -724,53 +729,76 @@ constexpr offload_copies price_gradient_copies(const optimizer_work& w, const tr
     return c;
 }
 
-// The optimizer step: on the GPU, or offloaded: the CPU's step, then the copy back
-// (ZeRO-Offload without the delayed parameter update runs them in order, before the
-// next forward). Plus the framework's per-step host overhead.
-inline seconds price_optimizer(const optimizer_work& w, const training_setup& s) {
+namespace step_detail {
+// price_optimizer and price_step below with the setup's kernel parameters
+// (kernel_params_of(s)) already checked, as validate(s) checks them.
+inline seconds price_optimizer(const optimizer_work& w, const training_setup& s, const kernel_params& k) {
     if (w.offloaded)
         return host_step_time(w, s) + host_transfer_time(w.weights_up, s.cluster.gpu, s.cluster.host) +
                s.framework.per_step_overhead;
     // The update's kernels are issued from Python (a per-tensor loop launches each one);
     // like a pass, it takes the larger of the GPU's time and the host's.
-    const seconds gpu = memory_op_time(s.cluster.gpu, w.update, kernel_params_of(s));
+    const seconds gpu = kernel_detail::memory_op_time(s.cluster.gpu, w.update, k);
     const seconds host = w.update.launches * s.framework.host.op * s.cluster.host.eager_op_time;
     return std::max(gpu, host) + s.framework.per_step_overhead;
 }
 
-inline step_prices price_step(const step_ops& w, const training_setup& s) {
-    step_prices p;
-    if (w.optimizer.offloaded) {
-        p.offloaded = true;
-        p.gradient_copies = price_gradient_copies(w.optimizer, s);
-        p.host_step = host_step_time(w.optimizer, s);
-        p.weights_up = host_transfer_time(w.optimizer.weights_up, s.cluster.gpu, s.cluster.host);
-    }
+inline step_prices price_step(const step_ops& w, const training_setup& s, const kernel_params& k) {
+    const bool offloaded = w.optimizer.offloaded;
+    const offload_copies gradient_copies = offloaded ? price_gradient_copies(w.optimizer, s) : offload_copies{};
+    const seconds host_step = offloaded ? host_step_time(w.optimizer, s) : seconds_of(0.0);
+    const seconds weights_up = offloaded ? host_transfer_time(w.optimizer.weights_up, s.cluster.gpu, s.cluster.host)
+                                         : seconds_of(0.0);
+    data_parallel_sync sync;
     for (const auto& op : w.sync) {
         const seconds one = collective_time(op.op, s.cluster);
         const seconds t = op.count * one;
         switch (op.when) {
             case sync_point::every_forward:
-                p.sync.per_forward += t;
-                if (op.per_unit && op.op.kind == collective::all_gather) p.sync.forward_unit = one;
+                sync.per_forward += t;
+                if (op.per_unit && op.op.kind == collective::all_gather) sync.forward_unit = one;
                 break;
             case sync_point::every_micro_batch:
-                p.sync.per_micro_batch += t;
-                if (op.per_unit && op.op.kind == collective::all_gather) p.sync.backward_unit = one;
+                sync.per_micro_batch += t;
+                if (op.per_unit && op.op.kind == collective::all_gather) sync.backward_unit = one;
                 break;
-            case sync_point::end_of_backward: p.sync.end_of_backward += t; break;
-            case sync_point::after_optimizer: p.sync.after_optimizer += t; break;
-            case sync_point::end_of_step: p.sync.end_of_step += t; break;
+            case sync_point::end_of_backward: sync.end_of_backward += t; break;
+            case sync_point::after_optimizer: sync.after_optimizer += t; break;
+            case sync_point::end_of_step: sync.end_of_step += t; break;
         }
     }
-    p.optimizer = price_optimizer(w.optimizer, s);
-    return p;
+    return {.sync = sync,
+            .optimizer = price_optimizer(w.optimizer, s, k),
+            .offloaded = offloaded,
+            .gradient_copies = gradient_copies,
+            .host_step = host_step,
+            .weights_up = weights_up};
+}
+}  // namespace step_detail
+
+// The optimizer step: on the GPU, or offloaded: the CPU's step, then the copy back
+// (ZeRO-Offload without the delayed parameter update runs them in order, before the
+// next forward). Plus the framework's per-step host overhead. The setup's kernel
+// parameters are checked first, whether or not the update runs on the GPU.
+inline seconds price_optimizer(const optimizer_work& w, const training_setup& s) {
+    const kernel_params k = kernel_params_of(s);
+    validate(k);
+    return step_detail::price_optimizer(w, s, k);
+}
+
+// The step's own ops priced: data-parallel synchronisation by when it runs, the
+// optimizer step and the offloaded copies. The setup's kernel parameters are checked
+// first.
+inline step_prices price_step(const step_ops& w, const training_setup& s) {
+    const kernel_params k = kernel_params_of(s);
+    validate(k);
+    return step_detail::price_step(w, s, k);
 }
 
 // The optimizer step on one GPU (or on its host when offloaded).
 inline seconds optimizer_step_time(const training_setup& s) {
     validate(s);
-    return price_optimizer(optimizer_workload(s), s);
+    return step_detail::price_optimizer(optimizer_workload(s), s, kernel_params_of(s));
 }
 
 // ---- The schedule ------------------------------------------------------------------------
@@ -889,57 +917,67 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
     return time;
 }
 
+// The report is built in one initialiser, each field once (assigned field by field,
+// GCC clears the whole report first with a `rep stos`, slow to start on small blocks).
 inline step_report schedule(const training_setup& s, const pipeline_times& stages, const step_prices& prices,
                             const memory_report& memory, const flop_counts& flop) {
     const auto& l = s.layout;
     const micro_batch_times& mb = stages.bottleneck;
-    step_report r;
-    r.seq = sequence_length(s);
-    r.gpus = l.gpus();
-    r.global_batch = l.global_batch();
-    r.micro_batch = mb;
-    r.frozen_base = s.finetune.freezes_base();
-    r.causal_attention_skipped = skips_masked_attention(s);
+    const int gpus = l.gpus();
+    const long long global_batch = l.global_batch();
+    const int seq = sequence_length(s);
     const double m = l.grad_accum;
-    r.data_parallel_sync = prices.sync.per_step_total(m);
-    if (prices.offloaded)
-        r.offload = {prices.gradient_copies.per_step(m), prices.host_step, prices.weights_up};
-    r.time = step_times(s, stages, prices);
-    r.step_time = r.time.total();
-
-    r.samples_per_second = double(r.global_batch) / r.step_time.value();
-    r.tokens_per_second = r.samples_per_second * r.seq;
-    const double samples = double(r.global_batch);
+    const step_time_breakdown time = step_times(s, stages, prices);
+    const seconds step_time = time.total();
+    const double samples_per_second = double(global_batch) / step_time.value();
+    const double samples = double(global_batch);
     const flop_rate peak = s.cluster.gpu.peak_for(s.precision.math);
-    r.model_flops_per_gpu = samples * flop.model / r.step_time / double(r.gpus);
-    r.hardware_flops_per_gpu = samples * flop.hardware / r.step_time / double(r.gpus);
-    r.mfu = r.model_flops_per_gpu / peak;
-    r.hfu = r.hardware_flops_per_gpu / peak;
-    r.hfu_ceiling = std::max(1.0, s.cluster.gpu.clock_ratio());
-    if (fp8_linears(s.precision)) {
-        const flop_rate bf16 = s.cluster.gpu.peak_for(dtype::bf16);
-        r.fp8 = true;
-        r.mfu_bf16_peak = r.model_flops_per_gpu / bf16;
-        r.hfu_bf16_peak = r.hardware_flops_per_gpu / bf16;
-    }
-
-    r.memory = memory.breakdown;
-    r.memory_capacity = memory.capacity;
-    r.fits = memory.fits;
+    const flop_rate model_flops_per_gpu = samples * flop.model / step_time / double(gpus);
+    const flop_rate hardware_flops_per_gpu = samples * flop.hardware / step_time / double(gpus);
+    const bool fp8 = fp8_linears(s.precision);
+    // fp8: the same rates against the bf16 peak (unused otherwise).
+    const flop_rate bf16 = fp8 ? s.cluster.gpu.peak_for(dtype::bf16) : flop_rate::from_value(0.0);
 
     // The bottleneck: what the step spends most of its time on, unless it does not fit.
     const std::array<std::pair<bottleneck_kind, seconds>, 5> parts{{
-        {bottleneck_kind::compute, r.time.forward_backward},
-        {bottleneck_kind::communication, r.time.communication},
-        {bottleneck_kind::optimizer, r.time.optimizer},
-        {bottleneck_kind::bubble, r.time.bubble},
-        {bottleneck_kind::data, r.time.data},
+        {bottleneck_kind::compute, time.forward_backward},
+        {bottleneck_kind::communication, time.communication},
+        {bottleneck_kind::optimizer, time.optimizer},
+        {bottleneck_kind::bubble, time.bubble},
+        {bottleneck_kind::data, time.data},
     }};
-    r.bottleneck = std::max_element(parts.begin(), parts.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; })->first;
-    if (r.bottleneck == bottleneck_kind::compute && mb.host_bound()) r.bottleneck = bottleneck_kind::host;
-    if (!r.fits) r.bottleneck = bottleneck_kind::memory;
-    return r;
+    bottleneck_kind bottleneck = std::max_element(parts.begin(), parts.end(), [](const auto& a, const auto& b) {
+                                     return a.second < b.second;
+                                 })->first;
+    if (bottleneck == bottleneck_kind::compute && mb.host_bound()) bottleneck = bottleneck_kind::host;
+    if (!memory.fits) bottleneck = bottleneck_kind::memory;
+
+    return {.step_time = step_time,
+            .time = time,
+            .micro_batch = mb,
+            .data_parallel_sync = prices.sync.per_step_total(m),
+            .offload = prices.offloaded
+                           ? offload_times{prices.gradient_copies.per_step(m), prices.host_step, prices.weights_up}
+                           : offload_times{},
+            .gpus = gpus,
+            .global_batch = global_batch,
+            .seq = seq,
+            .samples_per_second = samples_per_second,
+            .tokens_per_second = samples_per_second * seq,
+            .model_flops_per_gpu = model_flops_per_gpu,
+            .hardware_flops_per_gpu = hardware_flops_per_gpu,
+            .mfu = model_flops_per_gpu / peak,
+            .hfu = hardware_flops_per_gpu / peak,
+            .hfu_ceiling = std::max(1.0, s.cluster.gpu.clock_ratio()),
+            .frozen_base = s.finetune.freezes_base(),
+            .causal_attention_skipped = skips_masked_attention(s),
+            .fp8 = fp8,
+            .mfu_bf16_peak = fp8 ? double(model_flops_per_gpu / bf16) : 0.0,
+            .hfu_bf16_peak = fp8 ? double(hardware_flops_per_gpu / bf16) : 0.0,
+            .memory = memory.breakdown,
+            .memory_capacity = memory.capacity,
+            .fits = memory.fits,
+            .bottleneck = bottleneck};
 }
 
 // One training step of the setup, priced from its op lists.
@@ -949,7 +987,8 @@ inline step_report predict(const training_setup& s) {
     const layout_groups groups = groups_of(s);
     const stage_pricer parts = step_detail::price_stage_parts(s, groups);
     step_report r = schedule(s, pipeline_stage_times(parts, s, parts.pipeline_comm()),
-                             price_step(step_workload(s, state, groups), s), memory_detail::report_of(s, state),
+                             step_detail::price_step(step_workload(s, state, groups), s, kernel_params_of(s)),
+                             memory_detail::report_of(s, state),
                              step_detail::flop_counts_of(s));
     if constexpr (TRAINPERF_CHECK_POSTCONDITIONS) check_postconditions(r);
     return r;
