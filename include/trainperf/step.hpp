@@ -732,10 +732,15 @@ constexpr offload_copies price_gradient_copies(const optimizer_work& w, const tr
 namespace step_detail {
 // price_optimizer and price_step below with the setup's kernel parameters
 // (kernel_params_of(s)) already checked, as validate(s) checks them.
+// An offloaded step from its two parts: the CPU's step, then the copy back.
+constexpr seconds offloaded_optimizer_time(seconds host_step, seconds weights_up, const training_setup& s) {
+    return host_step + weights_up + s.framework.per_step_overhead;
+}
+
 inline seconds price_optimizer(const optimizer_work& w, const training_setup& s, const kernel_params& k) {
     if (w.offloaded)
-        return host_step_time(w, s) + host_transfer_time(w.weights_up, s.cluster.gpu, s.cluster.host) +
-               s.framework.per_step_overhead;
+        return offloaded_optimizer_time(host_step_time(w, s),
+                                        host_transfer_time(w.weights_up, s.cluster.gpu, s.cluster.host), s);
     // The update's kernels are issued from Python (a per-tensor loop launches each one);
     // like a pass, it takes the larger of the GPU's time and the host's.
     const seconds gpu = kernel_detail::memory_op_time(s.cluster.gpu, w.update, k);
@@ -768,7 +773,8 @@ inline step_prices price_step(const step_ops& w, const training_setup& s, const 
         }
     }
     return {.sync = sync,
-            .optimizer = price_optimizer(w.optimizer, s, k),
+            .optimizer = offloaded ? offloaded_optimizer_time(host_step, weights_up, s)
+                                   : price_optimizer(w.optimizer, s, k),
             .offloaded = offloaded,
             .gradient_copies = gradient_copies,
             .host_step = host_step,
