@@ -1,7 +1,9 @@
 // Memory per GPU: static state, Korthikanti activations, ZeRO, fits and max batch.
 #include <catch2/catch.hpp>
 
+#include <trainperf/fit_margin.hpp>
 #include <trainperf/hardware/catalog.hpp>
+#include <trainperf/setup.hpp>
 #include <trainperf/layout_text.hpp>
 #include <trainperf/memory.hpp>
 #include <trainperf/models/catalog.hpp>
@@ -138,6 +140,13 @@ TEST_CASE("tensor and pipeline parallelism split, ZeRO shards the right parts", 
     // ZeRO-3 gathers a layer at a time (and prefetches the next).
     CHECK(z3.buffers.value() == 2 * 2 * layer_parameters(gpt));
     CHECK(z3.activations == z0.activations);
+    // Kept gathered from forward to backward (SHARD_GRAD_OP): all 24 layers, 16-bit.
+    framework_profile kept = bare;
+    kept.reshard_after_forward = false;
+    const memory_breakdown z3_kept = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.dp = 4, .zero = 3}, 1024, kept);
+    CHECK(z3_kept.buffers.value() == 24 * 2 * layer_parameters(gpt));
+    CHECK(z3_kept.static_state() == z3.static_state());
+    CHECK(z3_kept.activations == z3.activations);
 
     // Offload: master and optimizer state move to the host, with the fp32 gradients the
     // CPU's step reads (ZeRO-Offload): 4 + 8 + 4 = 16 B per parameter of the partition.
@@ -436,4 +445,47 @@ TEST_CASE("a stage's total from its two parts equals its breakdown's, and the ve
                             }
                         }
     CHECK(checked > 100);
+}
+
+TEST_CASE("the gradient format: fp32 main gradients or the recipe's own", "[memory]") {
+    training_setup s{.cluster = {.gpu = h100_sxm::spec}, .model = gpt, .layout = {.dp = 4, .zero = 1}, .seq = 1024};
+    s.framework = megatron_profile;  // fp32 main gradients
+    const double params = parameter_count(gpt);
+    CHECK(memory_of(s).breakdown.gradients.value() == 4 * params);
+    set_gradient_format(s, dtype::bf16);
+    CHECK(memory_of(s).breakdown.gradients.value() == 2 * params);
+    CHECK(stored_precision(s).gradients == dtype::bf16);
+    set_gradient_format(s, dtype::fp32);
+    CHECK(memory_of(s).breakdown.gradients.value() == 4 * params);
+    CHECK_THROWS_WITH(set_gradient_format(s, dtype::fp16),
+                      Catch::StartsWith("grad_reduce_dtype = fp16: must be fp32 or the recipe's own"));
+    s.precision = fp32;  // fp32 weights keep fp32 gradients
+    CHECK_THROWS_WITH(set_gradient_format(s, dtype::bf16), Catch::StartsWith("grad_reduce_dtype = bf16"));
+}
+
+TEST_CASE("a fit verdict's margin, and the assumption that decides a borderline one", "[memory]") {
+    // 100 GB allocated at the peak, 5 GB fragmentation, a 0.5 GB context.
+    const memory_overheads o{.fragmentation = 0.05, .cuda_context = gigabytes_of(0.5)};
+    memory_breakdown mb;
+    mb.weights = gigabytes_of(100);
+    mb.fragmentation = gigabytes_of(5);
+    const auto at = [&](double usable_gb) {
+        return margin_of(memory_report{mb, gigabytes_of(usable_gb), mb.total() <= gigabytes_of(usable_gb)}, o);
+    };
+    // Firm: more than either term away.
+    CHECK(at(120).margin.value() == Approx(15e9));
+    CHECK(!at(120).borderline());
+    CHECK(!at(90).borderline());
+    CHECK(at(90).margin.value() == Approx(-15e9));
+    // Fits by 3 GB, less than the 5 GB of slack: twice the slack would not fit.
+    CHECK(at(108).decided_by == deciding_assumption::allocator_slack);
+    CHECK(at(108).assumed.value() == Approx(5e9));
+    // Over by 4 GB: without the slack it would fit.
+    CHECK(at(101).decided_by == deciding_assumption::allocator_slack);
+    // Without slack, the context decides within its 0.5 GB.
+    mb.fragmentation = bytes_of(0);
+    CHECK(at(100.3).decided_by == deciding_assumption::cuda_context);
+    CHECK(at(99.6).decided_by == deciding_assumption::cuda_context);
+    CHECK(at(99.4).decided_by == deciding_assumption::none);
+    CHECK(to_string(deciding_assumption::allocator_slack) == "allocator-slack");
 }

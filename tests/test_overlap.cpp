@@ -68,6 +68,28 @@ TEST_CASE("ZeRO-3 gathers and reduces per unit: each layer and the root") {
     CHECK(r.time.communication.value() >= 2 * unit.value() * (1 - 1e-9));
 }
 
+TEST_CASE("ZeRO-3 kept gathered from forward to backward: no second all-gather") {
+    framework_profile kept = deepspeed_profile;
+    kept.reshard_after_forward = false;
+    const training_setup s = on_h100({.dp = 16, .zero = 3, .micro_batch = 1}, kept);
+    const training_setup resharding = on_h100({.dp = 16, .zero = 3, .micro_batch = 1}, deepspeed_profile);
+    const step_ops w = step_workload(s);
+    REQUIRE(w.sync.size() == 2);
+    CHECK(w.sync[0].op.kind == collective::all_gather);
+    CHECK(w.sync[0].when == sync_point::every_forward);
+    CHECK(w.sync[1].op.kind == collective::reduce_scatter);
+    const step_prices prices = price_step(w, s);
+    const seconds unit = collective_time(w.sync[0].op, s.cluster);
+    CHECK(prices.sync.forward_unit.value() == Approx(unit.value()));
+    CHECK(prices.sync.backward_unit.value() == 0);
+    // One gather per unit fewer, and the whole stage's 16-bit weights held instead of two
+    // layers': less communication, more memory.
+    const step_report a = predict(s), b = predict(resharding);
+    CHECK(a.time.communication <= b.time.communication);
+    CHECK(a.memory.buffers.value() - b.memory.buffers.value() ==
+          Approx((32 - 2) * layer_parameters(s.model) * 2.0));
+}
+
 TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the next forward") {
     parallel_layout l{.dp = 8, .zero = 1, .micro_batch = 1, .grad_accum = 4};
     training_setup with = on_h100(l, megatron_core_profile);

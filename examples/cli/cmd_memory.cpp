@@ -1,6 +1,7 @@
 // `trainperf memory`: memory per GPU for a model (or a bare parameter count) under a
 // precision recipe, an optimizer and a parallel layout, and whether it fits.
 #include "cli.hpp"
+#include "fit_report.hpp"
 #include "parse_units.hpp"
 #include "plot.hpp"
 #include "training_flags.hpp"
@@ -94,6 +95,7 @@ void run(const memory_options& opt, std::ostream& out) {
     const memory_breakdown& mb = report.breakdown;
     const bytes usable = report.capacity;
     const bool fit = report.fits;
+    const fit_margin margin = margin_of(report, s.framework.memory);
 
     if (opt.json) {
         print_json(out, to_json(memory_estimate{.gpu = g,
@@ -102,6 +104,7 @@ void run(const memory_options& opt, std::ostream& out) {
                                                 .optimizer = k,
                                                 .layout = p,
                                                 .memory = report,
+                                                .margin = margin,
                                                 .model = opt.model_given ? std::string_view(subject) : "",
                                                 .seq = seq,
                                                 .max_micro_batch = max_batch}));
@@ -135,7 +138,7 @@ void run(const memory_options& opt, std::ostream& out) {
     t.print(out);
     out << "\n" << (fit ? "fits" : "does NOT fit") << ": " << fixed(100 * report.fraction(), 1)
         << " % of usable memory" << (opt.params_given ? " (static state only: no activations)" : "")
-        << "\n";
+        << "; " << fit_margin_text(margin, s.framework.memory);
     if (opt.model_given) {
         if (mb.stage > 0) out << "pipeline stage reported: " << mb.stage << " (the one that peaks)\n";
         out << "largest micro-batch that fits: " << max_batch << "\n";

@@ -71,9 +71,10 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
         << (s.finetune.freezes_base() ? ", " + std::string(to_string(s.finetune.mode)) : std::string()) << ")\n"
         << "layout " << describe(s.layout) << "; seq " << r.seq << ", global batch " << r.global_batch
         << " samples\n\n";
+    const fit_margin margin = margin_of(memory_report{r.memory, r.memory_capacity, r.fits}, s.framework.memory);
     if (!r.fits) {
         print_memory(out, r);
-        out << '\n';
+        out << '\n' << borderline_text(margin, s.framework.memory);
         print_does_not_fit(out, advise_fit(s), [&flags](const training_setup& t) { return flags.run_text(t); });
         out << "GB = 1e9 B, GiB = 2^30 B.\n";
         return;
@@ -117,7 +118,7 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     out << '\n';
     if (s.layout.offload == offload_mode::optimizer) print_offload(out, s, r);
     print_memory(out, r);
-    out << "\nfits in memory. GB = 1e9 B, GiB = 2^30 B.\n";
+    out << "\nfits in memory; " << fit_margin_text(margin, s.framework.memory) << "GB = 1e9 B, GiB = 2^30 B.\n";
     print_speed_advice(out, advise_speed(s), [&flags](const training_setup& t) { return flags.run_text(t); });
 }
 

@@ -16,6 +16,29 @@ std::string gb_and_gib(bytes b) {
 }
 }  // namespace
 
+std::string borderline_text(const fit_margin& m, const memory_overheads& o) {
+    const bool fits = m.margin.value() >= 0;
+    switch (m.decided_by) {
+        case deciding_assumption::none: break;
+        case deciding_assumption::allocator_slack:
+            return "borderline: the verdict rests on the allocator's slack, " + gb_and_gib(m.assumed) + " (" +
+                   fixed(100 * o.fragmentation, 0) + " % of the peak, an ASSUMPTION): " +
+                   (fits ? "twice that and it would not fit" : "with none (e.g. expandable segments) it would fit") +
+                   "\n";
+        case deciding_assumption::cuda_context:
+            return "borderline: the verdict rests on the CUDA context, " + gb_and_gib(m.assumed) +
+                   " (an ASSUMPTION; it depends on the driver and the libraries loaded): " +
+                   (fits ? "twice that and it would not fit" : "with a smaller one it could fit") + "\n";
+    }
+    return "";
+}
+
+std::string fit_margin_text(const fit_margin& m, const memory_overheads& o) {
+    const bool fits = m.margin.value() >= 0;
+    return std::string(fits ? "margin: " : "over by: ") + gb_and_gib(fits ? m.margin : bytes_of(-m.margin.value())) +
+           " per GPU\n" + borderline_text(m, o);
+}
+
 void print_does_not_fit(std::ostream& out, const fit_advice& advice,
                         const std::function<std::string(const training_setup&)>& run_flags) {
     out << "Does NOT fit: it needs " << gb_and_gib(advice.needed) << " per GPU, " << gb_and_gib(advice.capacity)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <trainperf/fit_advice.hpp>
+#include <trainperf/fit_margin.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -16,6 +17,11 @@ namespace trainperf::cli {
 // (training_flags::run_text or setup_flags).
 void print_does_not_fit(std::ostream& out, const fit_advice& advice,
                         const std::function<std::string(const training_setup&)>& run_flags);
+
+// What decides a borderline verdict, one line (empty for a firm one); and the margin
+// of a verdict followed by that line.
+std::string borderline_text(const fit_margin& m, const memory_overheads& o);
+std::string fit_margin_text(const fit_margin& m, const memory_overheads& o);
 
 // For a setup that fits: its largest cost other than compute and, when that cost
 // dominates the step or a change gains enough (speed_advice::worth_saying), the faster

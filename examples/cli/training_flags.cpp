@@ -99,7 +99,12 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         sub->add_option("--framework", framework, catalog_names(framework_profiles) + " (default pytorch-eager)");
     fw->excludes(sub->add_option("--framework-file", framework_file,
                                  "Framework profile file (trainperf frameworks --json NAME prints one)"));
-    sub->add_flag("--fp32-grads", fp32_grads, "Keep fp32 main gradients (as Megatron and DeepSpeed do) in any framework");
+    auto* grads = sub->add_option(
+        "--grad-reduce-dtype", grad_reduce_dtype,
+        "fp32|bf16|fp16: the format gradients are accumulated and reduced in: fp32 main gradients (Megatron-LM's "
+        "default with --bf16, DeepSpeed), or the recipe's 16-bit format (Megatron-LM --grad-reduce-in-bf16, "
+        "DistributedDataParallelConfig(grad_reduce_in_fp32=False)) (default: the framework profile's)");
+    grads->excludes(sub->add_flag("--fp32-grads", fp32_grads, "The same as --grad-reduce-dtype fp32"));
     sub->add_option("--flash-attention", flash_attention,
                     "on|off: the attention core as one fused kernel without the s x s tensor (FlashAttention, "
                     "PyTorch SDPA), whatever the framework profile does (default: the profile's)");
@@ -108,6 +113,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                     "userbuffers; with --sp) (default: the profile's)");
     sub->add_option("--overlap-param-gather", overlap_param_gather,
                     "on|off: the sharded optimizer's parameter all-gather during the next forward (default: the "
+                    "profile's)");
+    sub->add_option("--reshard-after-forward", reshard_after_forward,
+                    "on|off: ZeRO-3 frees each unit's gathered weights after its forward and gathers them again for "
+                    "backward (FSDP FULL_SHARD), or keeps them until backward (SHARD_GRAD_OP) (default: the "
                     "profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
@@ -159,13 +168,16 @@ training_setup training_flags::build_without_model() const {
     validate(s.finetune);
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
     if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
+    if (!grad_reduce_dtype.empty()) set_gradient_format(s, parse_enum<dtype>("grad-reduce-dtype", grad_reduce_dtype));
     for (const auto& [name, value, field] :
          {std::tuple<std::string_view, const std::string&, bool&>{"flash-attention", flash_attention,
                                                                    s.framework.flash_attention},
           std::tuple<std::string_view, const std::string&, bool&>{"tp-comm-overlap", tp_comm_overlap,
                                                                    s.framework.tensor_parallel_overlap},
           std::tuple<std::string_view, const std::string&, bool&>{"overlap-param-gather", overlap_param_gather,
-                                                                   s.framework.overlap_parameter_gather}}) {
+                                                                   s.framework.overlap_parameter_gather},
+          std::tuple<std::string_view, const std::string&, bool&>{"reshard-after-forward", reshard_after_forward,
+                                                                   s.framework.reshard_after_forward}}) {
         if (value.empty()) continue;
         require(value == "on" || value == "off", name, value, "must be on or off");
         field = value == "on";
@@ -214,9 +226,9 @@ training_setup training_flags::build() const {
 
 namespace {
 // The flags of setup_flags, each part given: the GPU, the model, the framework and the
-// nodes as flags, and whether --fp32-grads is needed.
+// nodes as flags, and the --grad-reduce-dtype flag where one is needed (or empty).
 std::string setup_text(const training_setup& s, const std::string& gpu, const std::string& model,
-                       const std::string& framework, bool fp32_grads, const std::string& nodes,
+                       const std::string& framework, const std::string& grads, const std::string& nodes,
                        const std::string& switches) {
     const std::string finetune =
         s.finetune.freezes_base()
@@ -228,10 +240,11 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
                                     : "";
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
            std::string(s.precision.name) + scaling + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
-           framework + (fp32_grads ? " --fp32-grads" : "") + switches + " " + nodes;
+           framework + grads + switches + " " + nodes;
 }
 
-// The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather) where
+// The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather,
+// --reshard-after-forward) where
 // the setup's framework differs from `base`, every one of them without a base.
 std::string framework_switches(const framework_profile& fw, const framework_profile* base) {
     std::string t;
@@ -241,7 +254,9 @@ std::string framework_switches(const framework_profile& fw, const framework_prof
           std::tuple<std::string_view, bool, bool>{"--tp-comm-overlap", fw.tensor_parallel_overlap,
                                                     base && base->tensor_parallel_overlap},
           std::tuple<std::string_view, bool, bool>{"--overlap-param-gather", fw.overlap_parameter_gather,
-                                                    base && base->overlap_parameter_gather}})
+                                                    base && base->overlap_parameter_gather},
+          std::tuple<std::string_view, bool, bool>{"--reshard-after-forward", fw.reshard_after_forward,
+                                                    !base || base->reshard_after_forward}})
         if (!base || on != was) t += " " + std::string(flag) + (on ? " on" : " off");
     return t;
 }
@@ -253,13 +268,19 @@ const framework_profile* catalog_framework(const framework_profile& fw) {
         if (p.name == fw.name) return &p;
     return nullptr;
 }
+
+// --grad-reduce-dtype where the setup's gradient format differs from `base`'s (every
+// time without a base): fp32 main gradients, or the recipe's own format.
+std::string gradient_format_flag(const training_setup& s, const framework_profile* base) {
+    if (base && base->fp32_gradient_accumulation == s.framework.fp32_gradient_accumulation) return "";
+    return " --grad-reduce-dtype " + std::string(to_string(stored_precision(s).gradients));
+}
 }  // namespace
 
 std::string setup_flags(const training_setup& s) {
     return setup_text(s, "--gpu " + std::string(s.cluster.gpu.name), model_text(s.model),
                       "--framework " + std::string(s.framework.name),
-                      s.framework.fp32_gradient_accumulation &&
-                          !lookup_framework(s.framework.name).fp32_gradient_accumulation,
+                      gradient_format_flag(s, &lookup_framework(s.framework.name)),
                       "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node),
                       framework_switches(s.framework, catalog_framework(s.framework)));
 }
@@ -271,17 +292,18 @@ std::string training_flags::run_text(const training_setup& s) const {
     const std::string model_flag = model.file.empty() ? model_text(s.model) : "--model-file " + shell_word(model.file);
     const std::string framework_flag = framework_file.empty() ? "--framework " + std::string(s.framework.name)
                                                               : "--framework-file " + shell_word(framework_file);
-    const bool fp32_grads_flag =
-        framework_file.empty()
-            ? s.framework.fp32_gradient_accumulation && !lookup_framework(s.framework.name).fp32_gradient_accumulation
-            : fp32_grads;
+    // From a file, the format is printed when a flag set it (the file's own is kept).
+    const bool grads_given = fp32_grads || !grad_reduce_dtype.empty();
+    const std::string grads_flag =
+        framework_file.empty() ? gradient_format_flag(s, &lookup_framework(s.framework.name))
+                               : (grads_given ? gradient_format_flag(s, nullptr) : std::string());
     const std::string nodes_flag = system_file.empty() ? "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node)
                                                        : "--system-file " + shell_word(system_file);
     // A changed switch (a flag, advice that turns FlashAttention on, a plan's choice) is
     // printed; from a file, every one.
     const std::string switches =
         framework_switches(s.framework, framework_file.empty() ? catalog_framework(s.framework) : nullptr);
-    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, fp32_grads_flag, nodes_flag, switches);
+    std::string t = setup_text(s, gpu_flag, model_flag, framework_flag, grads_flag, nodes_flag, switches);
     if (!link.empty()) t += " --link " + shell_word(link);
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);

@@ -154,6 +154,13 @@ struct framework_profile {
     // optimizer) runs bucket by bucket during the next forward instead of after the
     // optimizer step (Megatron-Core --overlap-param-gather).
     bool overlap_parameter_gather = false;
+    // ZeRO-3 frees a unit's gathered parameters after its forward and gathers them again
+    // for its backward (FSDP FULL_SHARD; FSDP2 fully_shard's reshard_after_forward=True,
+    // torch/distributed/fsdp/_fully_shard/_fully_shard.py@0257dd1c). Off: they stay
+    // gathered until the unit's backward, which needs no second all-gather (FSDP
+    // SHARD_GRAD_OP; torchtitan's default with pipeline parallelism, "to avoid
+    // per-microbatch all-gathers", torchtitan/distributed/fsdp.py@b5bcd76c).
+    bool reshard_after_forward = true;
     // Tensor-parallel communication overlapped with the GEMMs it feeds or drains, the
     // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
     // --tp-comm-overlap; needs sequence parallelism). step.hpp prices it.

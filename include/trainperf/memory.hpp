@@ -498,8 +498,10 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
         mb.buffers = offload_gradient_buffers(state, r, p, fw);
     else if (p.dp_cp() > 1)
         mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
-    if (p.zero == 3 && p.shard_size() > 1)  // the gathered layer being used and the one prefetched
-        mb.buffers += bytes_of(2 * state.layer_parameters / t *
+    // ZeRO-3's gathered weights: the layer in use and the one prefetched, or, kept from
+    // forward to backward (reshard_after_forward off), every layer of the stage.
+    if (p.zero == 3 && p.shard_size() > 1)
+        mb.buffers += bytes_of((fw.reshard_after_forward ? 2.0 : held.layers) * state.layer_parameters / t *
                                (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
     if (p.offload == offload_mode::none)
         mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * trained * fp32 / zero_optimizer);

@@ -55,6 +55,21 @@ constexpr precision_recipe stored_precision(const training_setup& s) {
                         s.cluster.gpu);
 }
 
+// The format gradients are accumulated and reduced in: fp32 main gradients, or the
+// recipe's own format (16-bit in the mixed and pure 16-bit recipes). Megatron-LM with
+// --bf16 keeps fp32 main gradients unless --grad-reduce-in-bf16 is given
+// (megatron/training/arguments.py@d98e8a64); Megatron-Core's
+// DistributedDataParallelConfig.grad_reduce_in_fp32 defaults to False, and NeMo's
+// bf16 mixed-precision plugin sets it to True (nemo/lightning/pytorch/plugins/
+// mixed_precision.py@8cfedd72) while its performance recipes set it back to False.
+constexpr void set_gradient_format(training_setup& s, dtype gradients) {
+    require(gradients == dtype::fp32 || gradients == s.precision.gradients, "grad_reduce_dtype",
+            to_string(gradients),
+            "must be fp32 or the recipe's own gradient format (the weights' 16-bit format in the mixed and pure "
+            "16-bit recipes; fp32 otherwise)");
+    s.framework.fp32_gradient_accumulation = gradients == dtype::fp32;
+}
+
 // Whether data-parallel gradient sync overlaps backward: the layout's choice, or the
 // framework's habit. With optimizer offload this is DeepSpeed's overlap_comm: the
 // gradient copies to the host overlap backward too, and it keeps two reduce buckets.

@@ -1193,7 +1193,8 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 // docs/source/notes/fsdp.rst@16d83c2f) and the root holds the embedding
                 // and the head; DeepSpeed fetches each submodule's parameters ahead of
                 // its use. Per unit: an all-gather before its forward, again before its
-                // backward (reshard after forward), and a reduce-scatter of its
+                // backward unless the framework keeps the unit gathered from its forward
+                // to its backward (reshard_after_forward off), and a reduce-scatter of its
                 // gradients after it. Each is a collective of its own over the whole
                 // data-parallel group (or the shard group), so the latency of the ring
                 // is paid per unit.
@@ -1208,7 +1209,8 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 const collective_op unit_reduce =
                     op("gradient_reduce_scatter", collective::reduce_scatter, gradients / units);
                 w.sync.push_back({unit_gather, sync_point::every_forward, units, true});
-                w.sync.push_back({unit_gather, sync_point::every_micro_batch, units, true});
+                if (s.framework.reshard_after_forward)
+                    w.sync.push_back({unit_gather, sync_point::every_micro_batch, units, true});
                 w.sync.push_back({unit_reduce, sync_point::every_micro_batch, units, true});
                 across_replicas(gradients / (shards * units), sync_point::every_micro_batch, units, true);
                 break;

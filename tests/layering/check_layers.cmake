@@ -6,7 +6,7 @@ set(layer_1 hardware hardware/catalog host model models/catalog precision optimi
             kernel_params attention_kernels links system setup layout_text finetune)
 set(layer_2 ops placement)
 set(layer_3 workload flops)
-set(layer_4 kernel_model comm memory measurement calibration input_pipeline scaling)
+set(layer_4 kernel_model comm memory fit_margin measurement calibration input_pipeline scaling)
 set(layer_5 step training_run)
 set(layer_6 planner scaling_sweep fit_advice validation report_table training_plan microbench microbench_calibration
             io/microbench_csv)

@@ -48,6 +48,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"overlappable_backward_fraction", f.overlappable_backward_fraction},
             {"fp32_gradient_accumulation", f.fp32_gradient_accumulation},
             {"overlap_parameter_gather", f.overlap_parameter_gather},
+            {"reshard_after_forward", f.reshard_after_forward},
             {"tensor_parallel_overlap", f.tensor_parallel_overlap},
             {"uneven_pipeline_split", f.uneven_pipeline_split},
             {"zero_bubble_schedule", f.zero_bubble_schedule},
@@ -84,7 +85,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
                    "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
                    "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "zero_stages",
-                   "hybrid_sharding"});
+                   "hybrid_sharding", "reshard_after_forward"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -93,7 +94,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.fused_bias_dropout_add = dd::boolean(j, "", "fused_bias_dropout_add");
     f.flash_attention = dd::boolean(j, "", "flash_attention");
     // Optional (added within v2; absent: FlashAttention-2, no overlap, the pipeline split
-    // evenly and run 1F1B or interleaved only, ZeRO 0-3 over every data-parallel rank).
+    // evenly and run 1F1B or interleaved only, ZeRO 0-3 over every data-parallel rank,
+    // ZeRO-3 resharding after forward).
     if (j.contains("flash_kernel"))
         f.flash_kernel = dd::enum_value<attention_kernel>(j, "", "flash_kernel");
     if (j.contains("overlap_parameter_gather"))
@@ -102,6 +104,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("uneven_pipeline_split")) f.uneven_pipeline_split = dd::boolean(j, "", "uneven_pipeline_split");
     if (j.contains("zero_bubble_schedule")) f.zero_bubble_schedule = dd::boolean(j, "", "zero_bubble_schedule");
     if (j.contains("hybrid_sharding")) f.hybrid_sharding = dd::boolean(j, "", "hybrid_sharding");
+    if (j.contains("reshard_after_forward")) f.reshard_after_forward = dd::boolean(j, "", "reshard_after_forward");
     if (j.contains("zero_stages")) {
         const auto& list = dd::field(j, "", "zero_stages");
         if (!list.is_array() || list.empty() || list.size() > 4)

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../fit_margin.hpp"
 #include "../memory.hpp"
 #include "report_json.hpp"
 
@@ -20,6 +21,7 @@ struct memory_estimate {
     optimizer_kind optimizer = optimizer_kind::adamw;
     parallel_layout layout{};
     memory_report memory{};                   // breakdown, usable capacity, fits
+    fit_margin margin{};                      // margin_of(memory, the framework's overheads)
     std::string_view model{};                 // empty: a bare parameter count (static state only)
     int seq = 0;                              // with a model
     int max_micro_batch = 0;                  // with a model
@@ -45,6 +47,8 @@ inline nlohmann::json to_json(const memory_estimate& e) {
                      {"usable_bytes", e.memory.capacity.value()},
                      {"offloaded_to_host_bytes", mb.offloaded_to_host.value()},
                      {"fits", e.memory.fits},
+                     {"margin_bytes", e.margin.margin.value()},
+                     {"verdict_decided_by", std::string(to_string(e.margin.decided_by))},
                      {"breakdown", to_json(mb)}};
     if (!e.static_only()) {
         j["model"] = std::string(e.model);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../fit_advice.hpp"
+#include "../fit_margin.hpp"
 #include "../links.hpp"
 #include "../memory.hpp"
 #include "../step.hpp"
@@ -47,6 +48,7 @@ inline nlohmann::json offload_json(const step_report& r) {
 
 inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
     const auto& t = r.time;
+    const fit_margin margin = margin_of(memory_report{r.memory, r.memory_capacity, r.fits}, s.framework.memory);
     nlohmann::json j = {{"gpu", std::string(s.cluster.gpu.name)},
             {"model", std::string(s.model.name)},
             {"framework", std::string(s.framework.name)},
@@ -72,6 +74,8 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"memory_peak_phase", std::string(to_string(r.memory.peak_phase()))},
             {"memory_breakdown", to_json(r.memory)},
             {"fits", r.fits},
+            {"memory_margin_bytes", margin.margin.value()},
+            {"memory_verdict_decided_by", std::string(to_string(margin.decided_by))},
             {"time_breakdown", {{"forward_backward", r.fraction(t.forward_backward)},
                                 {"communication", r.fraction(t.communication)},
                                 {"optimizer", r.fraction(t.optimizer)},
