@@ -473,6 +473,19 @@ TEST_CASE("bad model, framework and system files name the field", "[descriptions
     f = io::framework_to_json(megatron_profile);
     f["gelu_kernel"] = 8;
     CHECK_THAT(error_with(f, framework), Catch::Contains("gelu_kernel = 8: unknown field"));
+    // The layer's host calls, the newer host costs and cuda_graphs are optional: a file
+    // written before them loads with the profile defaults; present, they are checked.
+    f = io::framework_to_json(megatron_profile);
+    f.erase("layer_host_calls");
+    f.erase("cuda_graphs");
+    f["host_costs_in_bare_ops"].erase("library_module");
+    CHECK(error_with(f, framework).empty());
+    f = io::framework_to_json(megatron_profile);
+    f["layer_host_calls"]["functions"] = -1;
+    CHECK_THAT(error_with(f, framework), Catch::Contains("layer_host_calls.functions = -1"));
+    f = io::framework_to_json(megatron_profile);
+    f["cuda_graphs"] = "yes";
+    CHECK_THAT(error_with(f, framework), Catch::Contains("cuda_graphs"));
     f = io::framework_to_json(megatron_profile);
     f["backward_traffic_ratio"] = 0;  // in range for the reader; validate() refuses it
     CHECK_THAT(error_with(f, framework), Catch::Contains("framework.backward_traffic_ratio = 0"));

@@ -429,6 +429,94 @@ TEST_CASE("a pass takes the larger of the GPU's time and the host's issue time",
     CHECK(t.host_bound());
 }
 
+TEST_CASE("the framework's Python calls cost their bare ops; graphed layers launch nothing", "[step]") {
+    const eager_host_costs c{};
+    const auto& gpu = a100_sxm_80gb::spec;
+    const gemm_op tiny{"tiny", {64, 64, 64, 1, dtype::bf16}};
+    const auto feed = [&](stage_pricer& pricer) {
+        pricer.section(stage_section::layer);
+        pricer(stage_op<gemm_op>{tiny, 1, 0, step_part::forward});
+        pricer(stage_op<host_op>{{"functions", host_call::function, 2}, 1, 0, step_part::forward});
+        pricer(stage_op<host_op>{{"te", host_call::library_module, 1}, 1, 0, step_part::forward});
+        pricer(stage_op<host_op>{{"forks", host_call::rng_state, 4}, 1, 0, step_part::forward});
+        pricer(stage_op<host_op>{{"tp", host_call::collective, 2}, 1, 0, step_part::forward});
+        pricer(stage_op<host_op>{{"back", host_call::function_backward, 2, op_phase::backward}, 1, 0,
+                                 step_part::backward});
+        pricer(stage_op<host_op>{{"te", host_call::library_module_backward, 1, op_phase::backward}, 1, 0,
+                                 step_part::backward});
+        pricer(stage_op<host_op>{{"hooks", host_call::gradient_hook, 3, op_phase::backward}, 1, 0,
+                                 step_part::backward});
+        pricer(stage_op<host_op>{{"replay", host_call::graph_launch, 1, op_phase::backward}, 1, 0,
+                                 step_part::backward});
+    };
+    stage_pricer eager(gpu, default_kernel_params(gpu), nullptr, c, microseconds_of(5.0));
+    feed(eager);
+    const micro_batch_times t = eager.result();
+    // Forward: GEMM 1.4 · 2.4 + 2 Functions · 3.5 + TE 6.83 + 4 states · 1 + 2 collectives · 4.9
+    // = 30.99 bare ops; backward: 2 · 3.5 + 51.7 + 3 hooks · 1.4 + 1 launch · 1.4 = 64.3.
+    CHECK(t.host_forward.value() == Approx(30.99 * 5e-6));
+    CHECK(t.host_backward.value() == Approx(64.3 * 5e-6));
+    // Graphed: the GEMM's launch is in the graph; the calls the workload lists stay.
+    stage_pricer graphed(gpu, default_kernel_params(gpu), nullptr, c, microseconds_of(5.0));
+    graphed.graph_layers();
+    feed(graphed);
+    CHECK(graphed.result().host_forward.value() == Approx((30.99 - 3.36) * 5e-6));
+    CHECK(graphed.result().gpu_forward == t.gpu_forward);
+}
+
+TEST_CASE("tensor-parallel collectives run in the GPU's idle time when the host bounds a pass", "[step]") {
+    const auto& gpu = a100_sxm_80gb::spec;
+    const cluster_spec cluster = standard_cluster(gpu, 8);
+    const collective_op all_reduce{"ar", collective::all_reduce, megabytes_of(4.0), {8, 8}};
+    const seconds one = collective_time(all_reduce, cluster);
+    const auto priced = [&](double host_functions) {
+        stage_pricer pricer(gpu, default_kernel_params(gpu), &cluster, eager_host_costs{}, microseconds_of(5.0));
+        pricer(stage_op<gemm_op>{{"tiny", {64, 64, 64, 1, dtype::bf16}}, 1, 0, step_part::forward});
+        pricer(stage_op<host_op>{{"f", host_call::function, host_functions}, 1, 0, step_part::forward});
+        pricer(stage_op<collective_op>{all_reduce, 2, 0, step_part::tensor_parallel});
+        return pricer.result();
+    };
+    // A host with little to issue: the two all-reduces are exposed after the pass, less
+    // the GPU's short wait for the host's few µs.
+    const micro_batch_times fast = priced(0);
+    const seconds slack = fast.host_forward - fast.gpu_forward;
+    CHECK(fast.tensor_parallel_comm.value() == Approx((2.0 * one - slack).value()));
+    // A host 1000 Functions long (17.5 ms) covers them: the pass takes the host's time.
+    const micro_batch_times slow = priced(1000);
+    CHECK(slow.forward == slow.host_forward);
+    CHECK(slow.tensor_parallel_comm.value() == 0);
+    CHECK(slow.tensor_parallel_hidden.value() == Approx(2 * one.value()));
+}
+
+TEST_CASE("CUDA graphs refuse what cannot be captured, by name", "[step]") {
+    training_setup s;
+    s.model = llama2_7b::config;
+    s.framework = megatron_core_profile;
+    s.framework.cuda_graphs = true;
+    s.cluster = standard_cluster(h100_sxm::spec, 8);
+    s.seq = 4096;
+    CHECK_NOTHROW(validate(s));
+    s.layout.recompute = recompute_mode::full;
+    CHECK_THROWS_WITH(validate(s), Catch::Contains("cuda_graphs = on: cannot be used with full recompute"));
+    s.layout.recompute = recompute_mode::selective;
+    s.layout.zero = 3;
+    CHECK_THROWS_WITH(validate(s), Catch::Contains("cuda_graphs = on: cannot be used with ZeRO-3"));
+    // Graphed, the host's share of a small model's step falls to a few calls per layer.
+    s.layout.zero = 1;
+    s.model.layers = 4;
+    s.model.hidden = 1024;
+    s.model.heads = 8;
+    s.model.kv_heads = 8;
+    s.model.ffn_hidden = 2816;
+    s.seq = 1024;
+    const step_report graphed = predict(s);
+    s.framework.cuda_graphs = false;
+    const step_report eager = predict(s);
+    CHECK(graphed.micro_batch.host_compute() < eager.micro_batch.host_compute() / 10.0);
+    CHECK(eager.micro_batch.host_bound());
+    CHECK_FALSE(graphed.micro_batch.host_bound());
+}
+
 TEST_CASE("small batches of a small model are host-bound in eager mode, large ones are not", "[step]") {
     training_setup s;
     s.cluster.gpu = rtx_3090_ti::spec;

@@ -359,3 +359,92 @@ TEST_CASE("optimizer traffic per parameter under autocast and pure fp16", "[work
     // clip 2: 16 B.
     CHECK(per_param(precision_kind::fp16_pure) == 16.0);
 }
+
+namespace {
+// The count of one kind of host call per layer in a pass (0 when absent).
+double host_calls_of(const stage_workload& w, host_call call, step_part part) {
+    double n = 0;
+    for (const auto& h : w.host)
+        if (h.op.call == call && h.part == part) n += h.op.count;
+    return n;
+}
+}  // namespace
+
+TEST_CASE("a framework's own layer issues its counted Python calls: Functions, forks, hooks, collectives",
+          "[workload]") {
+    training_setup s;
+    s.model = gpt3_175b::config;
+    s.model.layers = 24;
+    s.model.hidden = 2048;
+    s.model.heads = 16;
+    s.model.kv_heads = 16;
+    s.model.ffn_hidden = 8192;
+    s.framework = megatron_profile;
+    s.cluster = standard_cluster(a100_sxm_80gb::spec, 8);
+    s.layout.tp = 8;
+    s.seq = 2048;
+    const auto fwd = step_part::forward, bwd = step_part::backward;
+    stage_workload w = micro_batch_workload(s);
+    // Megatron-LM@28ba253f: 12 module calls and 30 views per layer, 10 Functions and 3
+    // scripted calls in forward, 10 Python backwards, one fork (2 gets, 2 sets).
+    CHECK(host_calls_of(w, host_call::module, fwd) == 12);
+    CHECK(host_calls_of(w, host_call::view, fwd) == 30);
+    CHECK(host_calls_of(w, host_call::function, fwd) == 13);
+    CHECK(host_calls_of(w, host_call::function_backward, bwd) == 10);
+    CHECK(host_calls_of(w, host_call::rng_state, fwd) == 4);
+    CHECK(host_calls_of(w, host_call::library_module, fwd) == 0);
+    // A hook per parameter tensor: 4 weights, 4 biases, 2 norms' weight and bias.
+    CHECK(host_calls_of(w, host_call::gradient_hook, bwd) == 12);
+    // Tensor parallelism: 2 all-reduces called from Python each way.
+    CHECK(host_calls_of(w, host_call::collective, fwd) == 2);
+    CHECK(host_calls_of(w, host_call::collective, bwd) == 2);
+    for (const auto& h : w.host) CHECK(h.count == 24);
+    CHECK(host_calls_of(w, host_call::graph_launch, fwd) == 0);
+
+    // Sequence parallelism: 2 all-gathers and 2 reduce-scatters forward, 4 and 2 backward.
+    // Full recompute: the forward's calls again, and the checkpoint's Function, its two
+    // backwards (its own and the re-entrant one) and 10 generator-state calls.
+    s.layout.sp = true;
+    s.layout.recompute = recompute_mode::full;
+    w = micro_batch_workload(s);
+    CHECK(host_calls_of(w, host_call::collective, fwd) == 4);
+    CHECK(host_calls_of(w, host_call::collective, bwd) == 6);
+    CHECK(host_calls_of(w, host_call::function, fwd) == 13 + 1);
+    CHECK(host_calls_of(w, host_call::function_backward, bwd) == 10 + 2);
+    CHECK(host_calls_of(w, host_call::rng_state, bwd) == 10);
+    for (const auto& h : w.host) {
+        INFO(h.op.name);
+        const bool repeated = h.part == fwd && h.op.name != "checkpoint";
+        CHECK(h.recomputed == (repeated ? 24.0 : 0.0));
+    }
+
+    // Megatron-Core with Transformer Engine on a rotary model: 8 + 2 Functions, 5 TE
+    // modules, each with its backward; no fork.
+    s.model = llama2_7b::config;
+    s.framework = megatron_core_profile;
+    s.layout.recompute = recompute_mode::none;
+    w = micro_batch_workload(s);
+    CHECK(host_calls_of(w, host_call::module, fwd) == 14);
+    CHECK(host_calls_of(w, host_call::function, fwd) == 10);
+    CHECK(host_calls_of(w, host_call::function_backward, bwd) == 10);
+    CHECK(host_calls_of(w, host_call::library_module, fwd) == 5);
+    CHECK(host_calls_of(w, host_call::library_module_backward, bwd) == 5);
+    CHECK(host_calls_of(w, host_call::rng_state, fwd) == 0);
+
+    // CUDA graphs: a replay Function, an input copy and a launch per layer and pass, and
+    // nothing else of the layer's.
+    s.framework.cuda_graphs = true;
+    w = micro_batch_workload(s);
+    REQUIRE(w.host.size() == 4);
+    CHECK(host_calls_of(w, host_call::function, fwd) == 1);
+    CHECK(host_calls_of(w, host_call::graph_launch, fwd) == 2);
+    CHECK(host_calls_of(w, host_call::function_backward, bwd) == 1);
+    CHECK(host_calls_of(w, host_call::graph_launch, bwd) == 2);
+
+    // The model's own code (HF under pytorch-eager) has none of the framework's calls.
+    s.framework = pytorch_eager_profile;
+    s.layout = {};
+    w = micro_batch_workload(s);
+    CHECK(host_calls_of(w, host_call::function, fwd) == 0);
+    CHECK(host_calls_of(w, host_call::gradient_hook, bwd) == 0);
+}

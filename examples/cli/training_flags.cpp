@@ -118,6 +118,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                     "on|off: ZeRO-3 frees each unit's gathered weights after its forward and gathers them again for "
                     "backward (FSDP FULL_SHARD), or keeps them until backward (SHARD_GRAD_OP) (default: the "
                     "profile's)");
+    sub->add_option("--cuda-graphs", cuda_graphs,
+                    "on|off: each layer's forward and backward replayed from CUDA graphs, one launch per pass "
+                    "instead of every kernel from Python (Megatron-Core --cuda-graph-impl; not with full recompute, "
+                    "optimizer offload or ZeRO-3) (default: the profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
     auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
@@ -177,7 +181,9 @@ training_setup training_flags::build_without_model() const {
           std::tuple<std::string_view, const std::string&, bool&>{"overlap-param-gather", overlap_param_gather,
                                                                    s.framework.overlap_parameter_gather},
           std::tuple<std::string_view, const std::string&, bool&>{"reshard-after-forward", reshard_after_forward,
-                                                                   s.framework.reshard_after_forward}}) {
+                                                                   s.framework.reshard_after_forward},
+          std::tuple<std::string_view, const std::string&, bool&>{"cuda-graphs", cuda_graphs,
+                                                                   s.framework.cuda_graphs}}) {
         if (value.empty()) continue;
         require(value == "on" || value == "off", name, value, "must be on or off");
         field = value == "on";
@@ -244,7 +250,7 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
 }
 
 // The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather,
-// --reshard-after-forward) where
+// --reshard-after-forward, --cuda-graphs) where
 // the setup's framework differs from `base`, every one of them without a base.
 std::string framework_switches(const framework_profile& fw, const framework_profile* base) {
     std::string t;
@@ -256,7 +262,8 @@ std::string framework_switches(const framework_profile& fw, const framework_prof
           std::tuple<std::string_view, bool, bool>{"--overlap-param-gather", fw.overlap_parameter_gather,
                                                     base && base->overlap_parameter_gather},
           std::tuple<std::string_view, bool, bool>{"--reshard-after-forward", fw.reshard_after_forward,
-                                                    !base || base->reshard_after_forward}})
+                                                    !base || base->reshard_after_forward},
+          std::tuple<std::string_view, bool, bool>{"--cuda-graphs", fw.cuda_graphs, base && base->cuda_graphs}})
         if (!base || on != was) t += " " + std::string(flag) + (on ? " on" : " off");
     return t;
 }

@@ -106,15 +106,96 @@ struct eager_host_costs {
     // ASSUMPTION: half a bare op (the launch is 2-5 µs of a 5-20 µs op, Holistic Trace
     // Analysis docs, cuda_kernel_launch_stats.rst@0c2146a8).
     double backward_launch = 0.5;
+    // A Python torch.autograd.Function's apply beyond the kernels its forward launches
+    // (the context object, saving tensors, the Python forward's own code): 20.7 µs
+    // median against 3.2 µs for calling the same function directly, 13 inputs and 2
+    // outputs (PyTorch issue #189573): 17.4 µs, over issue #41383's 5 µs bare op. Also
+    // charged for a call into a scripted (TorchScript) function from Python
+    // (ASSUMPTION: the same Python-to-graph boundary).
+    double function = 3.5;
+    // Its backward: the engine takes the GIL, wraps the gradients and runs the Python
+    // backward (its kernels counted apart). ASSUMPTION: the mirror of the forward's apply
+    // (no separate measurement found).
+    double function_backward = 3.5;
+    // A torch.distributed collective called from Python (ProcessGroupNCCL: the work
+    // object, its CUDA events, the stream waits and ncclAllReduce's own enqueue).
+    // ASSUMPTION: a Function's boundary and a launch, 3.5 + 1.4; PyTorch issue #138773
+    // profiled 89 µs of CPU per c10d all-reduce (torch 2.4, under the profiler), which
+    // bounds it from above.
+    double collective = 4.9;
+    // One get or set of a generator's state from Python (torch.cuda.get_rng_state builds
+    // a small CPU tensor; set_state copies one back; no kernel, no sync: PyTorch
+    // aten/src/ATen/cuda/CUDAGeneratorImpl.cpp). ASSUMPTION: one bare op.
+    double rng_state = 1.0;
+    // A Transformer Engine module's own bookkeeping in forward beyond a module call, its
+    // Function and its GEMM launch (prepare_forward/end_forward, the argument record,
+    // quantizer and workspace set-up: TransformerEngine module/base.py@d0067d0d).
+    // DERIVED: te.Linear's forward took 99.66 µs of CPU against 37.08 µs for
+    // torch.nn.Linear on the same GB200 (BF16, hidden 2048, 8192 tokens; TransformerEngine
+    // issue #2053), 2.69 torch Linears; a torch Linear here is module + op·gemm = 6.12
+    // bare ops, so te.Linear is 16.45 = 2.76 (module) + 3.5 (function) + 3.36 (GEMM) +
+    // 6.83.
+    double library_module = 6.83;
+    // Its backward beyond the Function's backward, the GEMM launches and the autograd
+    // nodes. DERIVED: te.Linear BF16, 59.19 µs forward and 311.30 µs forward+backward on
+    // GB200 (TransformerEngine PR #3523, before its changes): backward = 4.26 forwards =
+    // 70.1 bare ops of the 16.45 above, less the engine's start of a one-module backward
+    // (ASSUMPTION: one torch Linear, 6.12), the Function's backward (3.5), two GEMM
+    // launches (1.0) and two nodes (7.8): 51.7.
+    double library_module_backward = 51.7;
+
 };
+
+// What one layer of a framework's own implementation calls on the host per forward,
+// besides the kernels the workload launches (counted from the ops): the framework's
+// layer replaces the model's code (framework_profile::runs_model_code false). Counted in
+// the framework's source (framework_profile comments). All zero: not described (the
+// generic layer of workload.hpp host_calls_per_layer is used).
+struct layer_host_inventory {
+    double modules = 0;           // nn.Module calls
+    double views = 0;             // ops that launch nothing (view, transpose, split, no-op contiguous)
+    double functions = 0;         // Python autograd.Functions, each with a Python backward
+    double rotary_functions = 0;  // more of them when the model has rotary positions
+    double scripted_calls = 0;    // scripted/compiled functions whose backward runs in C++
+    double rng_forks = 0;         // RNG tracker forks (2 state gets and 2 sets each)
+    double library_modules = 0;   // Transformer Engine modules (eager_host_costs::library_module)
+    bool gradient_hooks = false;  // the data-parallel wrapper's Python hook per parameter in backward
+
+    constexpr bool described() const { return modules > 0; }
+};
+
+// Host calls of one full-recompute checkpoint per layer (Megatron-LM
+// megatron/mpu/random.py@28ba253f CheckpointFunction, lines 289-359; Megatron-Core's is the
+// same): its Function and Python backward, 4 state gets and 4 sets of the CPU and CUDA
+// generators and 2 of the RNG tracker's, and the re-entrant torch.autograd.backward
+// that runs the layer's backward (ASSUMPTION: one Function backward's worth). The
+// recomputed forward itself is counted with the forward's calls.
+inline constexpr double checkpoint_rng_calls = 10;
 
 constexpr void validate(const eager_host_costs& c) {
     for (const auto& [name, v] : {std::pair<const char*, double>{"framework.host.op", c.op},
                                   {"framework.host.gemm", c.gemm}, {"framework.host.view", c.view},
                                   {"framework.host.module", c.module},
                                   {"framework.host.backward_node", c.backward_node},
-                                  {"framework.host.backward_launch", c.backward_launch}})
+                                  {"framework.host.backward_launch", c.backward_launch},
+                                  {"framework.host.function", c.function},
+                                  {"framework.host.function_backward", c.function_backward},
+                                  {"framework.host.collective", c.collective},
+                                  {"framework.host.rng_state", c.rng_state},
+                                  {"framework.host.library_module", c.library_module},
+                                  {"framework.host.library_module_backward", c.library_module_backward}})
         require(v >= 0 && v <= 1000, name, v, "must be between 0 and 1000 bare ops");
+}
+
+constexpr void validate(const layer_host_inventory& l) {
+    for (const auto& [name, v] : {std::pair<const char*, double>{"framework.layer_host.modules", l.modules},
+                                  {"framework.layer_host.views", l.views},
+                                  {"framework.layer_host.functions", l.functions},
+                                  {"framework.layer_host.rotary_functions", l.rotary_functions},
+                                  {"framework.layer_host.scripted_calls", l.scripted_calls},
+                                  {"framework.layer_host.rng_forks", l.rng_forks},
+                                  {"framework.layer_host.library_modules", l.library_modules}})
+        require(v >= 0 && v <= 1000, name, v, "must be between 0 and 1000 calls per layer");
 }
 
 // The numeric constants below (traffic ratios, kernel counts, overlap share, per-step
@@ -180,6 +261,17 @@ struct framework_profile {
     bool hybrid_sharding = false;
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
+    // What the framework's own layer calls on the host (when it does not run the model's
+    // code); not described: the generic layer's calls.
+    layer_host_inventory layer_host{};
+    // Each layer's forward and backward captured in CUDA graphs and replayed, one launch
+    // per pass instead of every kernel from Python (Megatron-Core --cuda-graph-impl
+    // local|transformer_engine, megatron/core/transformer/cuda_graphs.py@d98e8a64: one
+    // replay Function per layer, its static inputs copied in). Megatron-Core refuses it
+    // with full recompute ("full recompute is only supported with full iteration CUDA
+    // graph", transformer_config.py@d98e8a64) and with CPU offloading; ZeRO-3's
+    // per-layer gathers are not captured either (setup.hpp refuses those).
+    bool cuda_graphs = false;
 
     // --- memory held beyond the model state and activations ---
     memory_overheads memory{};
@@ -190,6 +282,7 @@ struct framework_profile {
 constexpr void validate(const framework_profile& fw) {
     validate(fw.memory);
     validate(fw.host);
+    validate(fw.layer_host);
     require(fw.backward_traffic_ratio > 0 && fw.backward_traffic_ratio <= 16, "framework.backward_traffic_ratio",
             fw.backward_traffic_ratio, "must be in (0, 16]");
     require((fw.zero_stages & 1u) != 0 && fw.zero_stages <= 0b1111u, "framework.zero_stages", fw.zero_stages,
@@ -258,6 +351,22 @@ inline constexpr framework_profile megatron_profile{
     .fp32_gradient_accumulation = true,
     .zero_stages = 0b0011,
     .per_step_overhead = milliseconds_of(5.0),
+    // Counted in Megatron-LM@28ba253f (2022-09), GPT layer, tensor parallel > 1
+    // (megatron/model/transformer.py, megatron/mpu/layers.py, mappings.py, random.py,
+    // megatron/model/fused_layer_norm.py, fused_softmax.py, fused_bias_gelu.py):
+    //   - 12 module calls: the layer, 2 norms, attention, QKV, core attention, softmax,
+    //     dropout, dense, MLP, fc1, fc2;
+    //   - 10 Functions: FusedLayerNormAffineFunction ×2,
+    //     LinearWithGradAccumulationAndAsyncCommunication ×4,
+    //     ScaledUpperTriangMaskedSoftmax, _ReduceFromModelParallelRegion ×2, GeLUFunction;
+    //   - 3 scripted calls: bias_dropout_add_fused_train ×2, bias_gelu;
+    //   - ~30 views (24 view/transpose/split/permute/slice/expand/t() and 6 no-op
+    //     .contiguous() in fused_layer_norm.py);
+    //   - 1 RNG tracker fork around the attention dropout;
+    //   - DistributedDataParallel's Python hook per parameter (megatron/model/
+    //     distributed.py, main_grad.add_ where the fused wgrad left a .grad).
+    .layer_host = {.modules = 12, .views = 30, .functions = 10, .scripted_calls = 3, .rng_forks = 1,
+                   .gradient_hooks = true},
     .memory = {
         .fp32_logits = true,       // vocab-parallel cross entropy works in fp32
         .loss_buffers = 1.0,       // it overwrites the logits with the softmax in place
@@ -348,6 +457,22 @@ inline constexpr framework_profile megatron_core_profile{
     .zero_stages = 0b1011,
     .hybrid_sharding = true,
     .per_step_overhead = milliseconds_of(5.0),
+    // Counted in Megatron-Core@d98e8a64 with TransformerEngine@d0067d0d (TESpecProvider:
+    // megatron/core/transformer/transformer_layer.py, attention.py, mlp.py,
+    // megatron/core/extensions/transformer_engine.py):
+    //   - 14 module calls (the layer, attention, TELayerNormColumnParallelLinear QKV,
+    //     TEDotProductAttention and its FusedAttention, TERowParallelLinear, MLP, fc1,
+    //     fc2, and 5 Identity placeholders for the norms fused into the Linears and the
+    //     absent cross-attention);
+    //   - 8 Functions: _LayerNormLinear ×2, FusedAttnFunc, _Linear ×2, the activation
+    //     (SwiGLUFunction or GeLUFunction), and the two bias-dropout-adds, torch.compile'd
+    //     and so AOTAutograd Functions; 2 more (FusedRoPEFunc on Q and K) with rotary
+    //     positions;
+    //   - 5 Transformer Engine modules (the four Linears and the attention);
+    //   - the DDP's Python hook per parameter (distributed_data_parallel.py);
+    //   - views: ASSUMPTION 10, as the generic layer (not counted).
+    .layer_host = {.modules = 14, .views = 10, .functions = 8, .rotary_functions = 2, .library_modules = 5,
+                   .gradient_hooks = true},
     .memory = megatron_profile.memory,
 };
 

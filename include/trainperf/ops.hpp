@@ -237,13 +237,30 @@ enum class host_call {
     view,            // an op from Python that launches no kernel (view, permute, split, slicing)
     module,          // one nn.Module call with the model's Python around its ops
     backward_node,   // one node the autograd engine runs in backward (its kernels counted apart)
+    function,        // a Python torch.autograd.Function's apply (or a scripted/compiled function call)
+    function_backward,  // that Function's backward, Python run by the autograd engine
+    collective,      // a torch.distributed collective called from Python (the NCCL launch included)
+    rng_state,       // one get or set of a generator's state (RNG tracker forks, checkpoints)
+    library_module,  // a fused-library module's own bookkeeping in forward (Transformer Engine)
+    library_module_backward,  // and in its backward
+    gradient_hook,   // a Python hook the data-parallel wrapper runs per parameter gradient
+    graph_launch,    // one replay of a captured CUDA graph (cudaGraphLaunch), or its input copy
 };
 
 template <>
 struct enum_names<host_call> {
-    static constexpr std::array<enum_name<host_call>, 3> table{{{host_call::view, "view"},
-                                                                {host_call::module, "module"},
-                                                                {host_call::backward_node, "backward-node"}}};
+    static constexpr std::array<enum_name<host_call>, 11> table{
+        {{host_call::view, "view"},
+         {host_call::module, "module"},
+         {host_call::backward_node, "backward-node"},
+         {host_call::function, "function"},
+         {host_call::function_backward, "function-backward"},
+         {host_call::collective, "collective"},
+         {host_call::rng_state, "rng-state"},
+         {host_call::library_module, "library-module"},
+         {host_call::library_module_backward, "library-module-backward"},
+         {host_call::gradient_hook, "gradient-hook"},
+         {host_call::graph_launch, "graph-launch"}}};
 };
 
 struct host_op {

@@ -150,6 +150,14 @@ constexpr void validate(const training_setup& s) {
             "optimizer", "this GPU has no host link (gpu.host_link) to copy gradients and weights over");
     require(!(s.finetune.freezes_base() && l.offload == offload_mode::optimizer), "offload", "optimizer",
             "is not modelled with lora or qlora (the adapters' optimizer state is small)");
+    // CUDA graphs capture a layer's kernels once; what changes from one run to the next
+    // cannot be captured (framework.hpp cuda_graphs).
+    if (s.framework.cuda_graphs) {
+        require(l.recompute != recompute_mode::full, "cuda_graphs", "on",
+                "cannot be used with full recompute (Megatron-Core captures layers, not checkpoints)");
+        require(l.offload == offload_mode::none, "cuda_graphs", "on", "cannot be used with optimizer offload");
+        require(l.zero < 3, "cuda_graphs", "on", "cannot be used with ZeRO-3 (its per-layer gathers are not captured)");
+    }
     // The only projection a model can lack is the gate (no SwiGLU): targets that adapt
     // nothing are exactly {gate}.
     require(!s.finetune.freezes_base() || adapted_matrices_per_layer(s.model, s.finetune) > 0, "lora_targets",

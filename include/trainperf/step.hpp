@@ -68,7 +68,7 @@ struct micro_batch_times {
     seconds recompute = seconds_of(0.0);
     seconds tensor_parallel_comm = seconds_of(0.0);
     seconds pipeline_comm = seconds_of(0.0);
-    seconds tensor_parallel_hidden = seconds_of(0.0);  // behind the GEMMs it overlaps (not in the total)
+    seconds tensor_parallel_hidden = seconds_of(0.0);  // behind the GEMMs it overlaps or the host's issue time (not in the total)
     // Context parallelism's KV ring: what its sends leave exposed beyond the attention
     // core they overlap, per pass (in total()), and the sends' whole time.
     seconds context_parallel_comm = seconds_of(0.0);
@@ -220,6 +220,26 @@ constexpr seconds price_collective(const stage_op<collective_op>& op, const clus
     return (op.count + op.recomputed) * collective_time(op.op, c);
 }
 
+// A host call's cost in the framework's bare ops (framework.hpp eager_host_costs). A
+// gradient hook runs a little Python and, for most parameters, one accumulation kernel
+// (ASSUMPTION: one op); a graph launch is one call into the driver (ASSUMPTION: one op).
+constexpr double host_call_cost(const eager_host_costs& c, host_call call) {
+    switch (call) {
+        case host_call::view: return c.view;
+        case host_call::module: return c.module;
+        case host_call::backward_node: return c.backward_node;
+        case host_call::function: return c.function;
+        case host_call::function_backward: return c.function_backward;
+        case host_call::collective: return c.collective;
+        case host_call::rng_state: return c.rng_state;
+        case host_call::library_module: return c.library_module;
+        case host_call::library_module_backward: return c.library_module_backward;
+        case host_call::gradient_hook:
+        case host_call::graph_launch: break;
+    }
+    return c.op;
+}
+
 // Prices a stage's ops as the workload emits them. GEMMs one by one; memory-bound ops
 // are linear in their bytes and launches, so those are summed per part and priced
 // once; collectives on the links their group uses. The host's issue time is counted
@@ -240,15 +260,27 @@ class stage_pricer {
 public:
     stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster,
                  const eager_host_costs& host = {}, seconds bare_op = seconds_of(0.0))
-        : kernels_(gpu, k), cluster_(cluster), host_(host), bare_op_(bare_op), sms_(gpu.sm_count) {}
+        : kernels_(gpu, k), cluster_(cluster), host_(host), bare_op_(bare_op), sms_(gpu.sm_count) {
+        set_launch_costs();
+    }
 
     // The sums an op adds to from here on: those of one of the stage's parts
     // (workload.hpp stage_section). Every sum is linear in the ops' counts.
-    void section(stage_section part) { at_ = std::size_t(part); }
+    void section(stage_section part) {
+        at_ = std::size_t(part);
+        set_launch_costs();
+    }
 
     // Tensor-parallel communication overlapped with the layer's GEMMs (Transformer
     // Engine userbuffers, Megatron-Core --tp-comm-overlap; needs sequence parallelism).
     void overlap_tensor_parallel(int tp) { tp_overlap_ = tp; }
+
+    // Each layer's passes replayed from CUDA graphs (framework_profile::cuda_graphs): the
+    // host launches none of the layer's kernels (the workload's replay calls stand in).
+    void graph_layers() {
+        graphed_ = true;
+        set_launch_costs();
+    }
 
     void operator()(const stage_op<gemm_op>& g) {
         validate(g.op.shape);
@@ -260,13 +292,13 @@ public:
         // What a context-parallel ring hides behind.
         sections_[at_][stage_sums::core + (a.part == step_part::forward ? 0 : 1)] += a.count * time.value();
         sections_[at_][stage_sums::core + 2] += a.recomputed * time.value();
-        add_host(a.part, a.count, a.recomputed, a.part == step_part::forward ? host_.op : host_.backward_launch);
+        add_host(a.part, a.count, a.recomputed, launch_cost_[a.part == step_part::forward ? 0 : 1]);
     }
     TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<memory_op>& m) {
         const std::size_t part = m.part == step_part::forward ? 0 : 1;
         stage_sums& at = sections_[at_];
         const double moved = m.op.moved.value(), launches = m.op.launches;
-        const double cost = part == 0 ? host_.op : host_.backward_launch;
+        const double cost = launch_cost_[part];
         at[stage_sums::bytes + part] += m.count * moved;
         at[stage_sums::launches + part] += m.count * launches;
         at[stage_sums::host_calls + part] += m.count * launches * cost;
@@ -297,10 +329,7 @@ public:
             price_collective(c, *cluster_).value();
     }
     void operator()(const stage_op<host_op>& h) {
-        const double cost = h.op.call == host_call::view     ? host_.view
-                            : h.op.call == host_call::module ? host_.module
-                                                             : host_.backward_node;
-        add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, cost);
+        add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, host_call_cost(host_, h.op.call));
     }
 
     // The sink for the ops of a setup that passes validate(training_setup)
@@ -508,6 +537,20 @@ private:
         const seconds host_forward = a[stage_sums::host_calls] * bare_op_;
         const seconds host_backward = a[stage_sums::host_calls + 1] * bare_op_;
         const seconds host_recompute = a[stage_sums::host_calls + 2] * bare_op_;
+        {
+            // Where the host is slower, the GPU idles between kernels: the tensor-parallel
+            // collectives (on the GPU, in stream order) run in that idle time, so a pass
+            // takes max(host, GPU + collectives), not their sum past the host.
+            // ASSUMPTION: the forward's and the backward's idle time only; the recompute
+            // runs inside the backward layer by layer and its idle time is already the
+            // data-parallel sync's window (step_times), which would use it twice.
+            const seconds zero = seconds_of(0.0);
+            const seconds slack =
+                std::max(zero, host_forward - gpu_forward) + std::max(zero, host_backward - gpu_backward);
+            const seconds hidden = std::min(slack, tensor_parallel_comm);
+            tensor_parallel_comm -= hidden;
+            tensor_parallel_hidden += hidden;
+        }
         seconds context_parallel_comm = seconds_of(0.0), context_parallel_ring = seconds_of(0.0);
         for (std::size_t pass = 0; ring_ && pass < 3; ++pass) {  // only a ring has sums here
             const seconds ring = seconds_of(a[stage_sums::ring + pass]);
@@ -539,7 +582,7 @@ private:
     // (what zero-bubble schedules defer), the attention core a KV ring hides behind.
     void add_gemm(const stage_op<gemm_op>& g, seconds time) {
         const std::size_t part = g.part == step_part::forward ? 0 : 1;
-        const double cost = part == 0 ? host_.op * host_.gemm : host_.backward_launch;
+        const double cost = part == 0 ? gemm_launch_cost_ : launch_cost_[1];
         stage_sums& at = sections_[at_];
         const double t = time.value();
         at[stage_sums::gpu + part] += g.count * t;
@@ -556,6 +599,13 @@ private:
         sections_[at_][stage_sums::gpu + (part == step_part::forward ? 0 : 1)] += count * time.value();
         sections_[at_][stage_sums::gpu + 2] += recomputed * time.value();
     }
+    // What the host spends launching a kernel of the section now priced, from Python in
+    // forward and from the engine in backward (nothing in a graphed layer).
+    void set_launch_costs() {
+        const bool launches = !(graphed_ && at_ == std::size_t(stage_section::layer));
+        launch_cost_ = {launches ? host_.op : 0.0, launches ? host_.backward_launch : 0.0};
+        gemm_launch_cost_ = launches ? host_.op * host_.gemm : 0.0;
+    }
     void add_host(step_part part, double count, double recomputed, double cost) {
         sections_[at_][stage_sums::host_calls + (part == step_part::forward ? 0 : 1)] += count * cost;
         sections_[at_][stage_sums::host_calls + 2] += recomputed * cost;
@@ -565,6 +615,9 @@ private:
     eager_host_costs host_;
     seconds bare_op_;
     int tp_overlap_ = 0;
+    bool graphed_ = false;
+    std::array<double, 2> launch_cost_{};                                  // forward, backward
+    double gemm_launch_cost_ = 0;
     int sms_ = 1;
     gemm_memo memo_;
     std::array<stage_sums, 4> sections_{};  // by stage_section
@@ -578,6 +631,7 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
+    if (s.framework.cuda_graphs) pricer.graph_layers();
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);
@@ -594,6 +648,7 @@ inline stage_pricer price_stage_parts(const training_setup& s, const layout_grou
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
+    if (s.framework.cuda_graphs) pricer.graph_layers();
     for_each_stage_op(s, stage_shape{1, true, true}, groups, stage_pricer::of_checked_setup(pricer));
     return pricer;
 }

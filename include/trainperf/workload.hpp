@@ -568,7 +568,7 @@ struct stage_workload {
     op_list<stage_op<gemm_op>, 80> gemms;     // 30 for a full layer and head; adapters add 6 per target
     op_list<stage_op<memory_op>, 112> memory;
     op_list<stage_op<collective_op>, 6> collectives;
-    op_list<stage_op<host_op>, 4> host;
+    op_list<stage_op<host_op>, 16> host;  // for_each_layer_host_op: at most 14
     op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
 };
 
@@ -700,6 +700,84 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
     return launches;
 }
 
+// What the host calls for one layer besides the kernels' launches (which step.hpp
+// charges per launch), to sink(const stage_op<host_op>&), `layers` times:
+//   - views and module calls in forward (again when recomputed), from the model's code
+//     (host_calls_per_layer) or the framework's own layer (framework_profile::layer_host);
+//   - in backward one autograd node per recorded op and view, and one AccumulateGrad per
+//     parameter tensor;
+//   - the framework's own layer: its Python Functions (apply in forward, a Python
+//     backward each), scripted calls, RNG tracker forks, Transformer Engine modules'
+//     bookkeeping, the data-parallel wrapper's hook per parameter;
+//   - each tensor-parallel collective called from Python (forward: 2 all-reduces, or 2
+//     all-gathers and 2 reduce-scatters with sequence parallelism; backward: 2, or 4
+//     all-gathers and 2 reduce-scatters; Megatron-LM megatron/mpu/layers.py and
+//     mappings.py@28ba253f);
+//   - a full-recompute checkpoint's Function, state saves and restores (framework.hpp
+//     checkpoint_rng_calls).
+// With CUDA graphs (framework_profile::cuda_graphs) all of that is captured: each pass of
+// a layer is one replay Function, the copy of its static inputs and the graph's launch
+// (Megatron-Core cuda_graphs.py@d98e8a64 _CudagraphReplayNode); step.hpp then charges no
+// launch of the layer's kernels.
+template <class Sink>
+constexpr void for_each_layer_host_op(const training_setup& s, double layers, double forward_launches,
+                                      Sink&& sink) {
+    const auto& m = s.model;
+    const auto& l = s.layout;
+    const auto& fw = s.framework;
+    const auto host = [&](std::string_view name, host_call call, double count, double recomputed, step_part part) {
+        if (count > 0)
+            sink(stage_op<host_op>{{name, call, count,
+                                    part == step_part::forward ? op_phase::forward : op_phase::backward},
+                                   layers, recomputed, part});
+    };
+    const auto fwd = step_part::forward;
+    const auto bwd = step_part::backward;
+    if (fw.cuda_graphs) {
+        host("layer_graph_replay", host_call::function, 1, 0, fwd);
+        host("layer_graph_launch", host_call::graph_launch, 2, 0, fwd);
+        host("layer_graph_replay", host_call::function_backward, 1, 0, bwd);
+        host("layer_graph_launch", host_call::graph_launch, 2, 0, bwd);
+        return;
+    }
+    const bool full = l.recompute == recompute_mode::full;
+    const double again = full ? 1.0 : 0.0;  // forward calls repeated per layer when recomputed
+    const model_code code = code_run(m, fw);
+    const finetune_spec& ft = s.finetune;
+    const bool frozen = ft.freezes_base();
+    const bool own = !fw.runs_model_code && fw.layer_host.described();
+    const layer_host_inventory& inv = fw.layer_host;
+    const host_calls calls = own ? host_calls{inv.views, inv.modules} : host_calls_per_layer(code).total();
+    host("layer_views", host_call::view, calls.views, again * layers, fwd);
+    // Fine-tuning: PEFT's LoRA layer calls its base layer, the adapter dropout, A and B
+    // (ASSUMPTION: 3 module calls per adapted projection besides the base's own); only
+    // the adapters' A and B have an AccumulateGrad node.
+    const double adapted = adapted_matrices_per_layer(m, ft);
+    const double parameter_tensors = frozen ? 2 * adapted : layer_parameter_tensors(m, code);
+    host("layer_modules", host_call::module, calls.modules + 3 * adapted, again * layers, fwd);
+    host("layer_autograd_nodes", host_call::backward_node, forward_launches + calls.views + parameter_tensors, 0,
+         bwd);
+    if (own) {
+        const double functions =
+            inv.functions + (m.positions == position_kind::rotary ? inv.rotary_functions : 0.0);
+        host("layer_functions", host_call::function, functions + inv.scripted_calls, again * layers, fwd);
+        host("layer_functions", host_call::function_backward, functions, 0, bwd);
+        host("layer_rng_forks", host_call::rng_state, 4 * inv.rng_forks, again * layers, fwd);
+        host("layer_library_modules", host_call::library_module, inv.library_modules, again * layers, fwd);
+        host("layer_library_modules", host_call::library_module_backward, inv.library_modules, 0, bwd);
+        if (inv.gradient_hooks) host("layer_gradient_hooks", host_call::gradient_hook, parameter_tensors, 0, bwd);
+    }
+    if (l.tp > 1) {
+        host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
+        host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
+    }
+    if (full) {
+        host("checkpoint", host_call::function, 1, 0, fwd);
+        host("checkpoint", host_call::function_backward, 2, 0, bwd);
+        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls, 0, bwd);
+    }
+}
+
 // A pipeline stage: its layers, and whether it embeds (the first) or holds the head and
 // loss (the last); with pp = 1 the one stage does both.
 struct stage_shape {
@@ -804,24 +882,7 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
                                      phase == op_phase::forward ? step_part::forward : step_part::backward});
         }
     }
-    // What the host calls besides the kernels: views and module calls in forward (again
-    // when recomputed); in backward one autograd node per recorded op and view, and one
-    // AccumulateGrad per parameter tensor.
-    const model_code code = code_run(m, fw);
-    const host_calls calls = host_calls_per_layer(code).total();
-    const double recomputed_layers = l.recompute == recompute_mode::full ? layers : 0.0;
-    sink(stage_op<host_op>{{"layer_views", host_call::view, calls.views, op_phase::forward}, layers,
-                           recomputed_layers, step_part::forward});
-    // Fine-tuning: PEFT's LoRA layer calls its base layer, the adapter dropout, A and B
-    // (ASSUMPTION: 3 module calls per adapted projection besides the base's own); only
-    // the adapters' A and B have an AccumulateGrad node.
-    const double adapted = adapted_matrices_per_layer(m, ft);
-    const double parameter_tensors = frozen ? 2 * adapted : layer_parameter_tensors(m, code);
-    sink(stage_op<host_op>{{"layer_modules", host_call::module, calls.modules + 3 * adapted, op_phase::forward},
-                           layers, recomputed_layers, step_part::forward});
-    sink(stage_op<host_op>{{"layer_autograd_nodes", host_call::backward_node,
-                            forward_launches + calls.views + parameter_tensors, op_phase::backward},
-                           layers, 0, step_part::backward});
+    for_each_layer_host_op(s, layers, forward_launches, sink);
 
     // Tensor parallelism's collectives and the KV ring of context parallelism, per layer.
     const double tokens = rank_tokens(ctx);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -61,7 +62,23 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
               {"view", f.host.view},
               {"module", f.host.module},
               {"backward_node", f.host.backward_node},
-              {"backward_launch", f.host.backward_launch}}},
+              {"backward_launch", f.host.backward_launch},
+              {"function", f.host.function},
+              {"function_backward", f.host.function_backward},
+              {"collective", f.host.collective},
+              {"rng_state", f.host.rng_state},
+              {"library_module", f.host.library_module},
+              {"library_module_backward", f.host.library_module_backward}}},
+            {"layer_host_calls",
+             {{"modules", f.layer_host.modules},
+              {"views", f.layer_host.views},
+              {"functions", f.layer_host.functions},
+              {"rotary_functions", f.layer_host.rotary_functions},
+              {"scripted_calls", f.layer_host.scripted_calls},
+              {"rng_forks", f.layer_host.rng_forks},
+              {"library_modules", f.layer_host.library_modules},
+              {"gradient_hooks", f.layer_host.gradient_hooks}}},
+            {"cuda_graphs", f.cuda_graphs},
             {"memory",
              {{"fp32_logits", o.fp32_logits},
               {"loss_buffers", o.loss_buffers},
@@ -85,7 +102,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
                    "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
                    "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "zero_stages",
-                   "hybrid_sharding", "reshard_after_forward"});
+                   "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -105,6 +122,24 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("zero_bubble_schedule")) f.zero_bubble_schedule = dd::boolean(j, "", "zero_bubble_schedule");
     if (j.contains("hybrid_sharding")) f.hybrid_sharding = dd::boolean(j, "", "hybrid_sharding");
     if (j.contains("reshard_after_forward")) f.reshard_after_forward = dd::boolean(j, "", "reshard_after_forward");
+    if (j.contains("cuda_graphs")) f.cuda_graphs = dd::boolean(j, "", "cuda_graphs");
+    // Optional too (absent: the generic layer's calls, as before they were counted).
+    if (j.contains("layer_host_calls")) {
+        const auto& c = dd::field(j, "", "layer_host_calls");
+        const std::string_view cctx = "layer_host_calls";
+        dd::only_keys(c, cctx,
+                      {"modules", "views", "functions", "rotary_functions", "scripted_calls", "rng_forks",
+                       "library_modules", "gradient_hooks"});
+        layer_host_inventory& inv = f.layer_host;
+        inv.modules = dd::number(c, cctx, "modules", 0, 1000, "(calls per layer)");
+        inv.views = dd::number(c, cctx, "views", 0, 1000, "(calls per layer)");
+        inv.functions = dd::number(c, cctx, "functions", 0, 1000, "(calls per layer)");
+        inv.rotary_functions = dd::number(c, cctx, "rotary_functions", 0, 1000, "(calls per layer)");
+        inv.scripted_calls = dd::number(c, cctx, "scripted_calls", 0, 1000, "(calls per layer)");
+        inv.rng_forks = dd::number(c, cctx, "rng_forks", 0, 1000, "(forks per layer)");
+        inv.library_modules = dd::number(c, cctx, "library_modules", 0, 1000, "(modules per layer)");
+        inv.gradient_hooks = dd::boolean(c, cctx, "gradient_hooks");
+    }
     if (j.contains("zero_stages")) {
         const auto& list = dd::field(j, "", "zero_stages");
         if (!list.is_array() || list.empty() || list.size() > 4)
@@ -128,13 +163,23 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.per_step_overhead = seconds_of(dd::number(j, "", "per_step_overhead_seconds", 0, 3600, "s"));
     const auto& h = dd::field(j, "", "host_costs_in_bare_ops");
     const std::string_view hctx = "host_costs_in_bare_ops";
-    dd::only_keys(h, hctx, {"op", "gemm", "view", "module", "backward_node", "backward_launch"});
+    dd::only_keys(h, hctx,
+                  {"op", "gemm", "view", "module", "backward_node", "backward_launch", "function",
+                   "function_backward", "collective", "rng_state", "library_module", "library_module_backward"});
     f.host.op = dd::number(h, hctx, "op", 0, 1000, "(bare ops)");
     f.host.gemm = dd::number(h, hctx, "gemm", 0, 1000, "(x an op)");
     f.host.view = dd::number(h, hctx, "view", 0, 1000, "(bare ops)");
     f.host.module = dd::number(h, hctx, "module", 0, 1000, "(bare ops)");
     f.host.backward_node = dd::number(h, hctx, "backward_node", 0, 1000, "(bare ops)");
     f.host.backward_launch = dd::number(h, hctx, "backward_launch", 0, 1000, "(bare ops)");
+    // Optional (added within v2; absent: the defaults of framework.hpp eager_host_costs).
+    for (const auto& [key, value] : {std::pair<const char*, double*>{"function", &f.host.function},
+                                     {"function_backward", &f.host.function_backward},
+                                     {"collective", &f.host.collective},
+                                     {"rng_state", &f.host.rng_state},
+                                     {"library_module", &f.host.library_module},
+                                     {"library_module_backward", &f.host.library_module_backward}})
+        if (h.contains(key)) *value = dd::number(h, hctx, key, 0, 1000, "(bare ops)");
 
     const auto& m = dd::field(j, "", "memory");
     const std::string_view ctx = "memory";
