@@ -118,11 +118,12 @@ struct eager_host_costs {
     // (no separate measurement found).
     double function_backward = 3.5;
     // A torch.distributed collective called from Python (ProcessGroupNCCL: the work
-    // object, its CUDA events, the stream waits and ncclAllReduce's own enqueue).
-    // ASSUMPTION: a Function's boundary and a launch, 3.5 + 1.4; PyTorch issue #138773
-    // profiled 89 µs of CPU per c10d all-reduce (torch 2.4, under the profiler), which
-    // bounds it from above.
-    double collective = 4.9;
+    // object, its CUDA events, the stream waits and ncclAllReduce's own enqueue); the
+    // Python autograd.Function around it, where the framework has one (Megatron's
+    // mappings), is counted as a Function. ASSUMPTION: one op's worth, 1.4; PyTorch
+    // issue #138773 profiled 89 µs of CPU per c10d all-reduce (torch 2.4, under the
+    // profiler), which bounds it from above.
+    double collective = 1.4;
     // One get or set of a generator's state from Python (torch.cuda.get_rng_state builds
     // a small CPU tensor; set_state copies one back; no kernel, no sync: PyTorch
     // aten/src/ATen/cuda/CUDAGeneratorImpl.cpp). ASSUMPTION: one bare op.
@@ -161,7 +162,10 @@ struct layer_host_inventory {
     double library_modules = 0;   // Transformer Engine modules (eager_host_costs::library_module)
     bool gradient_hooks = false;  // the data-parallel wrapper's Python hook per parameter in backward
 
-    constexpr bool described() const { return modules > 0; }
+    constexpr bool described() const {
+        return modules > 0 || views > 0 || functions > 0 || rotary_functions > 0 || scripted_calls > 0 ||
+               rng_forks > 0 || library_modules > 0 || gradient_hooks;
+    }
 };
 
 // Host calls of one full-recompute checkpoint per layer (Megatron-LM
@@ -169,8 +173,10 @@ struct layer_host_inventory {
 // same): its Function and Python backward, 4 state gets and 4 sets of the CPU and CUDA
 // generators and 2 of the RNG tracker's, and the re-entrant torch.autograd.backward
 // that runs the layer's backward (ASSUMPTION: one Function backward's worth). The
-// recomputed forward itself is counted with the forward's calls.
-inline constexpr double checkpoint_rng_calls = 10;
+// forward saves the CPU and CUDA states and copies the tracker's (3 calls); the
+// backward makes the other 7. The recomputed forward is counted with the forward's calls.
+inline constexpr double checkpoint_rng_calls_forward = 3;
+inline constexpr double checkpoint_rng_calls_backward = 7;
 
 constexpr void validate(const eager_host_costs& c) {
     for (const auto& [name, v] : {std::pair<const char*, double>{"framework.host.op", c.op},

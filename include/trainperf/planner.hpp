@@ -145,6 +145,9 @@ struct plan_result {
 // builds only valid layouts, so it does not check each again.
 inline void validate(const plan_request& r) {
     require(r.gpus >= 1 && r.gpus <= max_gpus, "gpus", r.gpus, "must be between 1 and 2^22");
+    // The search offers full recompute, ZeRO-3 and offload, which graphs refuse (setup.hpp).
+    require(!r.base.framework.cuda_graphs, "cuda_graphs", "on",
+            "is not searched: plan without it, then predict the layout with --cuda-graphs on");
     require(r.global_batch >= 1 && r.global_batch <= max_global_batch, "global_batch", r.global_batch,
             "must be between 1 and 2^40");
     require(r.max_micro_batch >= 0, "max_micro_batch", r.max_micro_batch, "must not be negative (0: no cap)");

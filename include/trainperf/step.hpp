@@ -631,7 +631,8 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
     const kernel_params k = kernel_params_of(s);
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
-    if (s.framework.cuda_graphs) pricer.graph_layers();
+    // The lists carry no sections: with CUDA graphs every kernel's launch is still
+    // charged here (an upper bound; predict() charges the graphed layers' none).
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);

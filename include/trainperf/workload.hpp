@@ -718,7 +718,8 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
 // With CUDA graphs (framework_profile::cuda_graphs) all of that is captured: each pass of
 // a layer is one replay Function, the copy of its static inputs and the graph's launch
 // (Megatron-Core cuda_graphs.py@d98e8a64 _CudagraphReplayNode); step.hpp then charges no
-// launch of the layer's kernels.
+// launch of the layer's kernels. ASSUMPTION: the layer's autograd nodes and gradient
+// hooks go with them (the replay node stands for the layer's graph in backward).
 template <class Sink>
 constexpr void for_each_layer_host_op(const training_setup& s, double layers, double forward_launches,
                                       Sink&& sink) {
@@ -767,14 +768,17 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
         host("layer_library_modules", host_call::library_module_backward, inv.library_modules, 0, bwd);
         if (inv.gradient_hooks) host("layer_gradient_hooks", host_call::gradient_hook, parameter_tensors, 0, bwd);
     }
-    if (l.tp > 1) {
+    // With tensor-parallel overlap Transformer Engine's userbuffers move the data from C++:
+    // no Python collective (ASSUMPTION: their set-up is in the TE modules' bookkeeping).
+    if (l.tp > 1 && !overlaps_tensor_parallel(s)) {
         host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
         host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
     }
     if (full) {
         host("checkpoint", host_call::function, 1, 0, fwd);
         host("checkpoint", host_call::function_backward, 2, 0, bwd);
-        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls, 0, bwd);
+        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_forward, 0, fwd);
+        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_backward, 0, bwd);
     }
 }
 
