@@ -69,6 +69,10 @@ TEST_CASE("the planner rejects bad requests", "[planner]") {
     CHECK_THROWS_WITH(plan(request), Catch::Contains("global_batch"));
     request = llama_on_h100s(0, 8);
     CHECK_THROWS_WITH(plan(request), Catch::Contains("gpus"));
+    // The search offers full recompute and ZeRO-3, which CUDA graphs refuse.
+    request = llama_on_h100s(8, 8);
+    request.base.framework.cuda_graphs = true;
+    CHECK_THROWS_WITH(plan(request), Catch::Contains("cuda_graphs = on: is not searched"));
 }
 
 TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]") {

@@ -468,7 +468,7 @@ inline constexpr framework_profile megatron_core_profile{
     // megatron/core/extensions/transformer_engine.py):
     //   - 14 module calls (the layer, attention, TELayerNormColumnParallelLinear QKV,
     //     TEDotProductAttention and its FusedAttention, TERowParallelLinear, MLP, fc1,
-    //     fc2, and 5 Identity placeholders for the norms fused into the Linears and the
+    //     fc2, and 5 Identity modules standing in for the norms fused into the Linears and the
     //     absent cross-attention);
     //   - 8 Functions: _LayerNormLinear ×2, FusedAttnFunc, _Linear ×2, the activation
     //     (SwiGLUFunction or GeLUFunction), and the two bias-dropout-adds, torch.compile'd
