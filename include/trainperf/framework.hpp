@@ -77,7 +77,7 @@ constexpr void validate(const memory_overheads& o) {
 // What the host spends issuing work in eager mode (PyTorch runs every op from Python:
 // the interpreter, the dispatcher, autograd's recording, the CUDA launch). Kernels are
 // queued asynchronously, so a pass takes the larger of the GPU's time and the host's
-// (step.hpp). Costs are in units of the host's bare op (host_spec::eager_op_time: one
+// (stage_pricer.hpp). Costs are in units of the host's bare op (host_spec::eager_op_time: one
 // `y = x * 1.2` on a small CUDA tensor from Python, no autograd), so that one profile
 // describes PyTorch and the system description its CPU.
 struct eager_host_costs {
@@ -250,7 +250,7 @@ struct framework_profile {
     bool reshard_after_forward = true;
     // Tensor-parallel communication overlapped with the GEMMs it feeds or drains, the
     // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
-    // --tp-comm-overlap; needs sequence parallelism). step.hpp prices it.
+    // --tp-comm-overlap; needs sequence parallelism). stage_pricer.hpp prices it.
     bool tensor_parallel_overlap = false;
     // Pipeline options the software offers (the planner searches only these; a layout
     // may still ask for either): layers per first and last stage set apart from an even
@@ -435,7 +435,7 @@ inline constexpr framework_profile deepspeed_profile{
 //   - --overlap-param-gather: the parameter all-gather bucket by bucket during the
 //     next forward;
 //   - --tp-comm-overlap (with sequence parallelism): tensor-parallel all-gathers and
-//     reduce-scatters overlapped with chunked GEMMs (step.hpp stage_pricer);
+//     reduce-scatters overlapped with chunked GEMMs (stage_pricer.hpp);
 //   - --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers: fewer
 //     (or more) layers on the first and last pipeline stages. Its schedules are 1F1B and
 //     interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py): no zero-bubble one;

@@ -2,7 +2,7 @@
 // process may use, the width of their SIMD units, their sustained clock, the DRAM
 // bandwidth, and how fast a copy between a GPU and pageable (not page-locked) host
 // memory goes. All GPUs of a node share one host: each gets its share (share_per_gpu).
-// Spec-level: step.hpp prices the CPU's work and comm.hpp the copies with these figures.
+// Spec-level: step_prices.hpp prices the CPU's work and comm.hpp the copies with these figures.
 #pragma once
 
 #include <string_view>

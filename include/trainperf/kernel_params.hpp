@@ -54,7 +54,7 @@ constexpr void validate(const kernel_params& p) {
 // to reach 80 % of the dense datasheet peak (the one constant examined against
 // Korthikanti et al. 2022 Table 5, docs/validation.md), copy kernels 85-88 % of HBM
 // bandwidth, 4-5 µs of GPU time per kernel beyond its work (launch latency and ramp;
-// the host's own issue time is priced apart, step.hpp). The V100 fit below measures
+// the host's own issue time is priced apart, stage_pricer.hpp). The V100 fit below measures
 // 0.71 µs there: the prior errs on the slow side for small kernels. A calibration fitted on the user's own cuBLASLt
 // measurements replaces them (docs/calibration.md).
 constexpr kernel_params default_kernel_params(gpu_architecture a) {

@@ -2,7 +2,7 @@
 // elementwise op, one module, one block or one whole layer called from Python, the way
 // a micro-benchmark notebook times them (torch.utils.benchmark: the statement run
 // back to back, so the GPU's queue and the host's issue overlap). The ops come from
-// the workload (workload.hpp) and are priced by the step's own pricer (step.hpp):
+// the workload (workload.hpp) and are priced by the step's own pricer (stage_pricer.hpp):
 // each pass takes the larger of the GPU's time and the host's.
 #pragma once
 

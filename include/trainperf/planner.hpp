@@ -11,7 +11,7 @@
 // (memory grows with the micro-batch) or cannot enter the top k (its compute alone is
 // slower than the k-th best found). Pricing reuses what does not change: a stage's ops
 // are priced once per (tp, cp, sp, recompute, FlashAttention, tp overlap, micro-batch),
-// for every pipeline depth, and every stage of every split is built from them (step.hpp
+// for every pipeline depth, and every stage of every split is built from them (stage_pricer.hpp
 // stage_pricer::stage); a stage's memory in two parts (memory.hpp): what it holds for
 // its micro-batches once per (…, micro-batch, pipeline configuration), its state once
 // per (…, its layers, ZeRO, shard group, offload, overlap). A layout that does not fit

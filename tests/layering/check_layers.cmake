@@ -5,8 +5,8 @@ set(layer_0 attributes units error limits catalog_lookup enum_names dtype)
 set(layer_1 hardware hardware/catalog host model models/catalog precision optimizer parallel framework
             kernel_params attention_kernels links system setup layout_text finetune)
 set(layer_2 ops placement)
-set(layer_3 workload flops)
-set(layer_4 kernel_model comm memory fit_margin measurement calibration input_pipeline scaling)
+set(layer_3 workload/layer workload/fp8 workload/stage workload/step_ops workload flops)
+set(layer_4 kernel_model comm memory fit_margin stage_pricer step_prices measurement calibration input_pipeline scaling)
 set(layer_5 step training_run)
 set(layer_6 planner scaling_sweep fit_advice validation report_table training_plan microbench microbench_calibration
             io/microbench_csv)

@@ -1,0 +1,454 @@
+// One layer's work on one rank, as ops: its forward GEMMs (m, n, k, batch, dtype) and
+// their dgrad and wgrad, its memory-bound ops (bytes moved, launches) under a framework
+// profile and their elementwise backward, the fused attention kernel where the
+// framework has one, and the host calls of the model's own (Hugging Face) code. Shapes
+// are per rank; nothing here prices an op (kernel_model.hpp does).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "../dtype.hpp"
+#include "../enum_names.hpp"
+#include "../error.hpp"
+#include "../finetune.hpp"
+#include "../framework.hpp"
+#include "../model.hpp"
+#include "../ops.hpp"
+#include "../optimizer.hpp"
+#include "../parallel.hpp"
+#include "../placement.hpp"
+#include "../precision.hpp"
+#include "../setup.hpp"
+#include "../units.hpp"
+
+namespace trainperf {
+
+// The code a framework runs for the model's layers: the model's own (Hugging Face)
+// implementation op by op, or the framework's own layer.
+constexpr model_code code_run(const transformer_config& m, const framework_profile& fw) {
+    return fw.runs_model_code ? m.code : model_code::generic;
+}
+
+// What one layer's workload depends on besides the model.
+struct layer_context {
+    int micro_batch = 1;
+    int seq = 1;
+    int tp = 1;
+    int cp = 1;                    // context parallel: this rank holds s/cp of the sequence
+    bool sp = false;               // sequence parallel: norms and dropouts on s/t tokens
+    dtype math = dtype::bf16;      // GEMM math
+    dtype activations = dtype::bf16;  // what GEMMs read and write (autocast: the 16-bit format)
+    bool autocast = false;         // torch.autocast: fp32 weights cast per forward, mixed activations
+    // The code that runs the layer (code_run): BERT and LLaMA project Q, K and V with
+    // three GEMMs, the others with one.
+    model_code code = model_code::generic;
+    // An additive padding mask is applied to the scores (BERT's attention_mask; a
+    // training batch of padded sequences has one, a bare layer call has none).
+    bool padding_mask = true;
+    // The projections' weights are frozen in 16 bits (LoRA, QLoRA; finetune.hpp):
+    // autocast has nothing to cast for them.
+    bool frozen_16bit_weights = false;
+    // fp8 (Transformer Engine, precision.hpp fp8_linears): the Linear layers' GEMMs run
+    // in FP8 on quantized inputs; `math` is then the 16-bit math of the attention core.
+    // How the scales are chosen, and whether the GPU needs transposed FP8 copies.
+    bool fp8_linears = false;
+    fp8_scaling scaling = fp8_scaling::delayed;
+    bool fp8_transposes = true;
+};
+
+// The context of the setup's layers, run by its framework on its GPU.
+constexpr layer_context layer_context_of(const training_setup& s) {
+    const precision_recipe r = precision_on(s.precision, s.cluster.gpu);
+    return {.micro_batch = s.layout.micro_batch, .seq = sequence_length(s), .tp = s.layout.tp, .cp = s.layout.cp,
+            .sp = s.layout.sp,
+            .math = high_precision_math(r), .activations = r.activations, .autocast = r.autocast,
+            .code = code_run(s.model, s.framework),
+            .frozen_16bit_weights = s.finetune.freezes_base() && frozen_weight_bytes(r) < size_of(dtype::fp32),
+            .fp8_linears = fp8_linears(r), .scaling = r.scaling, .fp8_transposes = r.fp8_transposes};
+}
+
+constexpr void validate(const layer_context& c, const transformer_config& m) {
+    require(c.micro_batch >= 1, "batch", c.micro_batch, "must be at least 1");
+    require(c.seq >= 1, "seq", c.seq, "must be at least 1");
+    require(c.tp >= 1, "tp", c.tp, "must be at least 1");
+    require(m.heads % c.tp == 0, "tp", c.tp, "must divide the number of attention heads");
+    require(c.cp >= 1, "cp", c.cp, "must be at least 1");
+    require_cp_splits_sequence(c.seq, c.cp);
+}
+
+// Tokens of the micro-batch on this rank: every per-token op (GEMMs' m, norms,
+// dropouts, residual adds, tensor-parallel collectives, pipeline sends) runs on
+// b·s/cp of them with context parallelism.
+constexpr double rank_tokens(const layer_context& c) { return double(c.micro_batch) * c.seq / c.cp; }
+
+// The attention core of one rank: its queries against the keys they attend to, and
+// the share of the layer's attention-core work (causal or not) it does.
+// Context parallelism (Megatron-Core docs/user-guide/features/context_parallel.md@d98e8a64;
+// TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py@d0067d0d; Liu et al. 2023, Ring Attention, arXiv:2310.01889):
+// each rank keeps its s/cp queries and meets all s keys as the KV chunks pass around
+// the ring; with causal load balancing (2·cp chunks, rank r holds r and 2cp−1−r) every
+// non-diagonal ring step costs half a full (s/cp)² block, so each rank does 1/cp of
+// the causal core, and 1/cp of a non-causal one. Without cp: s queries, s keys, all.
+struct attention_core_extent {
+    double queries = 1;   // q length on this rank
+    double keys = 1;      // kv length its queries meet
+    double share = 1;     // this rank's share of the layer's attention-core work
+};
+
+constexpr attention_core_extent attention_core_shape(const transformer_config&, const layer_context& c) {
+    return {double(c.seq) / c.cp, double(c.seq), 1.0 / c.cp};
+}
+
+// The forward GEMMs of one layer on one tensor-parallel rank.
+// At most 9 forward GEMMs: Q, K and V apart, the attention core's two, the output
+// projection, SwiGLU's gate, up and down.
+using layer_gemm_list = op_list<gemm_op, 9>;
+using layer_backward_gemm_list = op_list<gemm_op, 18>;
+using layer_memory_list = op_list<memory_op, 48>;
+
+inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
+    validate(c, m);
+    const double tokens = rank_tokens(c);
+    const attention_core_extent core = attention_core_shape(m, c);
+    const double h = m.hidden, t = c.tp, d = m.head_dim(), q = m.q_width();
+    // Grouped-query attention: kv heads shard over tp, or are replicated when fewer.
+    const double kv = m.kv_width();
+    const double kv_per_rank = m.effective_kv_heads() >= c.tp ? kv / t : d;
+    const double attention_batch = double(c.micro_batch) * m.heads / t;
+    const double f = m.ffn_hidden / t;
+    const dtype x = c.math;                                   // the attention core
+    const dtype lin = c.fp8_linears ? dtype::fp8 : c.math;    // the Linear layers
+    layer_gemm_list ops;
+    const auto attention = layer_block::attention;
+    const auto mlp = layer_block::mlp;
+    const auto forward = op_phase::forward;
+    const auto other = op_region::other;
+    if (c.code == model_code::bert || c.code == model_code::llama) {
+        ops.push_back({"q", {tokens, q / t, h, 1, lin}, forward, other, attention});
+        ops.push_back({"k", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
+        ops.push_back({"v", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
+    } else {
+        ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, lin}, forward, other, attention});
+    }
+    ops.push_back({"attention_scores", {core.queries, core.keys, d, attention_batch, x}, forward,
+                   op_region::attention_core, attention});
+    ops.push_back({"attention_context", {core.queries, d, core.keys, attention_batch, x}, forward,
+                   op_region::attention_core, attention});
+    ops.push_back({"attention_out", {tokens, h, q / t, 1, lin}, forward, other, attention});
+    if (m.ffn == ffn_kind::swiglu) {
+        ops.push_back({"ffn_gate", {tokens, f, h, 1, lin}, forward, other, mlp});
+        ops.push_back({"ffn_up", {tokens, f, h, 1, lin}, forward, other, mlp});
+    } else {
+        ops.push_back({"ffn_up", {tokens, f, h, 1, lin}, forward, other, mlp});
+    }
+    ops.push_back({"ffn_down", {tokens, h, f, 1, lin}, forward, other, mlp});
+    return ops;
+}
+
+// The dgrad and wgrad GEMM of every forward GEMM, in order, to sink(const gemm_op&)
+// (backward_gemms_of collects them). The attention core has no weights: both of its
+// backward GEMMs are input gradients.
+template <class Sink>
+constexpr void for_each_backward_gemm(const layer_gemm_list& forward, Sink&& sink) {
+    for (const auto& g : forward) {
+        sink(gemm_op{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, g.block});
+        sink(gemm_op{g.name, wgrad_of(g.shape),
+                     g.region == op_region::attention_core ? op_phase::backward_data : op_phase::backward_weight,
+                     g.region, g.block});
+    }
+}
+
+inline layer_backward_gemm_list backward_gemms_of(const layer_gemm_list& forward) {
+    layer_backward_gemm_list ops;
+    for_each_backward_gemm(forward, [&ops](const gemm_op& g) { ops.push_back(g); });
+    return ops;
+}
+
+// Forward, dgrad and wgrad GEMMs of one layer (the list the cuBLASLt harness runs).
+inline std::vector<gemm_op> layer_gemms(const transformer_config& m, int micro_batch, int seq,
+                                        int tp, dtype math) {
+    const auto forward = layer_forward_gemms(
+        m, {.micro_batch = micro_batch, .seq = seq, .tp = tp, .math = math, .activations = math});
+    const auto backward = backward_gemms_of(forward);
+    std::vector<gemm_op> ops(forward.begin(), forward.end());
+    ops.insert(ops.end(), backward.begin(), backward.end());
+    return ops;
+}
+
+// The attention core as one fused kernel, forward and backward, when the framework
+// has one (framework_profile::flash_attention): b·a/t problems of s queries against s
+// keys of head size d, causal for decoders. It replaces the two attention-core GEMMs
+// and the memory-bound ops between them. It stays in 16 bits under an FP8 recipe
+// (Transformer Engine's fp8_dpa is off by default).
+struct fused_attention_ops {
+    attention_op forward{}, backward{};
+};
+
+constexpr fused_attention_ops attention_core_ops(const transformer_config& m, const layer_context& c,
+                                                 const framework_profile& fw) {
+    // With context parallelism this rank's s/cp queries meet all s keys (the ring's
+    // chunks one after the other); load-balanced causal work is 1/cp of the core.
+    const attention_core_extent core = attention_core_shape(m, c);
+    const attention_op forward{.name = "flash_attention", .batch = double(c.micro_batch) * m.heads / c.tp,
+                               .seq_q = core.queries, .seq_kv = core.keys, .head_dim = double(m.head_dim()),
+                               .causal = m.causal, .math = c.math == dtype::fp8 ? dtype::bf16 : c.math,
+                               .phase = op_phase::forward,
+                               .kernel = fw.flash_kernel, .block = layer_block::attention};
+    attention_op backward = forward;
+    backward.phase = op_phase::backward;
+    return {forward, backward};
+}
+
+// Whether a GEMM of the layer runs as such: with a fused attention kernel the
+// attention-core GEMMs are inside it.
+constexpr bool runs_as_gemm(const gemm_op& g, const framework_profile& fw) {
+    return !(fw.flash_attention && g.region == op_region::attention_core);
+}
+
+
+// The memory-bound forward ops of one layer under a framework profile. Sizes are
+// per rank: hidden-sized tensors shrink by tp only with sequence parallelism. Each op
+// moves what it reads plus what it writes, in the format of each tensor
+// (activation_formats_of): without autocast all of one format. An op that stands for
+// several kernels (a norm or an activation written as PyTorch ops) carries their
+// launches and their summed traffic.
+//
+// Under autocast (PyTorch docs/source/amp.rst@0137a5f1,
+// aten/src/ATen/autocast_mode.cpp@008ec6b1; Hugging Face GPT-2, transformers
+// src/transformers/models/gpt2/modeling_gpt2.py@0010f602 and
+// src/transformers/activations.py@00e12e7c) the layer also runs casts, each reading
+// one format and writing the other:
+//   - the weights: each fp32 linear weight and bias is cast to 16 bits once per
+//     forward (the weight-cast cache lives until the autocast region exits), 4 + 2 B
+//     per parameter; backward casts each 16-bit weight gradient back into the fp32
+//     .grad, the same bytes (the cast's backward);
+//   - the activations at each fp32 → 16-bit boundary, re-cast at every use (only
+//     parameters are cached): the first norm's output into the QKV GEMM(s) (BERT's and
+//     LLaMA's three projections each cast it), the second norm's output into the FFN
+//     GEMM(s) (SwiGLU's gate and up each cast it), the fp32 softmax output (GPT-2's
+//     .type(value.dtype)), gelu_new's input into pow (fp32 list) and its fp32 output
+//     into the FFN-down GEMM; 4 + 2 B per element.
+// and the ops on the fp32 list or fed by an fp32 tensor move fp32: layernorm reads and
+// writes fp32, softmax reads 16 bits and writes fp32, the residual adds read the
+// 16-bit branch and the fp32 stream and write fp32, gelu_new from pow on is fp32.
+// Emits them one by one to sink(const memory_op&); layer_forward_memory_ops collects.
+template <class Sink>
+constexpr void for_each_layer_forward_memory_op(const transformer_config& m, const layer_context& c,
+                                                const framework_profile& fw, Sink&& sink) {
+    const activation_formats x = activation_formats_of(c.activations, c.autocast);
+    const double a = size_of(x.gemm_inputs);        // GEMM inputs and outputs
+    const double res = size_of(x.residual);         // the residual stream
+    const double normed = size_of(x.norm_output);
+    const double probs = size_of(x.softmax_output);
+    const double chain = size_of(x.elementwise_chain);
+    const double f32 = size_of(dtype::fp32);
+    const double mask = 1.0;  // dropout masks are one byte per element
+    const double tokens = rank_tokens(c);
+    const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
+    const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
+    const double kv_tp = tokens * m.kv_width() / c.tp;
+    const double ffn = tokens * m.ffn_hidden / c.tp;
+    const attention_core_extent core_extent = attention_core_shape(m, c);
+    const double scores = double(c.micro_batch) * (m.heads / c.tp) * core_extent.queries * core_extent.keys;
+    const model_code code = c.code;  // the context's, as for the GEMMs (code_run sets it)
+    layer_block block = layer_block::attention;  // the MLP block starts at its norm
+    const auto op = [&block](std::string_view name, double moved, op_region region = op_region::other,
+                             double launches = 1) {
+        return memory_op{name, bytes_of(moved), op_phase::forward, region, launches, block};
+    };
+    // `elements` converted from one format to the other, over `launches` kernels.
+    const auto cast = [&block](std::string_view name, double elements, double from, double to,
+                               op_region region = op_region::other, double launches = 1) {
+        return memory_op{name, bytes_of(elements * (from + to)), op_phase::forward, region, launches, block, true};
+    };
+    if (c.autocast && !c.frozen_16bit_weights)
+        sink(cast("autocast_weight_cast", layer_linear_parameters(m) / c.tp, f32, a, op_region::other,
+                  layer_linear_tensors(m, c.code)));
+    const auto norm = [&] {
+        if (m.norm == norm_kind::layernorm) {
+            sink(op("layernorm", hidden * (res + normed)));
+        } else if (code == model_code::llama) {
+            // Hugging Face LlamaRMSNorm (modeling_llama.py): to(fp32) a+4, pow(2) 8,
+            // mean 4, + eps and rsqrt on one value per token, × rsqrt 8, to(dtype) 4+a,
+            // weight × 2a: 28 + 4a bytes per element over 8 kernels.
+            sink(op("rmsnorm", hidden * (28 + 4 * a), op_region::other, 8));
+        } else {
+            sink(op("rmsnorm", hidden * (res + normed)));
+        }
+    };
+    norm();
+    const double qkv_inputs = c.code == model_code::bert || c.code == model_code::llama ? 3.0 : 1.0;
+    if (normed != a) sink(cast("autocast_cast_qkv_input", qkv_inputs * hidden, normed, a, op_region::other, qkv_inputs));
+    // Q, K and V into the head layout: matmul copies each permuted operand (3 copies).
+    if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, op_region::other, 3));
+    if (code == model_code::llama && m.positions == position_kind::rotary) {
+        // apply_rotary_pos_emb on q and k: neg and cat (rotate_half), × cos, × sin, +:
+        // 5 kernels over each, ~10 element accesses (10·a bytes) per element; the cos/sin
+        // tables are small.
+        sink(op("rotary", 10 * (hidden_tp + kv_tp) * a, op_region::other, 10));
+        // repeat_kv: grouped K and V expanded to every head (a copy each).
+        if (m.effective_kv_heads() < m.heads) sink(op("repeat_kv", 2 * 2 * hidden_tp * a, op_region::other, 2));
+    }
+    if (!fw.flash_attention) {
+        const auto core = op_region::attention_core;
+        if (fw.fused_softmax) {
+            sink(op("scale_mask_softmax", scores * (a + probs), core));
+        } else {
+            switch (code) {
+                case model_code::bert:
+                    // modeling_bert.py: scores / √d, + the padding mask, softmax, dropout.
+                    sink(op("scale", 2 * scores * a, core));
+                    if (c.padding_mask) sink(op("attention_mask", 2 * scores * a, core));
+                    sink(op("softmax", scores * (a + probs), core));
+                    break;
+                case model_code::gpt2:
+                    // modeling_gpt2.py _attn: the scale as a tensor (torch.full, a fill),
+                    // the division, mask_value built on the CPU and copied to the GPU
+                    // (a 2-byte copy), torch.where with the causal mask, softmax.
+                    sink(op("scale_fill", 0, core));
+                    sink(op("scale", 2 * scores * a, core));
+                    sink(op("mask_value_copy", 0, core));
+                    sink(op("causal_mask_where", 2 * scores * a, core));
+                    sink(op("softmax", scores * (a + probs), core));
+                    break;
+                case model_code::llama:
+                    // modeling_llama.py eager attention: / √d, + a 4-D causal mask,
+                    // softmax in fp32 (reads 16-bit, writes fp32), back to 16-bit.
+                    sink(op("scale", 2 * scores * a, core));
+                    sink(op("attention_mask", 2 * scores * a + scores / (m.heads / c.tp) * a, core));
+                    sink(op("softmax", scores * (a + f32), core));
+                    sink(op("softmax_cast", scores * (f32 + a), core));
+                    break;
+                case model_code::generic:
+                    sink(op("scale", 2 * scores * a, core));
+                    // Causal mask (decoders) or padding mask (encoders): one more pass either way.
+                    sink(op("attention_mask", 2 * scores * a + scores * mask, core));
+                    sink(op("softmax", scores * (a + probs), core));
+                    break;
+            }
+        }
+        // The fp32 probabilities cast back (LLaMA's code casts them itself, above).
+        if (probs != a && !fw.fused_softmax && code != model_code::llama)
+            sink(cast("autocast_cast_probabilities", scores, probs, a, core));
+        if (m.dropout) sink(op("attention_dropout", 2 * scores * a + scores * mask, core));
+    }  // else: one fused kernel (attention_core_ops), its traffic in its own op
+    if (fw.head_layout_copies) sink(op("merge_heads_copy", 2 * hidden_tp * a));
+    // The branch output (a GEMM's) added to the residual stream: reads both, writes the stream.
+    const double add = hidden * (a + 2 * res);
+    const auto residual_block = [&](std::string_view fused_name, std::string_view dropout_name,
+                                    std::string_view add_name) {
+        if (!m.dropout) {
+            sink(op(add_name, add));
+        } else if (fw.fused_bias_dropout_add) {
+            sink(op(fused_name, add + hidden * mask));
+        } else {
+            sink(op(dropout_name, 2 * hidden * a + hidden * mask));
+            sink(op(add_name, add));
+        }
+    };
+    residual_block("bias_dropout_add_attention", "dropout_attention", "residual_add_attention");
+    // The second norm (before the FFN); one norm feeding attention and FFN in parallel
+    // (Falcon-7B) has none, and extra post-norms (norms_per_layer 3-4) are passes like it.
+    block = layer_block::mlp;
+    for (int k = 1; k < m.norms_per_layer; ++k) norm();
+    const double ffn_inputs = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;  // GEMMs reading the norm's output
+    if (normed != a)
+        sink(cast("autocast_cast_ffn_input", ffn_inputs * hidden, normed, a, op_region::other, ffn_inputs));
+    if (m.ffn == ffn_kind::swiglu) {
+        // silu(gate) · up: one fused kernel, or silu then multiply.
+        if (fw.fused_bias_gelu) {
+            sink(op("swiglu", 3 * ffn * a));
+        } else {
+            sink(op("silu", 2 * ffn * a));
+            sink(op("gate_multiply", 3 * ffn * a));
+        }
+    } else if (fw.fused_bias_gelu) {
+        sink(op("bias_gelu", 2 * ffn * a));
+    } else if (fw.runs_model_code && m.activation == activation_kind::gelu_new) {
+        // NewGELUActivation as PyTorch ops (activations.py), in evaluation order: 0.5·x
+        // 2a; pow 2c, × 0.044715 2c, x + a + 2c, × √(2/π) 2c, tanh 2c, 1 + 2c; the product
+        // a + 2c: 4a + 14c per element over 8 kernels, c the chain's format (a, or fp32
+        // under autocast, where pow is on the fp32 list: its input is cast in and the
+        // result cast out for the FFN-down GEMM).
+        sink(op("gelu_new", ffn * (4 * a + 14 * chain), op_region::other, 8));
+        if (chain != a) {
+            sink(cast("autocast_cast_gelu_input", ffn, a, chain));
+            sink(cast("autocast_cast_ffn_down_input", ffn, chain, a));
+        }
+    } else {
+        sink(op("gelu", 2 * ffn * a));
+    }
+    residual_block("bias_dropout_add_ffn", "dropout_ffn", "residual_add_ffn");
+}
+
+// What the host calls per layer forward besides the kernels' own ops (host_call),
+// counted in the Hugging Face modeling code (transformers 4.2x-4.3x) of each family,
+// per block of the layer:
+// - bert (modeling_bert.py@004ad5f5): attention block 10 module calls
+//   (BertAttention, BertSelfAttention, query, key, value, dropout, BertSelfOutput,
+//   dense, dropout, LayerNorm) and 9 views (view + permute of q, k, v; k.transpose;
+//   permute and view of the context); MLP block 7 calls (BertIntermediate, dense, the
+//   activation, BertOutput, dense, dropout, LayerNorm); BertLayer itself 1;
+// - gpt2 (modeling_gpt2.py@0010f602): attention block 6 calls (ln_1, attn, c_attn,
+//   attn_dropout, c_proj, resid_dropout) and 17 views (two in each Conv1D, split, view
+//   + permute of q, k, v, k.transpose, two slices of the causal-mask buffer, permute
+//   and view of the context, the CPU-side torch.full of mask_value); MLP block 6 calls
+//   (ln_2, mlp, c_fc, act, c_proj, dropout) and 4 views (the two Conv1D); GPT2Block 1;
+// - llama (modeling_llama.py): attention block 7 calls (input_layernorm, self_attn,
+//   q/k/v/o projections, rotary embedding) and 17 views (view + transpose of q, k, v;
+//   cos/sin slicing and unsqueeze; rotate_half slices; k transpose; transpose and
+//   reshape of the output); MLP block 6 calls (post_attention_layernorm, mlp,
+//   gate/up/down projections, act); the decoder layer 1;
+// - generic: ASSUMPTION: a compact layer (Megatron-style): 4 calls and 7 views in
+//   attention, 4 and 3 in the MLP, 2 for the layer.
+struct host_calls {
+    double views = 0;
+    double modules = 0;
+};
+
+struct layer_host_calls {
+    host_calls attention{}, mlp{}, layer{};
+    constexpr host_calls total() const {
+        return {attention.views + mlp.views + layer.views, attention.modules + mlp.modules + layer.modules};
+    }
+};
+
+constexpr layer_host_calls host_calls_per_layer(model_code code) {
+    switch (code) {
+        case model_code::bert: return {{9, 10}, {0, 7}, {0, 1}};
+        case model_code::gpt2: return {{17, 6}, {4, 6}, {0, 1}};
+        case model_code::llama: return {{17, 7}, {0, 6}, {0, 1}};
+        case model_code::generic: break;
+    }
+    return {{7, 4}, {3, 4}, {0, 2}};
+}
+
+// Parameter tensors of one layer (each has an AccumulateGrad node in backward): its
+// projections' as the code runs them, and the norms'.
+constexpr double layer_parameter_tensors(const transformer_config& m, model_code code) {
+    return layer_linear_tensors(m, code) + m.norms_per_layer * (m.norm == norm_kind::layernorm ? 2.0 : 1.0);
+}
+
+inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, const layer_context& c,
+                                                  const framework_profile& fw) {
+    validate(c, m);
+    layer_memory_list ops;
+    for_each_layer_forward_memory_op(m, c, fw, [&ops](const memory_op& op) { ops.push_back(op); });
+    return ops;
+}
+
+// The elementwise backward of a forward memory op, and of each op of a list.
+constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
+    return {f.name, (f.cast ? 1.0 : fw.backward_traffic_ratio) * f.moved, op_phase::backward, f.region, f.launches,
+            f.block, f.cast};
+}
+
+inline layer_memory_list backward_of(const layer_memory_list& forward, const framework_profile& fw) {
+    layer_memory_list ops;
+    for (const auto& f : forward) ops.push_back(backward_of(f, fw));
+    return ops;
+}
+
+}  // namespace trainperf

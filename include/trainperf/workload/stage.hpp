@@ -1,0 +1,484 @@
+// One micro-batch on the busiest pipeline stage, as ops: the layers' GEMMs, memory-bound
+// ops, fused attention and FP8 casts (recompute repeating forward ops), the host's calls,
+// tensor-parallel collectives, context parallelism's KV ring, LoRA adapters, the
+// embedding, the head and loss, and the stage's pipeline sends. micro_batch_workload()
+// collects them; for_each_stage_op() streams them to a sink (stage_pricer.hpp).
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "../dtype.hpp"
+#include "../enum_names.hpp"
+#include "../error.hpp"
+#include "../finetune.hpp"
+#include "../framework.hpp"
+#include "../model.hpp"
+#include "../ops.hpp"
+#include "../optimizer.hpp"
+#include "../parallel.hpp"
+#include "../placement.hpp"
+#include "../precision.hpp"
+#include "../setup.hpp"
+#include "../units.hpp"
+#include "layer.hpp"
+#include "fp8.hpp"
+
+namespace trainperf {
+
+// Which part of a micro-batch's time an op adds to.
+// context_parallel: the KV ring of context parallelism, which overlaps the attention
+// core of its pass (stage_pricer.hpp).
+enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel };
+
+template <>
+struct enum_names<step_part> {
+    static constexpr std::array<enum_name<step_part>, 5> table{
+        {{step_part::forward, "forward"}, {step_part::backward, "backward"},
+         {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"},
+         {step_part::context_parallel, "context-parallel"}}};
+};
+
+// An op of the stage: `count` times per micro-batch, and `recomputed` more times when
+// backward rebuilds what was not kept (recompute repeats forward ops).
+template <class Op>
+struct stage_op {
+    Op op{};
+    double count = 1;
+    double recomputed = 0;
+    step_part part = step_part::forward;
+};
+
+struct stage_workload {
+    op_list<stage_op<gemm_op>, 80> gemms;     // 30 for a full layer and head; adapters add 6 per target
+    op_list<stage_op<memory_op>, 112> memory;
+    op_list<stage_op<collective_op>, 6> collectives;
+    op_list<stage_op<host_op>, 16> host;  // for_each_layer_host_op: at most 14
+    op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
+};
+
+// Transformer layers on the busiest stage.
+constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.model, s.layout.pp); }
+
+// The setup's layout placed on its cluster (placement.hpp place): which ranks share a
+// node, for every group. The overloads below that take `groups` expect this value; a
+// prediction computes it once and passes it on.
+constexpr layout_groups groups_of(const training_setup& s) {
+    return place(s.layout, s.cluster.gpus_per_node, s.cluster.order);
+}
+
+// The pipeline sends of one micro-batch: activations forward and gradients backward at
+// each stage boundary, once per virtual stage; Megatron's scatter-gather splits each
+// send over the tp ranks.
+constexpr stage_op<collective_op> pipeline_sends(const training_setup& s, const layout_groups& groups) {
+    const auto& l = s.layout;
+    const double tokens = double(l.micro_batch) * sequence_length(s) / l.cp;  // this rank's s/cp
+    // The residual stream (fp32 under autocast).
+    const double residual = size_of(activation_formats_of(s.precision).residual);
+    const bytes message = bytes_of(tokens * s.model.hidden * residual / l.tp);
+    return {{"pipeline_send", collective::p2p, message, stage_pair(groups)}, 2.0 * l.interleave, 0,
+            step_part::pipeline};
+}
+
+// Context parallelism's KV ring, p2p type (Megatron-Core
+// docs/user-guide/features/context_parallel.md@d98e8a64, cp_comm_type "p2p", the
+// default; TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py@d0067d0d, AttnFuncWithCPAndKVP2P; Liu et al. 2023, Ring
+// Attention, arXiv:2310.01889): forward runs cp steps, each sending the K and V chunk in
+// hand to the next rank while attending to it, cp − 1 sends of 2·b·(s/cp)·kv/t elements
+// in the activation format (kv = kv heads × d, so GQA shrinks it; fewer kv heads than
+// t leave one replicated head per rank); backward passes KV around the ring again and
+// the dKV chunks with it (TE sends dKV to the next rank at each step: a reduce-scatter
+// in ring form), 2·(cp − 1) sends of the same size. Recomputing the attention core
+// (selective or full recompute) runs the forward ring again. On the cp group's link.
+// `layers` layers; the two ops are tagged with their pass (forward, backward).
+template <class Sink>
+constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups& groups, double layers,
+                                   double recomputed, Sink&& sink) {
+    const auto& l = s.layout;
+    const auto& m = s.model;
+    if (l.cp == 1) return;
+    const double tokens = double(l.micro_batch) * sequence_length(s) / l.cp;
+    const double kv_per_rank = m.effective_kv_heads() >= l.tp ? m.kv_width() / l.tp : m.head_dim();
+    const double a = size_of(activation_formats_of(s.precision).gemm_inputs);
+    const bytes chunk = bytes_of(2 * tokens * kv_per_rank * a);
+    const double sends = l.cp - 1.0;
+    sink(stage_op<collective_op>{{"context_parallel_kv_send", collective::p2p, chunk, groups.context,
+                                  op_phase::forward},
+                                 sends * layers, sends * recomputed, step_part::context_parallel});
+    sink(stage_op<collective_op>{{"context_parallel_kv_dkv_send", collective::p2p, chunk, groups.context,
+                                  op_phase::backward},
+                                 2 * sends * layers, 0, step_part::context_parallel});
+}
+
+// The adapters' ops of one layer (LoRA, QLoRA), `layers` times per micro-batch and
+// `recomputed` more with full recompute; returns the forward kernel launches. Per
+// adapted projection W (d_in → d_out), after Hu et al. 2021 §4.1, h = W·x + B·A·x:
+//   forward: x·A (tokens × r over d_in) and (xA)·B (tokens × d_out over r), then the
+//     scaling (α/r) multiply and the add into W's output: 2a + 3a = 5a bytes per output
+//     element over 2 kernels, a the GEMM format;
+//   backward: the dgrad and the wgrad of both GEMMs (A's and B's weight gradients, and
+//     the input gradients the layer below needs), the elementwise backward of the add.
+// Tensor parallelism splits B's output for a column-parallel projection and A's input
+// for a row-parallel one (ASSUMPTION: as the projection itself is split; r is whole).
+// Under autocast the fp32 adapter weights are cast to 16 bits once per forward (and
+// their gradients cast back), 4 + 2 B per parameter.
+// QLoRA: before each GEMM that uses a 4-bit weight, bitsandbytes dequantizes it to 16
+// bits, a memory-bound kernel reading qlora_bytes_per_parameter (NF4 values and their
+// constants) and writing the 16-bit weight, once per projection, in forward and again
+// in backward for the dgrad (ASSUMPTION: bitsandbytes' 4-bit matmul, MatMul4Bit,
+// dequantizes then runs a 16-bit matmul, in forward and for the input gradient in
+// backward, and keeps no dequantized copy between them; full recompute dequantizes
+// again with the forward it repeats).
+template <class Sink>
+constexpr double for_each_adapter_op(const training_setup& s, const layer_context& ctx, double layers,
+                                     double recomputed, Sink&& sink) {
+    const auto& m = s.model;
+    const finetune_spec& ft = s.finetune;
+    const double tokens = rank_tokens(ctx);
+    const double t = ctx.tp, r = ft.rank;
+    const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
+    double launches = 0, outputs = 0;
+    for (const auto& x : lora_matrices(m)) {
+        if (!x.present || !ft.adapts(x.target)) continue;
+        const double d_in = x.column_parallel ? x.d_in : x.d_in / t;
+        const double d_out = x.column_parallel ? x.d_out / t : x.d_out;
+        const layer_block block =
+            x.target == lora_target::gate || x.target == lora_target::up || x.target == lora_target::down
+                ? layer_block::mlp
+                : layer_block::attention;
+        const gemm_op down{x.a_name, {tokens, r, d_in, 1, ctx.math}, op_phase::forward, op_region::other, block};
+        const gemm_op up{x.b_name, {tokens, d_out, r, 1, ctx.math}, op_phase::forward, op_region::other, block};
+        for (const gemm_op& g : {down, up}) {
+            sink(stage_op<gemm_op>{g, layers, recomputed, step_part::forward});
+            sink(stage_op<gemm_op>{{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, block}, layers, 0,
+                                   step_part::backward});
+            sink(stage_op<gemm_op>{{g.name, wgrad_of(g.shape), op_phase::backward_weight, g.region, block}, layers, 0,
+                                   step_part::backward});
+        }
+        launches += 2;
+        outputs += tokens * d_out;
+    }
+    const double adapted = adapted_matrices_per_layer(m, ft);
+    const auto both = [&](const memory_op& f) {
+        launches += f.launches;
+        sink(stage_op<memory_op>{f, layers, recomputed, step_part::forward});
+        sink(stage_op<memory_op>{backward_of(f, s.framework), layers, 0, step_part::backward});
+    };
+    both({"lora_scale_add", bytes_of(5 * a * outputs), op_phase::forward, op_region::other, 2 * adapted,
+          layer_block::other});
+    if (ctx.autocast)
+        both({"autocast_lora_weight_cast", bytes_of(adapter_parameters_per_layer(m, ft) / t * (size_of(dtype::fp32) + a)),
+              op_phase::forward, op_region::other, 2 * adapted, layer_block::other, true});
+    if (ft.quantized()) {
+        const double matrices = layer_projection_matrices(m);
+        const bytes moved = bytes_of(layer_projection_matrix_parameters(m) / t *
+                                     (qlora_bytes_per_parameter + frozen_weight_bytes(s.precision)));
+        const memory_op forward{"dequantize_4bit", moved, op_phase::forward, op_region::other, matrices,
+                                layer_block::other, true};
+        launches += matrices;
+        sink(stage_op<memory_op>{forward, layers, recomputed, step_part::forward});
+        sink(stage_op<memory_op>{{"dequantize_4bit", moved, op_phase::backward, op_region::other, matrices,
+                                  layer_block::other, true},
+                                 layers, 0, step_part::backward});
+    }
+    return launches;
+}
+
+// What the host calls for one layer besides the kernels' launches (which stage_pricer.hpp
+// charges per launch), to sink(const stage_op<host_op>&), `layers` times:
+//   - views and module calls in forward (again when recomputed), from the model's code
+//     (host_calls_per_layer) or the framework's own layer (framework_profile::layer_host);
+//   - in backward one autograd node per recorded op and view, and one AccumulateGrad per
+//     parameter tensor;
+//   - the framework's own layer: its Python Functions (apply in forward, a Python
+//     backward each), scripted calls, RNG tracker forks, Transformer Engine modules'
+//     bookkeeping, the data-parallel wrapper's hook per parameter;
+//   - each tensor-parallel collective called from Python (forward: 2 all-reduces, or 2
+//     all-gathers and 2 reduce-scatters with sequence parallelism; backward: 2, or 4
+//     all-gathers and 2 reduce-scatters; Megatron-LM megatron/mpu/layers.py and
+//     mappings.py@28ba253f);
+//   - a full-recompute checkpoint's Function, state saves and restores (framework.hpp
+//     checkpoint_rng_calls).
+// With CUDA graphs (framework_profile::cuda_graphs) all of that is captured: each pass of
+// a layer is one replay Function, the copy of its static inputs and the graph's launch
+// (Megatron-Core cuda_graphs.py@d98e8a64 _CudagraphReplayNode); stage_pricer.hpp then charges no
+// launch of the layer's kernels. ASSUMPTION: the layer's autograd nodes and gradient
+// hooks go with them (the replay node stands for the layer's graph in backward).
+template <class Sink>
+constexpr void for_each_layer_host_op(const training_setup& s, double layers, double forward_launches,
+                                      Sink&& sink) {
+    const auto& m = s.model;
+    const auto& l = s.layout;
+    const auto& fw = s.framework;
+    const auto host = [&](std::string_view name, host_call call, double count, double recomputed, step_part part) {
+        if (count > 0)
+            sink(stage_op<host_op>{{name, call, count,
+                                    part == step_part::forward ? op_phase::forward : op_phase::backward},
+                                   layers, recomputed, part});
+    };
+    const auto fwd = step_part::forward;
+    const auto bwd = step_part::backward;
+    if (fw.cuda_graphs) {
+        host("layer_graph_replay", host_call::function, 1, 0, fwd);
+        host("layer_graph_launch", host_call::graph_launch, 2, 0, fwd);
+        host("layer_graph_replay", host_call::function_backward, 1, 0, bwd);
+        host("layer_graph_launch", host_call::graph_launch, 2, 0, bwd);
+        return;
+    }
+    const bool full = l.recompute == recompute_mode::full;
+    const double again = full ? 1.0 : 0.0;  // forward calls repeated per layer when recomputed
+    const model_code code = code_run(m, fw);
+    const finetune_spec& ft = s.finetune;
+    const bool frozen = ft.freezes_base();
+    const bool own = !fw.runs_model_code && fw.layer_host.described();
+    const layer_host_inventory& inv = fw.layer_host;
+    const host_calls calls = own ? host_calls{inv.views, inv.modules} : host_calls_per_layer(code).total();
+    host("layer_views", host_call::view, calls.views, again * layers, fwd);
+    // Fine-tuning: PEFT's LoRA layer calls its base layer, the adapter dropout, A and B
+    // (ASSUMPTION: 3 module calls per adapted projection besides the base's own); only
+    // the adapters' A and B have an AccumulateGrad node.
+    const double adapted = adapted_matrices_per_layer(m, ft);
+    const double parameter_tensors = frozen ? 2 * adapted : layer_parameter_tensors(m, code);
+    host("layer_modules", host_call::module, calls.modules + 3 * adapted, again * layers, fwd);
+    host("layer_autograd_nodes", host_call::backward_node, forward_launches + calls.views + parameter_tensors, 0,
+         bwd);
+    if (own) {
+        const double functions =
+            inv.functions + (m.positions == position_kind::rotary ? inv.rotary_functions : 0.0);
+        host("layer_functions", host_call::function, functions + inv.scripted_calls, again * layers, fwd);
+        host("layer_functions", host_call::function_backward, functions, 0, bwd);
+        host("layer_rng_forks", host_call::rng_state, 4 * inv.rng_forks, again * layers, fwd);
+        host("layer_library_modules", host_call::library_module, inv.library_modules, again * layers, fwd);
+        host("layer_library_modules", host_call::library_module_backward, inv.library_modules, 0, bwd);
+        if (inv.gradient_hooks) host("layer_gradient_hooks", host_call::gradient_hook, parameter_tensors, 0, bwd);
+    }
+    // With tensor-parallel overlap Transformer Engine's userbuffers move the data from C++:
+    // no Python collective (ASSUMPTION: their set-up is in the TE modules' bookkeeping).
+    if (l.tp > 1 && !overlaps_tensor_parallel(s)) {
+        host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
+        host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
+    }
+    if (full) {
+        host("checkpoint", host_call::function, 1, 0, fwd);
+        host("checkpoint", host_call::function_backward, 2, 0, bwd);
+        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_forward, 0, fwd);
+        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_backward, 0, bwd);
+    }
+}
+
+// A pipeline stage: its layers, and whether it embeds (the first) or holds the head and
+// loss (the last); with pp = 1 the one stage does both.
+struct stage_shape {
+    double layers = 1;
+    bool embedding = true;
+    bool head = true;
+};
+
+// Which part of a stage an op belongs to, for a sink that wants to know: each of its
+// layers, the head and loss, the embedding, or the stage as a whole (pipeline sends, FP8
+// amax bookkeeping's launches). A sink with a member section(stage_section) is told
+// before the ops of each part.
+enum class stage_section { layer, head, embedding, stage };
+
+template <>
+struct enum_names<stage_section> {
+    static constexpr std::array<enum_name<stage_section>, 4> table{
+        {{stage_section::layer, "layer"}, {stage_section::head, "head"}, {stage_section::embedding, "embedding"},
+         {stage_section::stage, "stage"}}};
+};
+
+template <class Sink>
+constexpr void enter_section(Sink& sink, stage_section part) {
+    if constexpr (requires { sink.section(part); }) sink.section(part);
+}
+
+// The ops of one micro-batch on a stage of the given shape. Tensor parallelism: 2
+// all-reduces of the b·s·h activations per layer forward and 2 in backward (Megatron's
+// f/g operators); with sequence parallelism each becomes a reduce-scatter plus an
+// all-gather of the same volume, and the scattered input of each column-parallel GEMM
+// is all-gathered again in backward for its weight gradient: 2 more all-gathers per
+// layer (Korthikanti et al. 2022, §4.2.2). Full recompute repeats the forward's
+// collectives.
+//
+// The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
+// sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
+// `groups` must be groups_of(s), passed where the caller has it already.
+template <class Sink>
+constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, const layout_groups& groups,
+                                 Sink&& sink) {
+    const auto& m = s.model;
+    const auto& l = s.layout;
+    const auto& fw = s.framework;
+    const finetune_spec& ft = s.finetune;
+    const bool frozen = ft.freezes_base();
+    const layer_context ctx = layer_context_of(s);
+    const double layers = shape.layers;
+    enter_section(sink, stage_section::layer);
+    // Full recompute repeats every forward op, selective the attention core's.
+    const double recomputed_core =
+        l.recompute == recompute_mode::selective || l.recompute == recompute_mode::full ? layers : 0.0;
+    const double recomputed_other = l.recompute == recompute_mode::full ? layers : 0.0;
+    const auto recomputed = [&](op_region region) {
+        return region == op_region::attention_core ? recomputed_core : recomputed_other;
+    };
+
+    const auto forward_gemms = layer_forward_gemms(m, ctx);
+    double forward_launches = 0;
+    for (const auto& g : forward_gemms)
+        if (runs_as_gemm(g, fw)) {
+            sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
+            forward_launches += 1;
+        }
+    // A frozen weight needs no weight gradient: its wgrad GEMM does not run; its dgrad
+    // still does, to carry the gradient to the adapters below (Hu et al. 2021 §4.2).
+    for_each_backward_gemm(forward_gemms, [&](const gemm_op& g) {
+        if (runs_as_gemm(g, fw) && !(frozen && g.phase == op_phase::backward_weight))
+            sink(stage_op<gemm_op>{g, layers, 0, step_part::backward});
+    });
+    if (fw.flash_attention) {
+        // Its backward recomputes the scores itself; recompute of the core (selective,
+        // full) runs the forward kernel again.
+        const fused_attention_ops core = attention_core_ops(m, ctx, fw);
+        sink(stage_op<attention_op>{core.forward, layers, recomputed(op_region::attention_core), step_part::forward});
+        sink(stage_op<attention_op>{core.backward, layers, 0, step_part::backward});
+        forward_launches += 1;
+    }
+    for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
+        forward_launches += op.launches;
+        sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
+        sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
+    });
+    if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
+    // FP8 (Transformer Engine): the Linear GEMMs' casts, repeated with the forward they
+    // belong to; they run inside the Linear's autograd function (no node of their own).
+    // (Without fp8 the list is empty; the test only spares building it.)
+    if (ctx.fp8_linears)
+        for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
+            const bool forward = q.phase == op_phase::forward;
+            sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
+                                     forward ? step_part::forward : step_part::backward});
+        }
+    // Delayed scaling's amax-history update: its bytes grow with the stage's modules,
+    // its launch is the stage's (below).
+    const bool amax_history = ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed;
+    if (amax_history) {
+        const double modules = fp8_linear_modules_per_layer(m, ctx.code);
+        for (op_phase phase : {op_phase::forward, op_phase::backward}) {
+            memory_op bytes_part = fp8_amax_update(modules, phase);
+            bytes_part.launches = 0;
+            sink(stage_op<memory_op>{bytes_part, layers, 0,
+                                     phase == op_phase::forward ? step_part::forward : step_part::backward});
+        }
+    }
+    for_each_layer_host_op(s, layers, forward_launches, sink);
+
+    // Tensor parallelism's collectives and the KV ring of context parallelism, per layer.
+    const double tokens = rank_tokens(ctx);
+    const double a = size_of(s.precision.activations);
+    if (l.tp > 1) {
+        const bytes activation = bytes_of(tokens * m.hidden * a);
+        const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
+        const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
+            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, full,
+                                         step_part::tensor_parallel});
+        };
+        if (l.sp) {
+            tensor_parallel("sequence_parallel_all_gather", collective::all_gather, 6);
+            tensor_parallel("sequence_parallel_reduce_scatter", collective::reduce_scatter, 4);
+        } else {
+            tensor_parallel("tensor_parallel_all_reduce", collective::all_reduce, 4);
+        }
+    }
+    for_each_kv_ring_op(s, groups, layers, recomputed(op_region::attention_core), sink);
+
+    // The stage's own: pipeline sends, the amax update's launch.
+    enter_section(sink, stage_section::stage);
+    if (l.pp > 1) sink(pipeline_sends(s, groups));
+    if (amax_history) {
+        for (op_phase phase : {op_phase::forward, op_phase::backward}) {
+            memory_op launch_part = fp8_amax_update(0, phase);
+            sink(stage_op<memory_op>{launch_part, 1, 0,
+                                     phase == op_phase::forward ? step_part::forward : step_part::backward});
+        }
+    }
+
+    // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
+    // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward
+    // (b·s/cp tokens per rank with context parallelism).
+    if (shape.head) {
+        enter_section(sink, stage_section::head);
+        // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
+        const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1,
+                                high_precision_math(s.precision)};
+        sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
+        sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
+        if (!frozen)  // the output head is frozen too when fine-tuning with adapters
+            sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0,
+                                   step_part::backward});
+        const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
+        // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
+        constexpr double loss_passes = 4.0;
+        const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
+        sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
+        sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
+        if (s.precision.autocast) {
+            // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
+            // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
+            // into it; each cast reads 4 B and writes 2 B per element.
+            const auto cast = [&](std::string_view name, double elements) {
+                const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
+                                        op_region::other, 1, layer_block::other, true};
+                sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
+                sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
+            };
+            if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
+            cast("autocast_cast_head_input", tokens * m.hidden);
+        }
+    }
+    if (shape.embedding) {
+        enter_section(sink, stage_section::embedding);
+        // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION:
+        // 3 passes over b·s·h (read the rows, read the positions, write the sum), in the
+        // residual stream's format (fp32 under autocast: embedding is on no autocast list).
+        const bytes embedding =
+            bytes_of(3.0 * tokens * m.hidden * size_of(activation_formats_of(s.precision).residual));
+        sink(stage_op<memory_op>{{"embedding", embedding, op_phase::forward}, 1, 0,
+                                 step_part::forward});
+        sink(stage_op<memory_op>{{"embedding", embedding, op_phase::backward}, 1, 0,
+                                 step_part::backward});
+    }
+
+}
+
+template <class Sink>
+constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, Sink&& sink) {
+    for_each_stage_op(s, shape, groups_of(s), sink);
+}
+
+// The stage a micro_batch_workload lists: the last (head and loss), the one whose
+// micro-batch takes longest in an even split; with pp = 1 the only stage also embeds.
+constexpr stage_shape last_stage_shape(const training_setup& s) {
+    return {double(pipeline_split_of(s.model, s.layout).last), s.layout.pp == 1, true};
+}
+
+template <class Sink>
+constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
+    for_each_stage_op(s, last_stage_shape(s), sink);
+}
+
+inline stage_workload micro_batch_workload(const training_setup& s) {
+    stage_workload w;
+    struct collect {
+        stage_workload& w;
+        void operator()(const stage_op<gemm_op>& op) { w.gemms.push_back(op); }
+        void operator()(const stage_op<memory_op>& op) { w.memory.push_back(op); }
+        void operator()(const stage_op<collective_op>& op) { w.collectives.push_back(op); }
+        void operator()(const stage_op<host_op>& op) { w.host.push_back(op); }
+        void operator()(const stage_op<attention_op>& op) { w.attention.push_back(op); }
+    };
+    for_each_stage_op(s, collect{w});
+    return w;
+}
+
+}  // namespace trainperf
