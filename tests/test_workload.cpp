@@ -341,23 +341,33 @@ TEST_CASE("the stage under autocast: weight casts per forward, head casts, fp32 
 }
 
 TEST_CASE("optimizer traffic per parameter under autocast and pure fp16", "[workload][amp]") {
-    const auto per_param = [](precision_kind p) {
-        const training_setup s = on_3090_ti(p);
+    const auto per_param = [](precision_kind p, const framework_profile& fw) {
+        training_setup s = on_3090_ti(p);
+        s.framework = fw;
         return optimizer_bytes_per_parameter(s, model_state_of(s));
     };
+    // Without the Trainer's every-step clip scale (a Megatron-style step):
     // fp16-amp, AdamW on the fp32 parameters (8 B of fp32 moments): the update reads the
     // fp32 gradient 4, reads and writes the parameter 2·4 and the moments 2·8 = 28; the
     // clip reads the gradients 4; the GradScaler's unscale reads and writes them 2·4 = 8;
     // no master, no copy back: 40 B.
-    CHECK(per_param(precision_kind::fp16_amp) == 40.0);
+    framework_profile no_scale = pytorch_eager_profile;
+    no_scale.scales_gradients_every_step = false;
+    CHECK(per_param(precision_kind::fp16_amp, no_scale) == 40.0);
     // bf16-amp: no GradScaler: 32 B.
-    CHECK(per_param(precision_kind::bf16_amp) == 32.0);
+    CHECK(per_param(precision_kind::bf16_amp, no_scale) == 32.0);
     // Megatron-style fp16, unchanged: update 2 + 2·4 + 2·8 = 26; clip 2, master read 4
     // and 16-bit copy written 2: 34 B.
-    CHECK(per_param(precision_kind::fp16) == 34.0);
+    CHECK(per_param(precision_kind::fp16, no_scale) == 34.0);
     // .half(): fp16 gradients, parameters and moments (4 B): update 2 + 2·2 + 2·4 = 14;
     // clip 2: 16 B.
-    CHECK(per_param(precision_kind::fp16_pure) == 16.0);
+    CHECK(per_param(precision_kind::fp16_pure, no_scale) == 16.0);
+    // The Hugging Face Trainer's clip_grad_norm_ multiplies every gradient every step:
+    // one more read and write of each, 2·4 B of fp32 gradients under autocast, 2·2 B of
+    // fp16 ones.
+    CHECK(per_param(precision_kind::fp16_amp, pytorch_eager_profile) == 48.0);
+    CHECK(per_param(precision_kind::bf16_amp, pytorch_eager_profile) == 40.0);
+    CHECK(per_param(precision_kind::fp16_pure, pytorch_eager_profile) == 20.0);
 }
 
 namespace {

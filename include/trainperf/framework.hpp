@@ -230,6 +230,16 @@ struct framework_profile {
 
     // --- optimizer ---
     bool fused_optimizer = false;     // one multi-tensor kernel over all parameters
+    // Every step scales every gradient in place before the update, whether or not the
+    // norm exceeds the clip: PyTorch's clip_grad_norm_ multiplies by the clamped
+    // coefficient "to avoid a `if clip_coef < 1:` conditional which can require a CPU <=>
+    // device synchronization" (torch/nn/utils/clip_grad.py), which the Hugging Face
+    // Trainer calls every step (max_grad_norm defaults to 1.0, transformers
+    // src/transformers/training_args.py@00349ae8); DeepSpeed's unscale_and_clip_grads
+    // multiplies by the combined loss and clip scale (deepspeed/runtime/zero/
+    // stage_1_and_2.py). Megatron scales only when the norm exceeds the clip (clip_coeff
+    // < 1.0 on a host-side norm, megatron/core/optimizer/clip_grads.py@d98e8a64).
+    bool scales_gradients_every_step = false;
     double unfused_optimizer_passes = 2.5;  // extra traffic of a per-op optimizer loop vs fused
     int unfused_kernels_per_tensor = 8;     // Adam as separate mul_/add_/addcmul_/sqrt/div kernels
 
@@ -315,6 +325,7 @@ inline constexpr framework_profile pytorch_eager_profile{
     .runs_model_code = true,
     .head_layout_copies = true,
     .fused_optimizer = false,
+    .scales_gradients_every_step = true,
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = false,
@@ -403,6 +414,7 @@ inline constexpr framework_profile deepspeed_profile{
     .runs_model_code = true,
     .head_layout_copies = true,
     .fused_optimizer = true,
+    .scales_gradients_every_step = true,
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,

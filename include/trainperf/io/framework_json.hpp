@@ -43,6 +43,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"head_layout_copies", f.head_layout_copies},
             {"backward_traffic_ratio", f.backward_traffic_ratio},
             {"fused_optimizer", f.fused_optimizer},
+            {"scales_gradients_every_step", f.scales_gradients_every_step},
             {"unfused_optimizer_passes", f.unfused_optimizer_passes},
             {"unfused_kernels_per_tensor", f.unfused_kernels_per_tensor},
             {"overlap_data_parallel_sync", f.overlap_data_parallel_sync},
@@ -102,7 +103,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
                    "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
                    "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "zero_stages",
-                   "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs"});
+                   "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs",
+                   "scales_gradients_every_step"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -123,6 +125,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("hybrid_sharding")) f.hybrid_sharding = dd::boolean(j, "", "hybrid_sharding");
     if (j.contains("reshard_after_forward")) f.reshard_after_forward = dd::boolean(j, "", "reshard_after_forward");
     if (j.contains("cuda_graphs")) f.cuda_graphs = dd::boolean(j, "", "cuda_graphs");
+    if (j.contains("scales_gradients_every_step"))
+        f.scales_gradients_every_step = dd::boolean(j, "", "scales_gradients_every_step");
     // Optional too (absent: the generic layer's calls, as before they were counted).
     if (j.contains("layer_host_calls")) {
         const auto& c = dd::field(j, "", "layer_host_calls");

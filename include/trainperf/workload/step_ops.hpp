@@ -108,13 +108,16 @@ struct step_ops {
 // torch/cuda/amp/grad_scaler.py@02f1c1a5).
 // Fine-tuning with adapters: the update sweeps only them, fp32 weights and gradients
 // with no master and no copy back: 4 (gradient) + 2·4 (weights) + 2·state, the clip's
-// read of the gradient 4, and fp16-amp's unscale 2·4.
+// read of the gradient 4, and fp16-amp's unscale 2·4. A framework that scales every
+// gradient every step (framework_profile::scales_gradients_every_step) reads and writes
+// each once more.
 constexpr double optimizer_bytes_per_parameter(const training_setup& s, const model_state& model) {
     const double state = model.optimizer_state.value() / model.trainable_parameters;
+    const double scale_passes = s.framework.scales_gradients_every_step ? 2.0 : 0.0;
     if (s.finetune.freezes_base()) {
         const double fp32 = size_of(adapter_dtype);
         const double unscale = s.precision.autocast && s.precision.loss_scaling ? 2 * fp32 : 0.0;
-        return fp32 + 2 * fp32 + 2 * state + fp32 + unscale;
+        return fp32 + 2 * fp32 + 2 * state + fp32 + unscale + scale_passes * fp32;
     }
     const precision_recipe stored = stored_precision(s);
     const double grad = size_of(stored.gradients);
@@ -124,7 +127,7 @@ constexpr double optimizer_bytes_per_parameter(const training_setup& s, const mo
     const double around = grad + (s.precision.fp32_master ? master + weights : 0.0) +
                           (s.framework.fp32_gradient_accumulation ? grad : 0.0);
     const double unscale = s.precision.autocast && s.precision.loss_scaling ? 2 * grad : 0.0;
-    return update + around + unscale;
+    return update + around + unscale + scale_passes * grad;
 }
 
 // SIMD instructions per register of values in DeepSpeed's CPU-Adam loop, counted from
