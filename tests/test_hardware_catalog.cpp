@@ -245,6 +245,12 @@ TEST_CASE("an unknown GPU name lists the known ones", "[hardware][catalog]") {
     CHECK_THROWS_WITH(lookup_gpu("foo"),
                       Catch::StartsWith("gpu = \"foo\": unknown; known: h100-sxm, h100-pcie, "));
     CHECK_THROWS_WITH(lookup_gpu("foo"), Catch::Contains("jetson-orin-nx-16gb, b200"));
+    // A name that begins or is part of known ones is answered with them first.
+    CHECK_THROWS_WITH(lookup_gpu("h100"),
+                      Catch::StartsWith("gpu = \"h100\": unknown; did you mean h100-sxm or h100-pcie? known: "));
+    CHECK_THROWS_WITH(lookup_gpu("4090"), Catch::StartsWith("gpu = \"4090\": unknown; did you mean rtx-4090? known: "));
+    CHECK_THROWS_WITH(lookup_gpu("A100"),
+                      Catch::Contains("did you mean a100-sxm-80gb or a100-sxm-40gb? known: "));
     CHECK_THROWS_AS(lookup_gpu(""), trainperf::invalid_argument);
     CHECK_THROWS_AS(lookup_gpu("h100-sxm "), trainperf::invalid_argument);
 }

@@ -1,5 +1,5 @@
 // Finding a catalog entry by its CLI name: ASCII case-insensitive, and a miss
-// names the field, the value and every known name.
+// names the field, the value, the names it may have meant and every known name.
 #pragma once
 
 #include <array>
@@ -26,10 +26,39 @@ std::string catalog_names(const std::array<Entry, N>& catalog, std::string_view 
 namespace lookup_detail {
 constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
+// Whether `text` holds `part` at `at`, ignoring ASCII case.
+constexpr bool holds_at(std::string_view text, std::string_view part, std::size_t at) {
+    if (at + part.size() > text.size()) return false;
+    for (std::size_t i = 0; i < part.size(); ++i)
+        if (ascii_lower(text[at + i]) != ascii_lower(part[i])) return false;
+    return true;
+}
+
+// The names a miss may have meant: those that begin with it (`h100` for h100-sxm and
+// h100-pcie) or, failing that, contain it (`4090` for rtx-4090); none for an empty one.
+template <class Entry, std::size_t N>
+std::string suggestions(std::string_view name, const std::array<Entry, N>& catalog) {
+    std::string found;
+    for (const bool anywhere : {false, true}) {
+        for (const Entry& e : catalog) {
+            const std::string_view known = e.name;
+            bool hit = !name.empty() && holds_at(known, name, 0);
+            for (std::size_t at = 1; anywhere && !hit && !name.empty() && at < known.size(); ++at)
+                hit = holds_at(known, name, at);
+            if (hit) found += (found.empty() ? "" : " or ") + std::string(known);
+        }
+        if (!found.empty()) break;
+    }
+    return found;
+}
+
 template <class Entry, std::size_t N>
 [[noreturn]] TRAINPERF_COLD inline void unknown_name(std::string_view field, std::string_view name,
                                                     const std::array<Entry, N>& catalog) {
-    detail::fail(field, '"' + std::string(name) + '"', "unknown; known: " + catalog_names(catalog, ", "));
+    const std::string meant = suggestions(name, catalog);
+    detail::fail(field, '"' + std::string(name) + '"',
+                 "unknown; " + (meant.empty() ? std::string() : "did you mean " + meant + "? ") +
+                     "known: " + catalog_names(catalog, ", "));
 }
 }  // namespace lookup_detail
 
