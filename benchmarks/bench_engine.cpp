@@ -3,7 +3,7 @@
 // planner (bench_planner.cpp) inlines less of a prediction (docs/engine.md, Speed).
 #include "gpt3_on_selene.hpp"
 
-#include <trainperf/step.hpp>
+#include <trainperf/cost/step.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -3,7 +3,7 @@
 // of the machine).
 #include "gpt3_on_selene.hpp"
 
-#include <trainperf/planner.hpp>
+#include <trainperf/search/planner.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -4,10 +4,10 @@
 // micro-batches, selective recompute, sequence 2048, the megatron profile.
 #pragma once
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/setup.hpp>
-#include <trainperf/validation.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/setup.hpp>
+#include <trainperf/calibrate/published_runs.hpp>
 
 namespace trainperf_benchmarks {
 

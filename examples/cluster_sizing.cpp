@@ -1,6 +1,6 @@
 // Capacity planning with the library: how many H100s does it take to train
 // llama2-70b on 2T tokens within 60 days, and with which layout? plan_training
-// (trainperf/training_plan.hpp) searches every layout of each GPU count of a bounded
+// (trainperf/search/training_plan.hpp) searches every layout of each GPU count of a bounded
 // set and keeps the cheapest and the fastest that meet the deadline. The CLI does the
 // same: trainperf plan --gpu h100-sxm --model llama2-70b --seq 4096 --framework
 // megatron --global-batch 1024 --max-micro-batch 4 --train-tokens 2T --deadline-days 60

@@ -1,8 +1,8 @@
 // Capacity planning at compile time: the model and GPU catalogs are constexpr, so
 // whether a training configuration fits is checked by the compiler.
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include <cstdio>
 #include <string>

@@ -1,6 +1,6 @@
 // Prints trainperf's blind predictions for Korthikanti et al. 2022, Table 5 as a
 // Markdown table (the one in docs/validation.md). Usage: validate_korthikanti CSV
-#include <trainperf/validation.hpp>
+#include <trainperf/calibrate/published_runs.hpp>
 
 #include <cstdio>
 #include <fstream>

@@ -5,10 +5,10 @@
 //
 //   validate_microbench tests/data/transformers_microbench.csv [--fit-json PATH]
 //
-// --fit-json writes the fitted constants (the numbers kernel_params.hpp and
-// framework.hpp ship) with their provenance.
-#include <trainperf/io/microbench_csv.hpp>
-#include <trainperf/microbench_calibration.hpp>
+// --fit-json writes the fitted constants (the numbers spec/kernel_params.hpp and
+// spec/framework.hpp ship) with their provenance.
+#include <trainperf/calibrate/microbench_csv.hpp>
+#include <trainperf/calibrate/microbench_calibration.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -37,7 +37,7 @@ nlohmann::json fit_json(const trainperf::microbench_fit& f) {
              {{"data", "tests/data/transformers_microbench.csv (mli/transformers-benchmarks micro_bench.ipynb, "
                        "RTX 3090 Ti @3370b2b3a0, V100-SXM2 @53a232bbeb; PyTorch 1.13.0a0, CUDA 11.7, NGC container)"},
               {"command", "validate_microbench tests/data/transformers_microbench.csv --fit-json PATH"},
-              {"method", "include/trainperf/microbench_calibration.hpp (fit_microbench)"}}},
+              {"method", "include/trainperf/calibrate/microbench_calibration.hpp (fit_microbench)"}}},
             {"kernel_params", kernels},
             {"host_bare_op_us", hosts},
             {"pytorch_eager_host_costs",

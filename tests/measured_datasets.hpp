@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <trainperf/calibration.hpp>
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/calibrate/calibration.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/json.hpp>
 
 namespace trainperf::testing {

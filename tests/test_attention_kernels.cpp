@@ -1,18 +1,18 @@
-// Fused attention kernels (attention_kernels.hpp, ops.hpp attention_op,
-// kernel_model.hpp attention_time, workload.hpp attention_core_ops): which kernel runs
+// Fused attention kernels (spec/attention_kernels.hpp, workload/ops.hpp attention_op,
+// cost/kernel_model.hpp attention_time, workload/layer.hpp attention_core_ops): which kernel runs
 // where, the efficiency model on hand-computed cases, the published FlashAttention
 // figures it was fitted to, and the workload that uses it. Expected values are worked
 // out by hand in the comments.
 #include <catch2/catch.hpp>
 
-#include <trainperf/attention_kernels.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/kernel_model.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/spec/attention_kernels.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/cost/kernel_model.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <cmath>
 #include <filesystem>

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include <trainperf/calibration.hpp>
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/calibrate/calibration.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/json.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include "measured_datasets.hpp"
 
@@ -145,6 +145,13 @@ TEST_CASE("split_for_holdout is deterministic, a partition, and order independen
     CHECK(t.fit.size() == 1);
     CHECK(t.held_out.size() == 1);
     CHECK_THROWS_AS(split_for_holdout(data, 1), trainperf::invalid_argument);
+    // A shape it cannot hash is refused, naming the size (its sizes become integers).
+    auto bad = data;
+    bad[1].shape.m = 1e30;
+    CHECK_THROWS_WITH(split_for_holdout(bad, 4), Catch::Contains("gemm.m"));
+    bad[1].shape.m = std::nan("");
+    CHECK_THROWS_WITH(split_for_holdout(bad, 4), Catch::Contains("gemm.m"));
+    CHECK_THROWS_WITH(shape_hash(bad[1].shape), Catch::Contains("gemm.m"));
 }
 
 TEST_CASE("calibrate recovers known parameters from a noiseless synthetic sweep") {

@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include "csv_reader.hpp"
 

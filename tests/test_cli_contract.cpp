@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/json.hpp>
-#include <trainperf/kernel_model.hpp>
+#include <trainperf/cost/kernel_model.hpp>
 
 #include <algorithm>
 #include <filesystem>

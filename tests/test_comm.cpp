@@ -1,6 +1,6 @@
-#include <trainperf/comm.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/placement.hpp>
+#include <trainperf/cost/comm.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/workload/placement.hpp>
 
 #include <catch2/catch.hpp>
 

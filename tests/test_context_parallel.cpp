@@ -1,14 +1,14 @@
 // Context parallelism (Megatron-Core + Transformer Engine, p2p KV ring): per-rank
 // token counts, the attention core's share, the ring's sends, memory, the dp x cp
 // gradient group, the overlap rule, the layout's text form and the planner.
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/placement.hpp>
-#include <trainperf/planner.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/workload/placement.hpp>
+#include <trainperf/search/planner.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <algorithm>
 #include <stdexcept>

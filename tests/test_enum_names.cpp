@@ -1,10 +1,10 @@
-// Enum name tables (enum_names.hpp): to_string, parsing, the lists of names.
+// Enum name tables (core/enum_names.hpp): to_string, parsing, the lists of names.
 #include <catch2/catch.hpp>
 
-#include <trainperf/hardware.hpp>
-#include <trainperf/optimizer.hpp>
-#include <trainperf/parallel.hpp>
-#include <trainperf/precision.hpp>
+#include <trainperf/spec/hardware.hpp>
+#include <trainperf/spec/optimizer.hpp>
+#include <trainperf/spec/parallel.hpp>
+#include <trainperf/spec/precision.hpp>
 
 #include <array>
 #include <cctype>

@@ -1,18 +1,18 @@
-// Fine-tuning with LoRA and QLoRA (finetune.hpp; memory.hpp, workload.hpp, flops.hpp,
-// step.hpp): adapter parameters, the static state of a frozen (or 4-bit) base, the
+// Fine-tuning with LoRA and QLoRA (spec/finetune.hpp; cost/memory.hpp, workload/, workload/flops.hpp,
+// cost/step.hpp): adapter parameters, the static state of a frozen (or 4-bit) base, the
 // adapters' activations, the step's GEMMs without frozen weight gradients, QLoRA's
 // dequantization, the optimizer and data-parallel sync of the adapters only. Expected
 // values are worked out by hand in the comments.
 #include <catch2/catch.hpp>
 
-#include <trainperf/finetune.hpp>
-#include <trainperf/flops.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/spec/finetune.hpp>
+#include <trainperf/workload/flops.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <string>
 #include <string_view>

@@ -1,8 +1,8 @@
 // FLOP counts: the seed formula's published figures, Narayanan et al., exact GEMMs.
 #include <catch2/catch.hpp>
 
-#include <trainperf/flops.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/workload/flops.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 using namespace trainperf;
 

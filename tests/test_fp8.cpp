@@ -1,15 +1,15 @@
 // FP8 training as NVIDIA Transformer Engine runs it (precision fp8): which GEMMs run in
 // FP8, the quantization casts, the FP8 weight copies and FP8-saved activations, the
 // two MFUs, and TE's measured GEMM speedups on H200 as a check of the mechanism.
-#include <trainperf/framework.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/kernel_model.hpp>
-#include <trainperf/links.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/precision.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/spec/framework.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/cost/kernel_model.hpp>
+#include <trainperf/spec/links.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/precision.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -157,7 +157,7 @@ TEST_CASE("delayed scaling adds one amax-history update per fp8_autocast region"
     CHECK(fp8_amax_update(8, op_phase::forward).moved.value() == 196608);
     CHECK(fp8_amax_update(8, op_phase::backward).moved.value() == 131072);
     // The update's bytes are listed per layer and its launch once per stage
-    // (workload.hpp stage_section): launches and bytes counted over both.
+    // (workload/stage.hpp stage_section): launches and bytes counted over both.
     const auto count = [](const training_setup& s) {
         double launches = 0, bytes = 0;
         for (const auto& op : micro_batch_workload(s).memory)

@@ -1,5 +1,5 @@
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include <trainperf/input_pipeline.hpp>
+#include <trainperf/cost/input_pipeline.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <tuple>
 
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/json.hpp>
 
 using namespace trainperf;
@@ -216,10 +216,10 @@ TEST_CASE("dataset_files lists <dir>/<gpu>/*.json sorted, and nothing for a miss
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/model_file.hpp>
 #include <trainperf/io/system_json.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/flops.hpp>
-#include <trainperf/optimizer.hpp>
-#include <trainperf/step.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/workload/flops.hpp>
+#include <trainperf/spec/optimizer.hpp>
+#include <trainperf/cost/step.hpp>
 
 namespace {
 
@@ -635,4 +635,43 @@ TEST_CASE("Hugging Face configs the library cannot describe are refused naming t
     j["model_type"] = "mamba";
     CHECK_THAT(error_of([&] { io::model_from_hf_config(j, "x"); }),
                Catch::Contains("model_type = \"mamba\": not a known"));
+}
+
+TEST_CASE("every reader of a document the caller parsed refuses one nested too deep, without recursing",
+          "[descriptions]") {
+    // 100 000 levels, built without recursion: a recursive reader or error message
+    // (printing the value) would overflow the stack.
+    json deep = json::array();
+    json* inner = &deep;
+    for (int level = 1; level < 100000; ++level) {
+        inner->push_back(json::array());
+        inner = &inner->back();
+    }
+    CHECK(io::nesting_depth(deep, 16) == 17);
+    CHECK(io::nesting_depth(json::array(), 16) == 1);
+    CHECK(io::nesting_depth(json(3), 16) == 0);
+    CHECK(io::nesting_depth(json::parse(R"({"a": [1, {"b": [[]]}], "c": {}})"), 16) == 5);
+
+    const json doc = {{"schema", "trainperf.gpu.v1"}, {"name", deep}};
+    const auto refused = [](auto&& read) {
+        const std::string why = error_of(read);
+        INFO(why);
+        return why.find("nests deeper than") != std::string::npos;
+    };
+    CHECK(refused([&] { io::gpu_from_json(doc); }));
+    CHECK(refused([&] { io::link_from_json(doc, "gpu_link"); }));
+    CHECK(refused([&] { io::model_from_json(doc); }));
+    CHECK(refused([&] { io::model_from_hf_config(doc, "deep"); }));
+    CHECK(refused([&] { io::model_from_file_json(doc, "deep.json"); }));
+    CHECK(refused([&] { io::framework_from_json(doc); }));
+    CHECK(refused([&] { io::system_from_json(doc); }));
+    CHECK(refused([&] { io::host_from_json(doc, "host"); }));
+    CHECK(refused([&] { kernel_params_from_json(doc); }));
+    CHECK(refused([&] { error_summary_from_json(doc, "errors"); }));
+    CHECK(refused([&] { calibration_file_from_json(doc); }));
+    CHECK(refused([&] { measurement_file_from_json(doc); }));
+    CHECK(refused([&] { dtype_from_json(doc, "", "math"); }));
+    // A document within the limit is read as before: the error is about its content.
+    CHECK_THAT(error_of([] { io::gpu_from_json(json{{"schema", "trainperf.gpu.v1"}, {"name", json::array()}}); }),
+               Catch::Contains("name") && !Catch::Contains("nests deeper"));
 }

@@ -1,7 +1,7 @@
-// A layout's text form parses back to the same layout (layout_text.hpp).
+// A layout's text form parses back to the same layout (spec/layout_text.hpp).
 #include <catch2/catch.hpp>
 
-#include <trainperf/layout_text.hpp>
+#include <trainperf/spec/layout_text.hpp>
 
 #include <string>
 

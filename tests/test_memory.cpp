@@ -1,12 +1,12 @@
 // Memory per GPU: static state, Korthikanti activations, ZeRO, fits and max batch.
 #include <catch2/catch.hpp>
 
-#include <trainperf/fit_margin.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/setup.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/cost/fit_margin.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/setup.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include <cmath>
 #include <stdexcept>

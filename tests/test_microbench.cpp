@@ -1,8 +1,8 @@
 // Single GPU, PyTorch eager: the engine against the transformers micro-benchmarks
 // (tests/data/transformers_microbench.csv), with the fit the library ships.
-#include <trainperf/io/microbench_csv.hpp>
-#include <trainperf/microbench.hpp>
-#include <trainperf/microbench_calibration.hpp>
+#include <trainperf/calibrate/microbench_csv.hpp>
+#include <trainperf/calibrate/microbench.hpp>
+#include <trainperf/calibrate/microbench_calibration.hpp>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include <trainperf/model.hpp>
+#include <trainperf/spec/model.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,16 +1,16 @@
-// Optimizer offload as DeepSpeed ZeRO-Offload runs it (workload.hpp
-// offloaded_optimizer_workload, step.hpp, memory.hpp) and the host it runs on
-// (host.hpp, io/system_json.hpp). Expected values are worked out by hand in the comments.
+// Optimizer offload as DeepSpeed ZeRO-Offload runs it (workload/step_ops.hpp
+// offloaded_optimizer_workload, cost/step.hpp, cost/memory.hpp) and the host it runs on
+// (spec/host.hpp, io/system_json.hpp). Expected values are worked out by hand in the comments.
 #include <catch2/catch.hpp>
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/host.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/host.hpp>
 #include <trainperf/io/system_json.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <cmath>
 #include <filesystem>

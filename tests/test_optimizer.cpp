@@ -1,8 +1,8 @@
 // Optimizer state: per-parameter bytes, shape-exact Adafactor and 8-bit Adam.
 #include <catch2/catch.hpp>
 
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/optimizer.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/optimizer.hpp>
 
 using namespace trainperf;
 

@@ -1,17 +1,17 @@
-// Communication overlapped with compute in the modern stacks (step.hpp, workload.hpp):
+// Communication overlapped with compute in the modern stacks (cost/step.hpp, workload/):
 // ZeRO-3 unit by unit with its first unit exposed, Megatron-Core's parameter gather
 // behind the next forward, and tensor-parallel communication behind chunked GEMMs.
 // Expected values are derived in the comments from the engine's priced parts.
 #include <catch2/catch.hpp>
 
-#include <trainperf/comm.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/cost/comm.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <algorithm>
 #include <string>

@@ -1,7 +1,7 @@
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/planner.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/search/planner.hpp>
 
 #include <cmath>
 #include <set>
@@ -343,7 +343,7 @@ TEST_CASE("GPU counts that are not a power of two plan without error", "[planner
     }
 }
 
-#include <trainperf/training_plan.hpp>
+#include <trainperf/search/training_plan.hpp>
 
 namespace {
 training_plan_request llama_2t_tokens(double deadline_days, int max_gpus) {
@@ -432,7 +432,7 @@ TEST_CASE("end-to-end plans reject bad requests", "[planner][training_plan]") {
     CHECK_THROWS_WITH(plan_training(r), Catch::Contains("gpus_per_node"));
 }
 
-#include <trainperf/fit_advice.hpp>
+#include <trainperf/search/fit_advice.hpp>
 
 TEST_CASE("advice: every way to fit fits, and every way to speed up is faster per GPU", "[planner][advice]") {
     // Does not fit: llama2-7b on one H100 without sharding.

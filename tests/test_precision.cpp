@@ -1,8 +1,8 @@
 // Precision recipes: storage bytes per parameter, parsing, GPU support checks.
 #include <catch2/catch.hpp>
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/precision.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/precision.hpp>
 
 #include <string>
 

@@ -4,14 +4,14 @@
 // seed is fixed so that a failure reproduces; TRAINPERF_PROPERTY_SEED picks another.
 #include <catch2/catch.hpp>
 
-#include <trainperf/comm.hpp>
-#include <trainperf/framework.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/cost/comm.hpp>
+#include <trainperf/spec/framework.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -178,7 +178,7 @@ constexpr double slack = 1e-9;
 
 }  // namespace
 
-// The stage pricer takes a validated setup's GEMMs unchecked (ops.hpp checked_shape):
+// The stage pricer takes a validated setup's GEMMs unchecked (workload/ops.hpp checked_shape):
 // validation must bound every size the workload derives from the setup.
 TEST_CASE("every GEMM and attention op of a valid setup passes its own validation", "[properties]") {
     struct checked_ops {

@@ -1,10 +1,10 @@
-// Report tables (report_table.hpp) and their CSV (io/csv.hpp) and JSON
+// Report tables (io/report_table.hpp) and their CSV (io/csv.hpp) and JSON
 // (io/table_json.hpp): every figure reads back as the report's own.
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/csv.hpp>
 #include <trainperf/io/table_json.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/report_table.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/io/report_table.hpp>
 
 #include <cmath>
 #include <string>

@@ -1,4 +1,4 @@
-#include <trainperf/scaling.hpp>
+#include <trainperf/cost/scaling.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,11 +1,11 @@
 // The step-time engine: blind validation against Megatron-LM's published iteration
 // times (Korthikanti et al. 2022, Table 5) and sanity relations between predictions.
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/scaling_sweep.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/training_run.hpp>
-#include <trainperf/validation.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/search/scaling_sweep.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/cost/training_run.hpp>
+#include <trainperf/calibrate/published_runs.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -180,7 +180,7 @@ TEST_CASE("bad setups are rejected with the field named", "[step]") {
     CHECK_THROWS_AS(predict(s), trainperf::invalid_argument);
 }
 
-// The GEMMs of a setup that passes validation are priced unchecked (ops.hpp
+// The GEMMs of a setup that passes validation are priced unchecked (workload/ops.hpp
 // checked_shape), so validation rejects every setup whose GEMMs would leave a size out
 // of range, naming the setup's field; a GEMM from anywhere else is still checked.
 TEST_CASE("setups whose GEMMs would be out of range are rejected before pricing, naming the field", "[step]") {
@@ -406,7 +406,7 @@ TEST_CASE("the stage pricer prices each GEMM as the kernel model does, repeated 
 }
 
 TEST_CASE("a pass takes the larger of the GPU's time and the host's issue time", "[step]") {
-    // Host costs in bare ops (framework.hpp defaults): a forward GEMM 1.4 · 2.4, a forward
+    // Host costs in bare ops (spec/framework.hpp defaults): a forward GEMM 1.4 · 2.4, a forward
     // kernel 1.4, a module call 2.76, a backward launch 0.5, an autograd node 3.9.
     const eager_host_costs c{};
     const auto& gpu = rtx_3090_ti::spec;

@@ -1,8 +1,8 @@
-// Links and clusters from a user's description (system.hpp).
+// Links and clusters from a user's description (spec/system.hpp).
 #include <catch2/catch.hpp>
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/system.hpp>
 
 using namespace trainperf;
 

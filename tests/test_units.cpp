@@ -1,4 +1,4 @@
-#include <trainperf/units.hpp>
+#include <trainperf/core/units.hpp>
 
 #include <catch2/catch.hpp>
 

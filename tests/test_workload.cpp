@@ -1,10 +1,10 @@
-#include <trainperf/flops.hpp>
-#include <trainperf/framework.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/links.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/setup.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/workload/flops.hpp>
+#include <trainperf/spec/framework.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/links.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/setup.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include <trainperf/kernel_model.hpp>
-#include <trainperf/model.hpp>
-#include <trainperf/workload.hpp>
+#include <trainperf/cost/kernel_model.hpp>
+#include <trainperf/spec/model.hpp>
+#include <trainperf/workload/step_ops.hpp>
 
 namespace cublaslt_harness {
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include <trainperf/dtype.hpp>
+#include <trainperf/core/dtype.hpp>
 
 namespace cublaslt_harness {
 

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/json.hpp>
-#include <trainperf/kernel_model.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/cost/kernel_model.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include "gemm_list.hpp"
 #include "inputs.hpp"

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <trainperf/io/json.hpp>
-#include <trainperf/kernel_model.hpp>
-#include <trainperf/units.hpp>
+#include <trainperf/cost/kernel_model.hpp>
+#include <trainperf/core/units.hpp>
 
 #include "gemm_list.hpp"
 #include "inputs.hpp"

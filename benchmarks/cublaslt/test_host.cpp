@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include "gemm_list.hpp"
 #include "inputs.hpp"

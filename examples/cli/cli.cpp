@@ -2,7 +2,7 @@
 // themselves to, and run(), which parses, dispatches and reports errors.
 #include "cli.hpp"
 
-#include <trainperf/error.hpp>
+#include <trainperf/core/error.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -4,8 +4,8 @@
 // file for `predict --calibration`. Needs no GPU.
 #include "cli.hpp"
 
-#include <trainperf/calibration.hpp>
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/calibrate/calibration.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/calibration_json.hpp>
 
 #include <ctime>

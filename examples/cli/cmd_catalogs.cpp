@@ -2,12 +2,12 @@
 // or JSON (one entry's JSON is its description file, docs/extending.md).
 #include "cli.hpp"
 
-#include <trainperf/framework.hpp>
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/framework.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/framework_json.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/model_json.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include <array>
 #include <memory>

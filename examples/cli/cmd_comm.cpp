@@ -1,15 +1,15 @@
-// `trainperf comm`: the time of one collective over a link (α–β model, comm.hpp).
+// `trainperf comm`: the time of one collective over a link (α–β model, cost/comm.hpp).
 #include "cli.hpp"
 #include "parse_units.hpp"
 
-#include <trainperf/limits.hpp>
-#include <trainperf/comm.hpp>
-#include <trainperf/enum_names.hpp>
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/core/limits.hpp>
+#include <trainperf/cost/comm.hpp>
+#include <trainperf/core/enum_names.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/catalog_json.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/system_json.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include <array>
 #include <memory>
@@ -34,7 +34,7 @@ struct comm_options {
     bool json = false;
 };
 
-// Where the intra-node link's figures come from (system.hpp's rule), for the output.
+// Where the intra-node link's figures come from (spec/system.hpp's rule), for the output.
 std::string link_source_text(const gpu_spec& gpu, link_kind kind, bool measured) {
     const std::string gpu_name(gpu.name), kind_name(to_string(kind));
     std::string s;
@@ -85,7 +85,7 @@ void run(const comm_options& o, std::ostream& out) {
         throw usage_error("comm: give --link (" + enum_name_list<link_kind>(", ") +
                           "), --gpu, --gpu-file or --system-file");
 
-    // The same system description as predict's (system.hpp); without --gpus-per-node
+    // The same system description as predict's (spec/system.hpp); without --gpus-per-node
     // all GPUs share one node.
     const gpu_spec gpu = !o.gpu_file.empty() ? io::load_gpu_file(o.gpu_file)
                          : o.gpu.empty()     ? gpu_spec{}

@@ -3,9 +3,9 @@
 #include "cli.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/layout_text.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/step.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/cost/step.hpp>
 
 #include <memory>
 #include <ostream>

@@ -3,10 +3,10 @@
 #include "cli.hpp"
 #include "model_flags.hpp"
 
-#include <trainperf/limits.hpp>
-#include <trainperf/flops.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/parallel.hpp>
+#include <trainperf/core/limits.hpp>
+#include <trainperf/workload/flops.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/parallel.hpp>
 
 #include <memory>
 #include <ostream>

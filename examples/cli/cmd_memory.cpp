@@ -6,12 +6,12 @@
 #include "plot.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/memory_json.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/report_table.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/io/report_table.hpp>
 
 #include <memory>
 #include <ostream>

@@ -1,11 +1,11 @@
 // `trainperf pipeline`: a training step as four stages (data, PCIe, compute, sync),
-// run sequentially or prefetched (input_pipeline.hpp).
+// run sequentially or prefetched (cost/input_pipeline.hpp).
 #include "cli.hpp"
 #include "parse_units.hpp"
 
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/gpu_json.hpp>
-#include <trainperf/input_pipeline.hpp>
+#include <trainperf/cost/input_pipeline.hpp>
 
 #include <limits>
 #include <memory>

@@ -6,10 +6,10 @@
 #include "training_flags.hpp"
 
 #include <trainperf/io/plan_json.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/planner.hpp>
-#include <trainperf/report_table.hpp>
-#include <trainperf/training_plan.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/search/planner.hpp>
+#include <trainperf/io/report_table.hpp>
+#include <trainperf/search/training_plan.hpp>
 
 #include <cstdio>
 #include <iostream>

@@ -6,12 +6,12 @@
 #include "table_output.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/fit_advice.hpp>
+#include <trainperf/search/fit_advice.hpp>
 #include <trainperf/io/report_json.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/report_table.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/training_run.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/io/report_table.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/cost/training_run.hpp>
 
 #include <memory>
 #include <optional>

@@ -4,11 +4,11 @@
 #include "table_output.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/layout_text.hpp>
-#include <trainperf/report_table.hpp>
-#include <trainperf/scaling.hpp>
-#include <trainperf/scaling_sweep.hpp>
-#include <trainperf/step.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/io/report_table.hpp>
+#include <trainperf/cost/scaling.hpp>
+#include <trainperf/search/scaling_sweep.hpp>
+#include <trainperf/cost/step.hpp>
 
 #include <memory>
 #include <ostream>

@@ -1,16 +1,16 @@
 // `trainperf sweep`: one or two flags of `predict` varied over lists or ranges, one
-// prediction per point, as a table (text, CSV or JSON: trainperf/report_table.hpp).
+// prediction per point, as a table (text, CSV or JSON: trainperf/io/report_table.hpp).
 #include "cli.hpp"
 #include "parse_units.hpp"
 #include "plot.hpp"
 #include "table_output.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/enum_names.hpp>
+#include <trainperf/core/enum_names.hpp>
 #include <trainperf/io/table_json.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/report_table.hpp>
-#include <trainperf/step.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/io/report_table.hpp>
+#include <trainperf/cost/step.hpp>
 
 #include <algorithm>
 #include <memory>

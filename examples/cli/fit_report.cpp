@@ -3,7 +3,7 @@
 #include "cli.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/layout_text.hpp>
+#include <trainperf/spec/layout_text.hpp>
 
 #include <iomanip>
 #include <ostream>

@@ -1,10 +1,10 @@
 // How the CLI says that a setup does not fit in GPU memory: by how much, and each
-// single change that makes it fit (fit_advice.hpp), with the predict command that
+// single change that makes it fit (search/fit_advice.hpp), with the predict command that
 // shows it. No step time, throughput or MFU is printed for the setup itself.
 #pragma once
 
-#include <trainperf/fit_advice.hpp>
-#include <trainperf/fit_margin.hpp>
+#include <trainperf/search/fit_advice.hpp>
+#include <trainperf/cost/fit_margin.hpp>
 
 #include <cstddef>
 #include <functional>

@@ -1,8 +1,8 @@
 #include "model_flags.hpp"
 
-#include <trainperf/enum_names.hpp>
+#include <trainperf/core/enum_names.hpp>
 #include <trainperf/io/model_file.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 
 #include "cli.hpp"
 
-#include <trainperf/model.hpp>
+#include <trainperf/spec/model.hpp>
 
 #include <string>
 #include <vector>

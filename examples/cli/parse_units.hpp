@@ -4,7 +4,7 @@
 // "Gb" means gigabits. Anything else is a usage_error naming the flag.
 #pragma once
 
-#include <trainperf/units.hpp>
+#include <trainperf/core/units.hpp>
 
 #include <cstddef>
 #include <string>

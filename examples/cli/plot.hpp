@@ -1,13 +1,13 @@
 // Plots with gnuplot (an optional runtime dependency: Debian's gnuplot-nox). The CLI
 // writes a gnuplot script (presentation only: the figures come from the report tables
-// of trainperf/report_table.hpp), runs gnuplot as a child process without a shell, the
+// of trainperf/io/report_table.hpp), runs gnuplot as a child process without a shell, the
 // data inline in the script and the image read from gnuplot's standard output, so no
 // file name reaches gnuplot; the CLI writes the image to FILE.svg or FILE.png and the
 // data behind it, as CSV, to FILE.csv beside it. Without gnuplot, --plot is a
 // usage_error (exit code 2) that says so.
 #pragma once
 
-#include <trainperf/report_table.hpp>
+#include <trainperf/io/report_table.hpp>
 
 #include <string>
 #include <vector>

@@ -2,9 +2,9 @@
 // and Part C (the mixed-precision trap, GPT-2 1.5B).
 #include "cli.hpp"
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
 
 #include <ostream>
 #include <string>

@@ -4,8 +4,8 @@
 // disagrees with its own arithmetic we say so.
 #include "cli.hpp"
 
-#include <trainperf/input_pipeline.hpp>
-#include <trainperf/scaling.hpp>
+#include <trainperf/cost/input_pipeline.hpp>
+#include <trainperf/cost/scaling.hpp>
 
 #include <array>
 #include <ostream>

@@ -5,14 +5,14 @@
 #include "fit_report.hpp"
 #include "training_flags.hpp"
 
-#include <trainperf/comm.hpp>
-#include <trainperf/fit_advice.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/scaling_sweep.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/cost/comm.hpp>
+#include <trainperf/search/fit_advice.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/search/scaling_sweep.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include <iomanip>
 #include <ostream>

@@ -1,9 +1,9 @@
-// How the CLI prints a report table (trainperf/report_table.hpp): as text (a chosen
+// How the CLI prints a report table (trainperf/io/report_table.hpp): as text (a chosen
 // set of its columns), as CSV (io/csv.hpp: every column) or as JSON (io/table_json.hpp),
 // and how it writes one to a file.
 #pragma once
 
-#include <trainperf/report_table.hpp>
+#include <trainperf/io/report_table.hpp>
 
 #include <iosfwd>
 #include <string>

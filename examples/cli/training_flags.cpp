@@ -2,15 +2,15 @@
 
 #include "parse_units.hpp"
 
-#include <trainperf/limits.hpp>
-#include <trainperf/hardware/catalog.hpp>
+#include <trainperf/core/limits.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/framework_json.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/json.hpp>
 #include <trainperf/io/system_json.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include <algorithm>
 #include <cctype>

@@ -5,8 +5,8 @@
 #include "cli.hpp"
 #include "model_flags.hpp"
 
-#include <trainperf/memory.hpp>
-#include <trainperf/step.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/cost/step.hpp>
 
 #include <string>
 #include <utility>
@@ -35,8 +35,8 @@ struct training_flags {
     std::string grad_reduce_dtype;
     std::string schedule = "1f1b";
     int first_stage_layers = 0, last_stage_layers = 0, shard_group = 0;
-    std::string scaling = "delayed";  // --fp8-scaling: how fp8 picks its scales (precision.hpp)
-    std::string finetune = "full", lora_targets = "q,v";  // which parameters train (finetune.hpp)
+    std::string scaling = "delayed";  // --fp8-scaling: how fp8 picks its scales (spec/precision.hpp)
+    std::string finetune = "full", lora_targets = "q,v";  // which parameters train (spec/finetune.hpp)
     int lora_rank = 16;
     double data_ms = 0, pcie_ms = 0;
     bool no_prefetch = false, fp32_grads = false;

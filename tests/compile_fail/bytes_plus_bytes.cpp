@@ -1,5 +1,5 @@
 // Control for bytes_plus_seconds.cpp: the same expression with matching units compiles.
-#include <trainperf/units.hpp>
+#include <trainperf/core/units.hpp>
 
 int main() {
     auto sum = trainperf::bytes_of(1.0) + trainperf::bytes_of(2.0);

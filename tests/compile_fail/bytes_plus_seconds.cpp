@@ -1,5 +1,5 @@
 // Must NOT compile: bytes and seconds are different dimensions (ctest WILL_FAIL).
-#include <trainperf/units.hpp>
+#include <trainperf/core/units.hpp>
 
 int main() {
     auto sum = trainperf::bytes_of(1.0) + trainperf::seconds_of(2.0);

@@ -8,10 +8,10 @@
 #include "cli.hpp"
 #include "parse_units.hpp"
 
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/layout_text.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/precision.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/layout_text.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/precision.hpp>
 
 #include <cmath>
 #include <string_view>

@@ -2,16 +2,16 @@
 // from the input's bytes — any GPU and model of the catalogs or a custom model, any
 // layout numbers including absurd ones, any recipe, framework and link. Contract: the
 // setup is refused with std::invalid_argument, or every report meets its
-// post-conditions (step.hpp) and the planner's layouts predict to what it reported.
+// post-conditions (cost/step.hpp) and the planner's layouts predict to what it reported.
 #include "fuzz_target.hpp"
 
-#include <trainperf/framework.hpp>
-#include <trainperf/hardware/catalog.hpp>
-#include <trainperf/memory.hpp>
-#include <trainperf/models/catalog.hpp>
-#include <trainperf/planner.hpp>
-#include <trainperf/step.hpp>
-#include <trainperf/system.hpp>
+#include <trainperf/spec/framework.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/cost/memory.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/search/planner.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/spec/system.hpp>
 
 #include <algorithm>
 #include <limits>

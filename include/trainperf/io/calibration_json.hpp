@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../calibration.hpp"
+#include "../calibrate/calibration.hpp"
 #include "json.hpp"
 
 namespace trainperf {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../hardware.hpp"
-#include "../model.hpp"
+#include "../spec/hardware.hpp"
+#include "../spec/model.hpp"
 #include "gpu_json.hpp"
 #include "model_json.hpp"
 

@@ -1,4 +1,4 @@
-// A report table (report_table.hpp) as CSV, RFC 4180: a header line of the column
+// A report table (io/report_table.hpp) as CSV, RFC 4180: a header line of the column
 // names, one record per row, CRLF line ends, a field quoted (its quotes doubled) when
 // it holds a comma, a quote or a line break. Numbers are plain decimals, never in
 // exponent form (1.0876e+11 is written 108760000000), with the fewest digits that read
@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "../error.hpp"
-#include "../report_table.hpp"
+#include "../core/error.hpp"
+#include "report_table.hpp"
 
 namespace trainperf {
 

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../enum_names.hpp"
-#include "../error.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
 #include "json_file.hpp"
 
 namespace trainperf::io {
@@ -142,7 +142,7 @@ inline std::string name_text(const json& j, std::string_view context, std::strin
     return s;
 }
 
-// One of an enum's names (enum_names.hpp).
+// One of an enum's names (core/enum_names.hpp).
 template <class E>
 E enum_value(const json& j, std::string_view context, std::string_view key) {
     const auto& v = field(j, context, key);

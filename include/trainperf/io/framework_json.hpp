@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../framework.hpp"
-#include "../units.hpp"
+#include "../core/units.hpp"
+#include "../spec/framework.hpp"
 #include "description_file.hpp"
 
 namespace trainperf::io {
@@ -95,6 +95,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
 }
 
 inline framework_profile framework_from_json(const nlohmann::json& j) {
+    require_nesting(j, "", max_description_depth);
     namespace dd = description_detail;
     dd::only_keys(j, "",
                   {"schema", "name", "fused_softmax", "fused_bias_gelu", "fused_bias_dropout_add", "flash_attention",
@@ -176,7 +177,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     f.host.module = dd::number(h, hctx, "module", 0, 1000, "(bare ops)");
     f.host.backward_node = dd::number(h, hctx, "backward_node", 0, 1000, "(bare ops)");
     f.host.backward_launch = dd::number(h, hctx, "backward_launch", 0, 1000, "(bare ops)");
-    // Optional (added within v2; absent: the defaults of framework.hpp eager_host_costs).
+    // Optional (added within v2; absent: the defaults of spec/framework.hpp eager_host_costs).
     for (const auto& [key, value] : {std::pair<const char*, double*>{"function", &f.host.function},
                                      {"function_backward", &f.host.function_backward},
                                      {"collective", &f.host.collective},

@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../dtype.hpp"
-#include "../hardware.hpp"
-#include "../units.hpp"
+#include "../core/dtype.hpp"
+#include "../core/units.hpp"
+#include "../spec/hardware.hpp"
 #include "description_file.hpp"
 
 namespace trainperf::io {
@@ -39,7 +39,7 @@ inline constexpr std::string_view gpu_schema = "trainperf.gpu.v1";
 constexpr std::string_view peak_accumulate(dtype t) { return t == dtype::int8 ? "int32" : "fp32"; }
 
 // Ranges a real device falls in; anything outside is a typo or a unit mistake. ASSUMPTION:
-// tighter than limits.hpp's (which bound what the engine can compute), since a file is
+// tighter than core/limits.hpp's (which bound what the engine can compute), since a file is
 // typed by hand: each is one to two orders of magnitude beyond the catalog's extremes.
 namespace gpu_ranges {
 inline constexpr double min_rate = 1e9, max_rate = 1e17;          // FLOP/s: 1 GFLOP/s .. 100 PFLOP/s
@@ -59,6 +59,7 @@ inline nlohmann::json link_to_json(const link_spec& l) {
 }
 
 inline link_spec link_from_json(const nlohmann::json& j, std::string_view context) {
+    require_nesting(j, context, max_description_depth);
     namespace dd = description_detail;
     dd::only_keys(j, context, {"kind", "per_direction_bytes_per_second", "latency_seconds", "efficiency"});
     link_spec l;
@@ -103,6 +104,7 @@ inline nlohmann::json gpu_to_json(const gpu_spec& g) {
 
 // The GPU a description holds. Names are kept for the program's lifetime (keep_text).
 inline gpu_spec gpu_from_json(const nlohmann::json& j) {
+    require_nesting(j, "", max_description_depth);
     namespace dd = description_detail;
     namespace r = gpu_ranges;
     dd::only_keys(j, "",
@@ -180,7 +182,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     g.tdp_watts = dd::number(j, "", "tdp_watts", 1, r::max_tdp, "W");
     g.memory_shared_with_host = dd::boolean(j, "", "memory_shared_with_host");
     g.pcie_peer_to_peer = dd::boolean(j, "", "pcie_peer_to_peer");
-    validate(g);  // the library's own ranges (limits.hpp) besides the stricter ones above
+    validate(g);  // the library's own ranges (core/limits.hpp) besides the stricter ones above
     return g;
 }
 

@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../model.hpp"
+#include "../spec/model.hpp"
 #include "description_file.hpp"
 
 namespace trainperf::io {
@@ -176,6 +176,7 @@ inline transformer_config llama_like(const json& j, const std::string& type, boo
 // The model a Hugging Face config.json describes, named `name`. Throws
 // trainperf::invalid_argument naming the key for anything it cannot describe.
 inline transformer_config model_from_hf_config(const nlohmann::json& j, std::string_view name) {
+    require_nesting(j, "", max_description_depth);
     namespace dd = description_detail;
     namespace hd = hf_detail;
     dd::require_object(j, "");

@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../dtype.hpp"
-#include "../error.hpp"
-#include "../limits.hpp"
-#include "../kernel_model.hpp"
-#include "../measurement.hpp"
-#include "../units.hpp"
+#include "../calibrate/measurement.hpp"
+#include "../core/dtype.hpp"
+#include "../core/error.hpp"
+#include "../core/limits.hpp"
+#include "../core/units.hpp"
+#include "../cost/kernel_model.hpp"
 #include "json_file.hpp"
 
 namespace trainperf {
@@ -114,6 +114,7 @@ inline nlohmann::json to_json(const kernel_params& p) {
 // cannot silently fall back to a default.
 inline kernel_params kernel_params_from_json(const nlohmann::json& j,
                                              std::string_view context = "kernel_params") {
+    io::require_nesting(j, context, max_json_depth);
     namespace jd = json_detail;
     jd::field(j, context, "peak_fraction");  // also checks j is an object
     jd::only_keys(j, context, {"peak_fraction", "tile_m", "tile_n", "k_half", "memory_efficiency",
@@ -140,6 +141,7 @@ inline nlohmann::json to_json(const error_summary& e) {
 }
 
 inline error_summary error_summary_from_json(const nlohmann::json& j, std::string_view context) {
+    io::require_nesting(j, context, max_json_depth);
     namespace jd = json_detail;
     error_summary e{.points = static_cast<int>(jd::integer(j, context, "points", 0, 1 << 30)),
                     .mean_abs_rel_error = jd::number(j, context, "mean_abs_rel_error"),
@@ -176,6 +178,7 @@ inline nlohmann::json to_json(const calibration_file& c) {
 }
 
 inline calibration_file calibration_file_from_json(const nlohmann::json& j) {
+    io::require_nesting(j, "", max_json_depth);
     namespace jd = json_detail;
     const auto schema = jd::text(j, "", "schema");
     require(schema == calibration_schema, "schema", schema,
@@ -295,6 +298,7 @@ inline nlohmann::json to_json(const measurement_file& f) {
 }
 
 inline dtype dtype_from_json(const nlohmann::json& j, std::string_view context, std::string_view key) {
+    io::require_nesting(j, context, max_json_depth);
     const auto s = json_detail::text(j, context, key);
     const auto t = parse_dtype(s);
     require(t.has_value(), json_detail::path_of(context, key), s, "unknown dtype");
@@ -308,6 +312,7 @@ inline int positive_int(const nlohmann::json& j, std::string_view context, std::
 // Reads the fields trainperf needs; the harness's extra per-GEMM fields (algo id,
 // waves, reference check, TFLOP/s) are ignored.
 inline measurement_file measurement_file_from_json(const nlohmann::json& j) {
+    io::require_nesting(j, "", max_json_depth);
     namespace jd = json_detail;
     const auto schema = jd::text(j, "", "schema");
     require(schema == measurement_schema, "schema", schema,

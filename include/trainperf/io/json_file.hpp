@@ -5,6 +5,7 @@
 // the field and its value. The limits are the caller's (json.hpp, description_file.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -13,11 +14,12 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "../error.hpp"
+#include "../core/error.hpp"
 
 namespace trainperf::io {
 
@@ -78,6 +80,31 @@ inline std::string in_mib(std::uintmax_t bytes) {
 }
 
 }  // namespace json_file_detail
+
+// How deeply `j` nests, counted without recursion: 0 for a scalar, 1 for a flat array or
+// object. Counting stops past `limit` (the result is then limit + 1).
+inline int nesting_depth(const nlohmann::json& j, int limit) {
+    std::vector<std::pair<const nlohmann::json*, int>> open;
+    if (j.is_structured()) open.emplace_back(&j, 1);
+    int deepest = 0;
+    while (!open.empty()) {
+        const auto [value, depth] = open.back();
+        open.pop_back();
+        deepest = std::max(deepest, depth);
+        if (deepest > limit) return deepest;
+        for (const auto& child : *value)
+            if (child.is_structured()) open.emplace_back(&child, depth + 1);
+    }
+    return deepest;
+}
+
+// Every reader of a document the caller parsed checks this first: a document built or
+// parsed elsewhere has no parser's limit, and the readers and their error messages
+// (which print the values they refuse) recurse into what they are given.
+inline void require_nesting(const nlohmann::json& j, std::string_view what, int max_depth) {
+    require(nesting_depth(j, max_depth) <= max_depth, what.empty() ? "document" : what,
+            j.is_object() ? "{...}" : "[...]", "nests deeper than " + std::to_string(max_depth) + " levels");
+}
 
 // Parses `text` as one JSON document, refusing objects and arrays nested deeper than
 // `max_depth` levels and a key repeated in one object (the second would silently win).

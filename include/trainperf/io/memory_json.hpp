@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../fit_margin.hpp"
-#include "../memory.hpp"
+#include "../cost/fit_margin.hpp"
+#include "../cost/memory.hpp"
 #include "report_json.hpp"
 
 namespace trainperf {

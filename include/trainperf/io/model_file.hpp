@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../model.hpp"
+#include "../spec/model.hpp"
 #include "description_file.hpp"
 #include "hf_config.hpp"
 #include "model_json.hpp"
@@ -34,6 +34,7 @@ inline std::string hf_model_name(const std::filesystem::path& path) {
 }
 
 inline transformer_config model_from_file_json(const nlohmann::json& j, const std::filesystem::path& path) {
+    require_nesting(j, "", max_description_depth);
     description_detail::require_object(j, "");
     if (j.contains("schema")) return model_from_json(j);
     require(j.contains("model_type"), "document", "(no \"schema\", no \"model_type\")",

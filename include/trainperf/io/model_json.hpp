@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../model.hpp"
+#include "../spec/model.hpp"
 #include "description_file.hpp"
 
 namespace trainperf::io {
@@ -63,6 +63,7 @@ inline constexpr long long max_vocab = 1 << 24, max_seq = 1 << 26, max_token_typ
 }  // namespace model_ranges
 
 inline transformer_config model_from_json(const nlohmann::json& j) {
+    require_nesting(j, "", max_description_depth);
     namespace dd = description_detail;
     namespace r = model_ranges;
     dd::only_keys(j, "",

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../planner.hpp"
-#include "../training_plan.hpp"
+#include "../search/planner.hpp"
+#include "../search/training_plan.hpp"
 #include "report_json.hpp"
 
 namespace trainperf {

@@ -8,12 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../fit_advice.hpp"
-#include "../fit_margin.hpp"
-#include "../links.hpp"
-#include "../memory.hpp"
-#include "../step.hpp"
-#include "../training_run.hpp"
+#include "../cost/fit_margin.hpp"
+#include "../cost/memory.hpp"
+#include "../cost/step.hpp"
+#include "../cost/training_run.hpp"
+#include "../search/fit_advice.hpp"
+#include "../spec/links.hpp"
 #include "catalog_json.hpp"
 #include "system_json.hpp"
 

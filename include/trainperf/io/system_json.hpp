@@ -8,7 +8,7 @@
 //    "adapters_per_node": 0, "sockets_per_node": 1,
 //    "host": {"cores": 32, "simd_lanes": 16, "clock_hertz": 2e9,   // each node's host, for
 //             "memory_bandwidth_bytes_per_second": 150e9,          // optimizer offload
-//             "pageable_copy_efficiency": 0.0833,                  // (host.hpp), and
+//             "pageable_copy_efficiency": 0.0833,                  // (spec/host.hpp), and
 //             "eager_op_seconds": 5e-6}}                           // eager PyTorch's bare op
 //
 // A link object is the GPU file's: {"kind", "per_direction_bytes_per_second",
@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../host.hpp"
-#include "../limits.hpp"
-#include "../system.hpp"
+#include "../core/limits.hpp"
+#include "../spec/host.hpp"
+#include "../spec/system.hpp"
 #include "description_file.hpp"
 #include "gpu_json.hpp"
 
@@ -45,6 +45,7 @@ inline nlohmann::json host_to_json(const host_spec& h) {
 
 // A host object; errors name "host.<field>" (ranges as validate(host_spec)).
 inline host_spec host_from_json(const nlohmann::json& j, std::string_view context) {
+    require_nesting(j, context, max_description_depth);
     namespace dd = description_detail;
     dd::only_keys(j, context,
                   {"cores", "simd_lanes", "clock_hertz", "memory_bandwidth_bytes_per_second",
@@ -77,6 +78,7 @@ inline nlohmann::json system_to_json(const system_description& d) {
 }
 
 inline system_description system_from_json(const nlohmann::json& j) {
+    require_nesting(j, "", max_description_depth);
     namespace dd = description_detail;
     dd::only_keys(j, "",
                   {"schema", "name", "gpus_per_node", "intra_node_link", "inter_node_link", "adapters_per_node",

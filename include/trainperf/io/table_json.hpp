@@ -1,4 +1,4 @@
-// A report table (report_table.hpp) as JSON: an array with one object per row, keyed
+// A report table (io/report_table.hpp) as JSON: an array with one object per row, keyed
 // by the column names (which carry their units, as in the CSV: step_time_ms,
 // memory_GiB); an empty cell is null.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../report_table.hpp"
+#include "report_table.hpp"
 
 namespace trainperf {
 

@@ -2,25 +2,25 @@
 // their dgrad and wgrad, its memory-bound ops (bytes moved, launches) under a framework
 // profile and their elementwise backward, the fused attention kernel where the
 // framework has one, and the host calls of the model's own (Hugging Face) code. Shapes
-// are per rank; nothing here prices an op (kernel_model.hpp does).
+// are per rank; nothing here prices an op (cost/kernel_model.hpp does).
 #pragma once
 
 #include <string_view>
 #include <vector>
 
-#include "../dtype.hpp"
-#include "../enum_names.hpp"
-#include "../error.hpp"
-#include "../finetune.hpp"
-#include "../framework.hpp"
-#include "../model.hpp"
-#include "../ops.hpp"
-#include "../optimizer.hpp"
-#include "../parallel.hpp"
-#include "../placement.hpp"
-#include "../precision.hpp"
-#include "../setup.hpp"
-#include "../units.hpp"
+#include "../core/dtype.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/units.hpp"
+#include "../spec/finetune.hpp"
+#include "../spec/framework.hpp"
+#include "../spec/model.hpp"
+#include "../spec/optimizer.hpp"
+#include "../spec/parallel.hpp"
+#include "../spec/precision.hpp"
+#include "../spec/setup.hpp"
+#include "ops.hpp"
+#include "placement.hpp"
 
 namespace trainperf {
 
@@ -46,10 +46,10 @@ struct layer_context {
     // An additive padding mask is applied to the scores (BERT's attention_mask; a
     // training batch of padded sequences has one, a bare layer call has none).
     bool padding_mask = true;
-    // The projections' weights are frozen in 16 bits (LoRA, QLoRA; finetune.hpp):
+    // The projections' weights are frozen in 16 bits (LoRA, QLoRA; spec/finetune.hpp):
     // autocast has nothing to cast for them.
     bool frozen_16bit_weights = false;
-    // fp8 (Transformer Engine, precision.hpp fp8_linears): the Linear layers' GEMMs run
+    // fp8 (Transformer Engine, spec/precision.hpp fp8_linears): the Linear layers' GEMMs run
     // in FP8 on quantized inputs; `math` is then the 16-bit math of the attention core.
     // How the scales are chosen, and whether the GPU needs transposed FP8 copies.
     bool fp8_linears = false;

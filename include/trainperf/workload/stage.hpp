@@ -2,33 +2,33 @@
 // ops, fused attention and FP8 casts (recompute repeating forward ops), the host's calls,
 // tensor-parallel collectives, context parallelism's KV ring, LoRA adapters, the
 // embedding, the head and loss, and the stage's pipeline sends. micro_batch_workload()
-// collects them; for_each_stage_op() streams them to a sink (stage_pricer.hpp).
+// collects them; for_each_stage_op() streams them to a sink (cost/stage_pricer.hpp).
 #pragma once
 
 #include <array>
 #include <string_view>
 
-#include "../dtype.hpp"
-#include "../enum_names.hpp"
-#include "../error.hpp"
-#include "../finetune.hpp"
-#include "../framework.hpp"
-#include "../model.hpp"
-#include "../ops.hpp"
-#include "../optimizer.hpp"
-#include "../parallel.hpp"
-#include "../placement.hpp"
-#include "../precision.hpp"
-#include "../setup.hpp"
-#include "../units.hpp"
-#include "layer.hpp"
+#include "../core/dtype.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/units.hpp"
+#include "../spec/finetune.hpp"
+#include "../spec/framework.hpp"
+#include "../spec/model.hpp"
+#include "../spec/optimizer.hpp"
+#include "../spec/parallel.hpp"
+#include "../spec/precision.hpp"
+#include "../spec/setup.hpp"
 #include "fp8.hpp"
+#include "layer.hpp"
+#include "ops.hpp"
+#include "placement.hpp"
 
 namespace trainperf {
 
 // Which part of a micro-batch's time an op adds to.
 // context_parallel: the KV ring of context parallelism, which overlaps the attention
-// core of its pass (stage_pricer.hpp).
+// core of its pass (cost/stage_pricer.hpp).
 enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel };
 
 template <>
@@ -60,7 +60,7 @@ struct stage_workload {
 // Transformer layers on the busiest stage.
 constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.model, s.layout.pp); }
 
-// The setup's layout placed on its cluster (placement.hpp place): which ranks share a
+// The setup's layout placed on its cluster (workload/placement.hpp place): which ranks share a
 // node, for every group. The overloads below that take `groups` expect this value; a
 // prediction computes it once and passes it on.
 constexpr layout_groups groups_of(const training_setup& s) {
@@ -185,7 +185,7 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
     return launches;
 }
 
-// What the host calls for one layer besides the kernels' launches (which stage_pricer.hpp
+// What the host calls for one layer besides the kernels' launches (which cost/stage_pricer.hpp
 // charges per launch), to sink(const stage_op<host_op>&), `layers` times:
 //   - views and module calls in forward (again when recomputed), from the model's code
 //     (host_calls_per_layer) or the framework's own layer (framework_profile::layer_host);
@@ -198,11 +198,11 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
 //     all-gathers and 2 reduce-scatters with sequence parallelism; backward: 2, or 4
 //     all-gathers and 2 reduce-scatters; Megatron-LM megatron/mpu/layers.py and
 //     mappings.py@28ba253f);
-//   - a full-recompute checkpoint's Function, state saves and restores (framework.hpp
+//   - a full-recompute checkpoint's Function, state saves and restores (spec/framework.hpp
 //     checkpoint_rng_calls).
 // With CUDA graphs (framework_profile::cuda_graphs) all of that is captured: each pass of
 // a layer is one replay Function, the copy of its static inputs and the graph's launch
-// (Megatron-Core cuda_graphs.py@d98e8a64 _CudagraphReplayNode); stage_pricer.hpp then charges no
+// (Megatron-Core cuda_graphs.py@d98e8a64 _CudagraphReplayNode); cost/stage_pricer.hpp then charges no
 // launch of the layer's kernels. ASSUMPTION: the layer's autograd nodes and gradient
 // hooks go with them (the replay node stands for the layer's graph in backward).
 template <class Sink>
@@ -408,7 +408,7 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
     // (b·s/cp tokens per rank with context parallelism).
     if (shape.head) {
         enter_section(sink, stage_section::head);
-        // The head stays 16-bit under fp8 (precision.hpp fp8_linears).
+        // The head stays 16-bit under fp8 (spec/precision.hpp fp8_linears).
         const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1,
                                 high_precision_math(s.precision)};
         sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});

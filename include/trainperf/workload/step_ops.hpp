@@ -6,19 +6,19 @@
 #include <array>
 #include <string_view>
 
-#include "../dtype.hpp"
-#include "../enum_names.hpp"
-#include "../error.hpp"
-#include "../finetune.hpp"
-#include "../framework.hpp"
-#include "../model.hpp"
-#include "../ops.hpp"
-#include "../optimizer.hpp"
-#include "../parallel.hpp"
-#include "../placement.hpp"
-#include "../precision.hpp"
-#include "../setup.hpp"
-#include "../units.hpp"
+#include "../core/dtype.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/units.hpp"
+#include "../spec/finetune.hpp"
+#include "../spec/framework.hpp"
+#include "../spec/model.hpp"
+#include "../spec/optimizer.hpp"
+#include "../spec/parallel.hpp"
+#include "../spec/precision.hpp"
+#include "../spec/setup.hpp"
+#include "ops.hpp"
+#include "placement.hpp"
 #include "stage.hpp"
 
 namespace trainperf {

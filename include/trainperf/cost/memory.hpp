@@ -1,0 +1,794 @@
+// Memory per GPU during training: static state (weights, gradients, master copy,
+// optimizer state) split by tensor/pipeline parallelism and sharded by ZeRO;
+// activations after Korthikanti et al. 2022 (under autocast tensor by tensor in
+// mixed formats); autocast's 16-bit weight copies; logits, workspace and communication
+// buffers. Reports peak allocated (what torch.cuda.max_memory_allocated shows), the
+// phase that peaks, and whether it fits. Derivations: docs/memory.md.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "../core/dtype.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/units.hpp"
+#include "../spec/finetune.hpp"
+#include "../spec/framework.hpp"
+#include "../spec/hardware.hpp"
+#include "../spec/model.hpp"
+#include "../spec/model_catalog.hpp"
+#include "../spec/optimizer.hpp"
+#include "../spec/parallel.hpp"
+#include "../spec/precision.hpp"
+#include "../spec/setup.hpp"
+
+namespace trainperf {
+
+enum class memory_phase { forward_backward, optimizer_step };
+
+template <>
+struct enum_names<memory_phase> {
+    static constexpr std::array<enum_name<memory_phase>, 2> table{
+        {{memory_phase::forward_backward, "forward-backward"}, {memory_phase::optimizer_step, "optimizer-step"}}};
+};
+
+struct memory_breakdown {
+    bytes weights = bytes_of(0);
+    bytes gradients = bytes_of(0);
+    bytes master_weights = bytes_of(0);
+    bytes weight_copies = bytes_of(0);    // autocast's 16-bit copies of the fp32 weights (forward to backward)
+    bytes optimizer_state = bytes_of(0);
+    bytes activations = bytes_of(0);      // kept for backward, all micro-batches in flight
+    bytes logits = bytes_of(0);           // logits and loss buffers
+    bytes workspace = bytes_of(0);
+    bytes buffers = bytes_of(0);          // gradient buckets, ZeRO-3 gathered weights
+    bytes temporaries = bytes_of(0);      // backward temporaries
+    bytes optimizer_temporaries = bytes_of(0);
+    bytes fragmentation = bytes_of(0);    // reserved beyond the allocated peak
+    bytes offloaded_to_host = bytes_of(0);  // host memory of an offloaded optimizer (not on the GPU)
+    int stage = 0;                        // the pipeline stage reported (the one that peaks)
+
+    constexpr bytes static_state() const {
+        return weights + gradients + master_weights + optimizer_state;
+    }
+    // End of forward / start of backward: all activations, the logits and autocast's
+    // weight copies are live. Gradients are counted as allocated (the second and later
+    // steps without zero_grad(set_to_none), DDP buckets), which errs on the safe side.
+    constexpr bytes forward_backward_peak() const {
+        return static_state() + weight_copies + activations + logits + workspace + buffers + temporaries;
+    }
+    constexpr bytes optimizer_step_peak() const {
+        return static_state() + workspace + buffers + optimizer_temporaries;
+    }
+    constexpr memory_phase peak_phase() const {
+        return optimizer_step_peak() > forward_backward_peak() ? memory_phase::optimizer_step
+                                                                : memory_phase::forward_backward;
+    }
+    // The two peaks share static state, workspace and buffers (as peak_phase()); what
+    // else each holds is given apart. memory_detail::stage_total computes the same sum
+    // from a stage's two parts without building the breakdown.
+    static constexpr bytes peak_of(bytes static_state, bytes workspace, bytes buffers, bytes forward_backward,
+                                   bytes optimizer_step) {
+        return static_state + workspace + buffers +
+               (optimizer_step > forward_backward ? optimizer_step : forward_backward);
+    }
+    constexpr bytes peak_allocated() const {
+        return peak_of(static_state(), workspace, buffers, weight_copies + activations + logits + temporaries,
+                       optimizer_temporaries);
+    }
+    // What the GPU must hold: peak allocated plus allocator fragmentation.
+    constexpr bytes total() const { return peak_allocated() + fragmentation; }
+};
+
+// The components in print order with their report names (CLI tables and JSON keys).
+struct named_bytes {
+    std::string_view name;
+    bytes value;
+};
+
+constexpr std::array<named_bytes, 12> components(const memory_breakdown& m) {
+    return {{{"weights", m.weights},
+             {"gradients", m.gradients},
+             {"master_weights", m.master_weights},
+             {"weight_copies", m.weight_copies},
+             {"optimizer_state", m.optimizer_state},
+             {"activations", m.activations},
+             {"logits", m.logits},
+             {"workspace", m.workspace},
+             {"buffers", m.buffers},
+             {"temporaries", m.temporaries},
+             {"optimizer_temporaries", m.optimizer_temporaries},
+             {"fragmentation", m.fragmentation}}};
+}
+
+// The components as they stand at the peak: those not live in the phase that peaks
+// are zero (activations, logits, weight copies and backward temporaries at the
+// optimizer step; the optimizer's temporaries during forward-backward). They add up to
+// total().
+constexpr std::array<named_bytes, 12> components_at_peak(const memory_breakdown& m) {
+    memory_breakdown at = m;
+    if (m.peak_phase() == memory_phase::forward_backward) {
+        at.optimizer_temporaries = bytes_of(0);
+    } else {
+        at.activations = bytes_of(0);
+        at.logits = bytes_of(0);
+        at.weight_copies = bytes_of(0);
+        at.temporaries = bytes_of(0);
+    }
+    return components(at);
+}
+
+// ---- Static state for a bare parameter count -----------------------------------
+// Bytes per parameter: weights + gradients + master + optimizer state, e.g. fp32 +
+// AdamW: 4 + 4 + 8 = 16 B; bf16 mixed + AdamW: 2 + 2 + 4 + 8 = 16 B as well (only
+// activations shrink); pure bf16 + AdamW: 2 + 2 + 4 = 8 B.
+constexpr bytes static_state_bytes(double params, const precision_recipe& r, optimizer_kind k) {
+    require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
+    return bytes_of(params * model_state_bytes_per_parameter(r)) +
+           optimizer_state_bytes(k, params, r.optimizer_state);
+}
+
+// ---- Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+// Large Transformer Models", §4) ---------------------------------------------------
+// The paper's closed forms, bytes per layer with 16-bit activations and 1-byte
+// dropout masks (t = tensor-parallel size, a = heads):
+//   none, t = 1            s·b·h·(34 + 5·a·s/h)
+//   TP                     s·b·h·(10 + 24/t + 5·a·s/(h·t))
+//   TP + SP                s·b·h·(34 + 5·a·s/h)/t
+//   TP + selective         s·b·h·(10 + 24/t)
+//   TP + SP + selective    s·b·h·34/t
+//   full recompute         2·s·b·h (the layer input)
+constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, double h, double a,
+                                                       double t, bool sp, recompute_mode r) {
+    const double sbh = s * b * h;
+    if (r == recompute_mode::full) return bytes_of(2 * sbh / (sp ? t : 1.0));
+    const double scores = r == recompute_mode::selective ? 0.0 : 5 * a * s / h;
+    if (sp) return bytes_of(sbh * (34 + scores) / t);
+    return bytes_of(sbh * (10 + 24 / t + scores / t));
+}
+
+// The same derivation term by term, generalised to GQA (kv width), any FFN width,
+// SwiGLU, fp32 activations, no dropout, FlashAttention and the mixed formats of
+// autocast; it reduces to the closed forms above for a GPT layer (kv = h, f = 4h,
+// GELU, dropout, 16-bit). With g the bytes of a GEMM input, n of the residual stream,
+// p of the softmax output and u of what the GELU keeps (all equal to the recipe's
+// activation bytes without autocast), per layer:
+//   not split by TP (split by SP): the norm inputs n·sbh each (the residual stream;
+//     2 norms in Korthikanti's layer), the QKV and FFN inputs g·sbh each, the dropout
+//     masks 2·sbh (1 B)
+//   split by TP: Q g·sbh, K and V g·sb·kv each, output-projection input g·sbh; FFN:
+//     the GELU's u·sbf and the FFN-down input g·sbf (SwiGLU: gate, up and their product
+//     3·g·sbf)
+//   attention core, split by TP: softmax output p·as²b, its dropout mask as²b (1 B) and
+//     the dropout output g·as²b; without dropout the softmax output, and its 16-bit
+//     copy for the PV GEMM where the softmax writes another format; FlashAttention: an
+//     fp32 log-sum-exp, 4·asb
+//   full recompute: only the layer input, n·sbh
+//
+// Under autocast (activation_formats_of; Hugging Face GPT-2 and BERT, PyTorch
+// autocast_mode.cpp@008ec6b1 and amp.rst@0137a5f1), tensor by tensor, fp16 or bf16
+// (2 B) against fp32 (4 B):
+//   norm inputs        the residual stream, fp32 (fp32 embeddings + 16-bit branch
+//                      outputs add in fp32)                              n = 4
+//   QKV, FFN inputs    the norm's fp32 output cast to 16 bits by the GEMM; the cast
+//                      runs before autograd records, so the GEMM keeps the copy  g = 2
+//   Q, K, V            the QKV GEMM's 16-bit output                      g = 2
+//   softmax output     softmax is on the fp32 list (dtype=float): it keeps fp32  p = 4
+//   dropout output     GPT-2 casts the probabilities back (.type(value.dtype)) before
+//                      dropout; BERT drops out in fp32 and the PV matmul keeps its
+//                      16-bit cast: 16-bit either way                     g = 2
+//   out-proj input     merged heads of the 16-bit PV output               g = 2
+//   GELU               gelu_new as Python ops: pow is on the fp32 list, so the chain
+//                      from pow on runs and keeps fp32                    u = 4
+//                      (one GELU kernel, erf GELU or fused, keeps its 16-bit input: 2)
+//   FFN-down input     the fp32 GELU output cast to 16 bits by the GEMM   g = 2
+//   masks              1 B (bool)
+// GPT layer (f = 4h, kv = h), t = 1, with dropout and gelu_new:
+//   (2·4 + 2·2 + 2)·sbh + (4·2 + 4·4 + 4·2)·sbh + (4 + 1 + 2)·as²b = 46·sbh + 7·as²b
+// against 34·sbh + 5·as²b in 16 bits and 66·sbh + 9·as²b in fp32. gelu_new keeps
+// several tensors of its chain (pow's input, tanh's output, 0.5·x and 1 + tanh) in
+// every recipe; like Korthikanti's, this count keeps one for the GELU.
+//
+// Under fp8 (NVIDIA Transformer Engine, docs/features/low_precision_training,
+// @d0067d0d) what a Linear keeps of its input for backward is its FP8 copy: l = 1 B per
+// element, and on Hopper also the transposed copy the wgrad reads, l = 1 + 1 B
+// (ASSUMPTION: both are kept; TE could drop the row-wise one). The QKV and FFN inputs
+// become l·sbh each, the out-projection input l·sbh, the FFN-down input l·sbf; Q, K,
+// V, the softmax, the GELU input (SwiGLU's gate and up outputs) stay 16-bit. GPT
+// layer, t = 1: Blackwell (34 − 7)·sbh + 5·as²b = 27·sbh + 5·as²b; Hopper
+// 34·sbh + 5·as²b, as in bf16.
+constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
+                                           int micro_batch, int seq, int tp, bool sp, recompute_mode r,
+                                           const framework_profile& fw = pytorch_eager_profile) {
+    const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
+    const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
+    const double g = size_of(x.gemm_inputs), n = size_of(x.residual), p = size_of(x.softmax_output);
+    // What a Linear keeps of its input: the GEMM-input format, or FP8 (1 B, + 1 B for
+    // Hopper's transposed copy) under fp8.
+    const double lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
+    const double sbh = s * b * h;
+    if (r == recompute_mode::full) return bytes_of(n * sbh / (sp ? t : 1.0));
+    const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
+    const double masks = dropout ? 2 * sbh : 0.0;
+    // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs.
+    const double unsplit = (m.norms_per_layer * n + 2 * lin) * sbh + masks;
+    // A GELU written as separate ops (HF gelu_new) keeps its chain's format; one kernel
+    // keeps its 16-bit input.
+    const double gelu = !fw.fused_bias_gelu && fw.runs_model_code && m.activation == activation_kind::gelu_new
+                            ? size_of(x.elementwise_chain)
+                            : g;
+    // SwiGLU: gate and up outputs (16-bit) and their product, the FFN-down input.
+    const double ffn = m.ffn == ffn_kind::swiglu ? (2 * g + lin) * f : (gelu + lin) * f;
+    // Q, K, V (16-bit GEMM outputs) and the out-projection input (q wide).
+    const double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
+    double core = 0;
+    if (r != recompute_mode::selective) {
+        if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
+        else if (dropout) core = a * s * s * b * (p + 1 + g);
+        else core = a * s * s * b * (p + (p != g ? g : 0.0));
+    }
+    return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t);
+}
+
+// All activations in one format (every recipe but autocast).
+constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype activations, int micro_batch,
+                                           int seq, int tp, bool sp, recompute_mode r,
+                                           const framework_profile& fw = pytorch_eager_profile) {
+    return activation_bytes_per_layer(m, uniform_activation_formats(activations), micro_batch, seq, tp, sp, r, fw);
+}
+
+// Parameters autocast casts to 16 bits in one forward of a stage holding `layers`
+// layers (and the head when `head`): the linear projections' weights and biases and
+// the logits GEMM's V×h matrix (the tied embedding, or the untied head). Norms run on
+// the fp32 list and embedding lookups on no list: their parameters are used as they are.
+constexpr double autocast_cast_parameters(const transformer_config& m, double layers, bool head) {
+    return layers * layer_linear_parameters(m) + (head ? double(m.vocab) * m.hidden : 0.0);
+}
+
+namespace memory_detail {
+
+constexpr void check_inputs(const transformer_config& m, const parallel_layout& p, int seq,
+                            const framework_profile& fw) {
+    validate(m);
+    validate(p, m);
+    validate(fw);
+    require(seq >= 1, "seq", seq, "must be at least 1");
+    require(m.positions != position_kind::learned || m.max_seq == 0 || seq <= m.max_seq, "seq",
+            seq, "exceeds the model's learned position table (max_seq)");
+    require_cp_splits_sequence(seq, p.cp);
+}
+
+// Weights, gradients, master copy and optimizer state of `local` parameters (after
+// tp·pp splitting) whose whole optimizer state is `state`, sharded by ZeRO over dp × cp
+// (the cp ranks of a replica hold the same weights; Megatron-Core's distributed
+// optimizer shards over the data-parallel group with cp): stage 1 shards master and
+// state, 2 also gradients, 3 also weights.
+//
+// Offloaded (ZeRO-Offload, DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py@v0.12.6),
+// the host holds, per GPU, for its partition (÷dp with ZeRO ≥ 1): the fp32 weights
+// (single_partition_of_fp32_groups, 4 B/param, also with an fp32 recipe), the optimizer
+// state (AdamW m and v: 8 B/param) and the fp32 gradients the CPU step reads (4 B/param):
+// 16 B/param with AdamW; with ZeRO ≥ 2 and gradient accumulation also the 16-bit
+// accumulated gradients (accumulated_grads_in_cpu, 2 B/param). The GPU keeps its
+// weights (16-bit with mixed precision); with ZeRO ≥ 2 no gradient partition stays on it
+// (each bucket's part goes straight to the host; its buckets are counted in
+// stage_memory), with ZeRO 0/1 the gradients accumulate on it as without offload.
+constexpr void add_static_state(memory_breakdown& mb, double local, bytes state, const precision_recipe& r,
+                                const parallel_layout& p) {
+    const double dp = p.shard_size();  // ZeRO's shards: dp × cp, or the hybrid shard group
+    const double shard = p.zero >= 1 ? dp : 1.0;
+    const double fp32 = size_of(dtype::fp32);
+    mb.weights = bytes_of(local * size_of(r.weights) / (p.zero >= 3 ? dp : 1.0));
+    mb.gradients = bytes_of(local * size_of(r.gradients) / (p.zero >= 2 ? dp : 1.0));
+    if (p.offload == offload_mode::optimizer) {
+        const double partition = local / shard;
+        const double accumulated = p.zero >= 2 && p.grad_accum > 1 ? size_of(r.weights) : 0.0;
+        mb.offloaded_to_host = bytes_of(partition * (fp32 + fp32 + accumulated)) + state / shard;
+        if (p.zero >= 2) mb.gradients = bytes_of(0);
+        return;
+    }
+    mb.master_weights = bytes_of(r.fp32_master ? local * fp32 / shard : 0.0);
+    mb.optimizer_state = state / shard;
+}
+
+// The GPU's gradient buffers with optimizer offload: DeepSpeed allocates a bucket of
+// reduce_bucket_size elements in the parameters' dtype in every backward, two with
+// overlap_comm (spec/framework.hpp deepspeed_reduce_bucket_elements), and, with CPU offload,
+// a buffer of the largest parameter tensor (largest_param_numel) into which the host's
+// accumulated gradients are copied back to be added on the GPU (stage_1_and_2.py@v0.12.6).
+// ASSUMPTION: that buffer is allocated with the optimizer, whatever the gradient
+// accumulation, and is the model's largest tensor split by tp, whichever stage holds it.
+constexpr bytes offload_gradient_buffers(const model_state& state, const precision_recipe& r,
+                                         const parallel_layout& p, const framework_profile& fw) {
+    const double buckets = overlaps_data_parallel_sync(p, fw) ? 2.0 : 1.0;
+    return bytes_of((buckets * deepspeed_reduce_bucket_elements + state.largest_tensor / p.tp) * size_of(r.weights));
+}
+
+// One pipeline stage's memory; stage 0 holds the embedding and the most
+// micro-batches in flight, the last stage the head and the logits.
+// Activations per layer the same on every stage: what each layer keeps, and (full
+// recompute) what the layer being rebuilt holds during its backward.
+struct layer_activations {
+    bytes kept = bytes_of(0);
+    bytes rebuilt = bytes_of(0);
+};
+
+// Fine-tuning with adapters (LoRA, QLoRA) keeps, per layer, the full-training terms and
+// the output x·A (b·s·r, the GEMM-input format) of every adapted projection, which B's
+// weight gradient reads. ASSUMPTION: the frozen projections' inputs are all still kept.
+// A frozen GEMM's dgrad needs only its weight, so the inputs of projections without an
+// adapter could be dropped, but the adapted ones need theirs (A's weight gradient reads
+// x), the norms, softmax and activation keep their inputs either way, and whether
+// autograd saves a frozen linear's input depends on its implementation (bitsandbytes'
+// 4-bit matmul is an autograd.Function of its own); counting them errs on the safe side.
+// The adapters' activations are not split by tensor parallelism (r is not sharded).
+// Per layer: Σ over adapted projections of g·s·b·r.
+constexpr bytes adapter_activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
+                                                   int micro_batch, int seq, const finetune_spec& ft) {
+    return bytes_of(size_of(x.gemm_inputs) * double(micro_batch) * seq * ft.rank * adapted_matrices_per_layer(m, ft));
+}
+
+// Context parallelism (Megatron-Core docs/user-guide/features/context_parallel.md@d98e8a64)
+// partitions every activation along the sequence: a rank keeps its s/cp tokens of each
+// per-token tensor, its s/cp queries' rows of the attention core (a·(s/cp)·s·b
+// probabilities, or the log-sum-exp of its s/cp rows) and only its own KV chunk (the
+// ring brings the others again in backward): the layer's bytes ÷ cp.
+constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
+                                                 const parallel_layout& p, int seq, const framework_profile& fw,
+                                                 const finetune_spec& ft = {}) {
+    layer_activations a;
+    const activation_formats x = activation_formats_of(r);
+    const double cp = p.cp;
+    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw) / cp;
+    if (p.recompute == recompute_mode::full)
+        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
+    if (ft.freezes_base()) {
+        const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft) / cp;
+        if (p.recompute == recompute_mode::full) a.rebuilt += adapters;
+        else a.kept += adapters;
+    }
+    return a;
+}
+
+// The static state of a stage whose base is frozen (LoRA, QLoRA): `params` base
+// parameters of the stage (before tp), of which `projections` are QLoRA-quantized
+// projection weights, and `adapters` adapter parameters.
+//   base: frozen 16-bit weights (frozen_weight_bytes), no gradients, no master, no
+//     optimizer state (Hu et al. 2021 §4.2); QLoRA stores the projections in NF4 with
+//     double quantization (qlora_bytes_per_parameter = 0.515869140625 B) and keeps the
+//     embeddings, norms and the output head in 16 bits (ASSUMPTION: bitsandbytes
+//     replaces nn.Linear layers only, and PEFT/QLoRA setups skip lm_head);
+//   adapters: fp32 weights and gradients and their optimizer state, sharded by ZeRO as
+//     a full model's would be; no master copy (they are fp32 already).
+// ZeRO-3 also shards the frozen base over dp.
+constexpr void add_frozen_static_state(memory_breakdown& mb, double params, double projections, double adapters,
+                                       bytes adapter_state, const precision_recipe& r, const parallel_layout& p,
+                                       bool quantized) {
+    add_static_state(mb, adapters, adapter_state, recipe(precision_kind::fp32), p);
+    const double quantized_params = quantized ? projections : 0.0;
+    const double base = (params - quantized_params) * frozen_weight_bytes(r) +
+                        quantized_params * qlora_bytes_per_parameter;
+    mb.weights += bytes_of(base / (p.zero >= 3 ? p.shard_size() : 1.0));
+}
+
+// One stage's memory in two parts, so that a search computes each once per what it
+// depends on. The first (stage_micro_batches): what the stage holds for its
+// micro-batches (activations, logits, autocast's or FP8's weight copies, workspace and
+// temporaries) and the parameter counts the second needs; it depends on the layout's
+// micro-batch, grad_accum, pipeline split, interleave, tp, sp, cp and recompute, not on
+// its ZeRO stage, shard group, offload or data-parallel overlap. The second
+// (stage_state_memory below): the static state, communication buffers and optimizer
+// temporaries, which depend on those and on the stage's parameters, not on the
+// micro-batch size or interleave, and on grad_accum only through whether it exceeds 1
+// (an offloaded optimizer's host copy of accumulated gradients): a search reuses it.
+// stage_memory joins the two and adds the fragmentation over the whole.
+struct stage_micro_batch_memory {
+    int stage = 0;
+    int layers = 0;      // the stage's transformer layers
+    double local = 0;    // parameters the stage holds, after tp
+    double trained = 0;  // what the optimizer updates of them (before ZeRO): all, or the adapters
+    bytes activations = bytes_of(0);
+    bytes weight_copies = bytes_of(0);
+    bytes logits = bytes_of(0);
+    bytes workspace = bytes_of(0);
+    bytes temporaries = bytes_of(0);
+};
+
+// `split` is pipeline_split_of(m, p), computed once for all the stages compared.
+constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
+                                                       const model_state& state, const parallel_layout& p, int seq,
+                                                       const framework_profile& fw, const layer_activations& layer,
+                                                       const pipeline_split& split, int stage,
+                                                       const finetune_spec& ft) {
+    const memory_overheads& o = fw.memory;
+    stage_micro_batch_memory mb;
+    mb.stage = stage;
+    const bool first = stage == 0, last = stage == p.pp - 1;
+    const double t = p.tp;
+    // This rank's tokens: s/cp of the sequence with context parallelism.
+    const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
+    const activation_formats x = activation_formats_of(r);
+    const int stage_layers = first ? split.first : last ? split.last : split.middle;
+    mb.layers = stage_layers;
+    const double fp32 = size_of(dtype::fp32);
+
+    // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
+    double params = stage_layers * state.layer_parameters;
+    if (first) params += state.embedding_parameters;
+    if (last) params += state.head_parameters;
+    if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
+    mb.local = params / t;
+    mb.trained = ft.freezes_base() ? stage_layers * adapter_parameters_per_layer(m, ft) / t : mb.local;
+    // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
+    // on stage i, p on the first, 1 on the last), interleaving's extra factor on the
+    // first stage.
+    const double in_flight = std::min(p.pp - stage, p.grad_accum);
+    const double interleave =
+        (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
+                                                : 1.0;
+    bytes act = double(stage_layers) * in_flight * interleave * layer.kept;
+    const double seq_split = p.sp ? t : 1.0;
+    if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
+    // Final norm input (the residual stream) and head input (16-bit under autocast).
+    if (last) act += bytes_of((size_of(x.residual) + size_of(x.gemm_inputs)) * s * b * h / seq_split);
+    act += layer.rebuilt;  // full recompute: one layer rebuilt during its backward
+    mb.activations = act;
+    // Autocast's 16-bit weight copies, one set per micro-batch in flight (each forward
+    // is its own autocast region, and autograd keeps its copies until that backward).
+    // Not sharded by ZeRO-3: the copies are made of the gathered weights.
+    // A frozen 16-bit base is not cast; the fp32 adapters are (fine-tuning).
+    // fp8 (Transformer Engine): the FP8 copy of every Linear weight of the stage, and
+    // its transpose on Hopper (fp8_weight_copy_bytes_per_parameter: 1 or 2 B per
+    // parameter), held for the step; the bf16 weights stay. ASSUMPTION: one set (the
+    // module keeps it in a workspace the next micro-batch overwrites), split by tp, not
+    // sharded by ZeRO-3; counted at the forward-backward peak only, though TE keeps
+    // the workspace through the optimizer step too.
+    if (fp8_linears(r))
+        mb.weight_copies = bytes_of(stage_layers * layer_projection_matrix_parameters(m) / t *
+                                    fp8_weight_copy_bytes_per_parameter(r));
+    else if (r.autocast && ft.freezes_base())
+        mb.weight_copies = bytes_of(in_flight * mb.trained * weight_copy_bytes_per_parameter(r));
+    else if (r.autocast)
+        mb.weight_copies = bytes_of(in_flight * autocast_cast_parameters(m, stage_layers, last) / t *
+                                    weight_copy_bytes_per_parameter(r));
+
+    if (last) {
+        const double loss_bytes = o.fp32_logits ? fp32 : size_of(r.activations);
+        mb.logits = bytes_of(b * s * double(m.vocab) / t *
+                             (size_of(r.activations) + o.loss_buffers * loss_bytes));
+    }
+    mb.workspace = o.workspace;
+    mb.temporaries = o.temporaries;
+    // QLoRA: bitsandbytes dequantizes a 4-bit weight into a 16-bit tensor before each
+    // matmul that uses it. ASSUMPTION: one dequantized projection is live at a time (it
+    // is freed after its matmul): the largest one of the layer, in 16 bits, split by tp.
+    if (ft.quantized()) mb.temporaries += bytes_of(largest_projection(m) / t * frozen_weight_bytes(r));
+    return mb;
+}
+
+// The second part's own terms: the static state, communication buffers and optimizer
+// temporaries of the stage's parameters (held.stage, held.layers, held.local and
+// held.trained; nothing of its micro-batches), at the layout's ZeRO stage, shard group,
+// offload and data-parallel overlap.
+constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& held, const transformer_config& m,
+                                              const precision_recipe& r, const model_state& state,
+                                              const parallel_layout& p, const framework_profile& fw,
+                                              const finetune_spec& ft) {
+    const memory_overheads& o = fw.memory;
+    memory_breakdown mb;
+    mb.stage = held.stage;
+    const double t = p.tp;
+    const double local = held.local, trained = held.trained;
+    const double share = local / state.parameters;  // shape-aware optimizer state, prorated
+    const double zero_optimizer = p.zero >= 1 ? p.shard_size() : 1.0;
+    const double fp32 = size_of(dtype::fp32);
+    if (ft.freezes_base()) {
+        const double projections = held.layers * layer_projection_matrix_parameters(m) / t;
+        add_frozen_static_state(mb, local, projections, trained, trained / state.trainable_parameters *
+                                state.optimizer_state, r, p, ft.quantized());
+    } else {
+        add_static_state(mb, local, share * state.optimizer_state, r, p);
+    }
+    // Communication buckets when dp > 1; DDP's copy of every gradient into them only
+    // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
+    // reduce-scattered from the buckets, which hold no second copy.
+    if (p.offload == offload_mode::optimizer)
+        mb.buffers = offload_gradient_buffers(state, r, p, fw);
+    else if (p.dp_cp() > 1)
+        mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
+    // ZeRO-3's gathered weights: the layer in use and the one prefetched, or, kept from
+    // forward to backward (reshard_after_forward off), every layer of the stage.
+    if (p.zero == 3 && p.shard_size() > 1)
+        mb.buffers += bytes_of((fw.reshard_after_forward ? 2.0 : held.layers) * state.layer_parameters / t *
+                               (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
+    if (p.offload == offload_mode::none)
+        mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * trained * fp32 / zero_optimizer);
+    return mb;
+}
+
+// A stage's memory from its two parts (`state_part` from stage_state_memory of the same
+// held stage), and the allocator's fragmentation over their peak.
+constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, const stage_micro_batch_memory& held,
+                                        const memory_overheads& o) {
+    memory_breakdown mb = state_part;
+    mb.activations = held.activations;
+    mb.weight_copies = held.weight_copies;
+    mb.logits = held.logits;
+    mb.workspace = held.workspace;
+    mb.temporaries = held.temporaries;
+    mb.fragmentation = o.fragmentation * mb.peak_allocated();
+    return mb;
+}
+
+// stage_memory(state_part, held, o).total() without building the breakdown: the same
+// sums in the same order.
+constexpr bytes stage_total(const memory_breakdown& state_part, const stage_micro_batch_memory& held,
+                            const memory_overheads& o) {
+    const bytes peak = memory_breakdown::peak_of(
+        state_part.static_state(), held.workspace, state_part.buffers,
+        held.weight_copies + held.activations + held.logits + held.temporaries, state_part.optimizer_temporaries);
+    return peak + o.fragmentation * peak;
+}
+
+constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,
+                                        const precision_recipe& r, const model_state& state,
+                                        const parallel_layout& p, const framework_profile& fw,
+                                        const finetune_spec& ft) {
+    return stage_memory(stage_state_memory(held, m, r, state, p, fw, ft), held, fw.memory);
+}
+
+constexpr memory_breakdown stage_memory(const transformer_config& m, const precision_recipe& r,
+                                        const model_state& state, const parallel_layout& p, int seq,
+                                        const framework_profile& fw, const layer_activations& layer, int stage,
+                                        const finetune_spec& ft = {}) {
+    return stage_memory(stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft), m,
+                        r, state, p, fw, ft);
+}
+}  // namespace memory_detail
+
+// Memory of the GPU that needs the most: with pp > 1 the first stage (embedding, p
+// micro-batches in flight) or the last (head, logits), whichever is larger.
+// layout.micro_batch is the micro-batch size b; layout.grad_accum the number of
+// micro-batches per step (it bounds those in flight). The framework profile supplies
+// what it holds beyond the model's tensors (spec/framework.hpp memory_overheads).
+// `state` is model_state_of(optimizer, m, r.optimizer_state), which no layout changes.
+namespace memory_detail {
+// Whether the second stage can need more than the first and the last: only when the
+// split is uneven (in an even one it holds the first's layers, fewer micro-batches in
+// flight and no embedding); of the middle stages it holds the most in flight.
+constexpr bool second_stage_may_be_busiest(const parallel_layout& p, const pipeline_split& split) {
+    if (p.pp <= 2 || (p.first_stage_layers == 0 && p.last_stage_layers == 0)) return false;
+    return split.middle > split.first;
+}
+
+// The stages that can need the most (the first, the last, and the second when the split
+// is uneven), their micro-batch parts: what a search keeps while only the layout's ZeRO
+// stage, shard group, offload or overlap changes.
+struct candidate_stages {
+    std::array<stage_micro_batch_memory, 3> stages{};
+    int count = 0;
+};
+
+// For inputs already validated (the planner builds only valid layouts), with each
+// layer's activations given.
+constexpr candidate_stages candidate_stages_of(const model_state& state, const transformer_config& m,
+                                               const precision_recipe& r, const parallel_layout& p, int seq,
+                                               const framework_profile& fw, const layer_activations& layer,
+                                               const finetune_spec& ft) {
+    const pipeline_split split = pipeline_split_of(m, p);
+    const auto of = [&](int stage) { return stage_micro_batches(m, r, state, p, seq, fw, layer, split, stage, ft); };
+    const stage_micro_batch_memory first = of(0);
+    if (p.pp == 1) return {{first}, 1};
+    const stage_micro_batch_memory last = of(p.pp - 1);
+    if (!second_stage_may_be_busiest(p, split)) return {{first, last}, 2};
+    return {{first, last, of(1)}, 3};
+}
+
+// The busiest of the candidate stages at the layout's ZeRO stage, offload and overlap
+// (on a tie the earlier: the first, then the last).
+// `state_part_of(held)` gives the state part of each (stage_state_memory, or one a
+// search computed before for the same stage parameters and layout).
+template <class StatePart>
+constexpr memory_breakdown busiest_stage(const candidate_stages& c, StatePart&& state_part_of,
+                                         const memory_overheads& o) {
+    memory_breakdown busiest = stage_memory(state_part_of(c.stages[0]), c.stages[0], o);
+    bytes most = busiest.total();
+    for (std::size_t i = 1; i < std::size_t(c.count); ++i) {
+        const memory_breakdown next = stage_memory(state_part_of(c.stages[i]), c.stages[i], o);
+        if (const bytes total = next.total(); total > most) {  // on a tie the earlier
+            busiest = next;
+            most = total;
+        }
+    }
+    return busiest;
+}
+
+// Whether some candidate stage certainly needs more than `capacity` (so the busiest does
+// not fit), from stage_total, without building a breakdown: a total within a relative
+// 1e-9 of the capacity is left to the full report, so this verdict agrees with
+// report_of(busiest_stage(...)).fits however a compiler rounds the two computations.
+template <class StatePart>
+constexpr bool certainly_exceeds(const candidate_stages& c, StatePart&& state_part_of, const memory_overheads& o,
+                                 bytes capacity) {
+    const bytes limit = capacity * (1.0 + 1e-9);
+    for (std::size_t i = 0; i < std::size_t(c.count); ++i)
+        if (stage_total(state_part_of(c.stages[i]), c.stages[i], o) > limit) return true;
+    return false;
+}
+
+constexpr memory_breakdown busiest_stage(const candidate_stages& c, const model_state& state,
+                                         const transformer_config& m, const precision_recipe& r,
+                                         const parallel_layout& p, const framework_profile& fw,
+                                         const finetune_spec& ft) {
+    return busiest_stage(
+        c, [&](const stage_micro_batch_memory& held) { return stage_state_memory(held, m, r, state, p, fw, ft); },
+        fw.memory);
+}
+
+constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
+                                         const precision_recipe& r, const parallel_layout& p, int seq,
+                                         const framework_profile& fw, const layer_activations& layer,
+                                         const finetune_spec& ft) {
+    return busiest_stage(candidate_stages_of(state, m, r, p, seq, fw, layer, ft), state, m, r, p, fw, ft);
+}
+
+constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
+                                         const precision_recipe& r, const parallel_layout& p, int seq,
+                                         const framework_profile& fw, const finetune_spec& ft = {}) {
+    return busiest_stage(state, m, r, p, seq, fw, layer_activations_of(m, r, p, seq, fw, ft), ft);
+}
+}  // namespace memory_detail
+
+constexpr memory_breakdown memory_per_gpu(const model_state& state, const transformer_config& m,
+                                          const precision_recipe& r, const parallel_layout& p, int seq,
+                                          const framework_profile& fw) {
+    memory_detail::check_inputs(m, p, seq, fw);
+    return memory_detail::busiest_stage(state, m, r, p, seq, fw);
+}
+
+constexpr memory_breakdown memory_per_gpu(const transformer_config& m, const precision_recipe& r,
+                                          optimizer_kind k, const parallel_layout& p, int seq,
+                                          const framework_profile& fw = pytorch_eager_profile) {
+    validate(m);
+    return memory_per_gpu(model_state_of(k, m, r.optimizer_state), m, r, p, seq, fw);
+}
+
+// Memory the training process may allocate: the device's memory as its driver
+// reports it, less the CUDA context; on devices that share DRAM with the CPU (Jetson)
+// also less what the OS and the CPU side keep.
+constexpr bytes usable_memory(const gpu_spec& g, const framework_profile& fw = pytorch_eager_profile) {
+    const bytes device = g.device_memory() - fw.memory.cuda_context;
+    return g.memory_shared_with_host ? device - fw.memory.host_reserve : device;
+}
+
+// Also checks that the GPU can run the recipe (bf16 on V100 throws).
+constexpr bool fits(const gpu_spec& g, const transformer_config& m, const precision_recipe& r,
+                    optimizer_kind k, const parallel_layout& p, int seq,
+                    const framework_profile& fw = pytorch_eager_profile) {
+    check_supported(g, r);
+    return memory_per_gpu(m, precision_on(r, g), k, p, seq, fw).total() <= usable_memory(g, fw);
+}
+
+// Tag types: static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), ...)).
+template <hardware H, model M>
+constexpr bool fits(H, M, const precision_recipe& r, optimizer_kind k, const parallel_layout& p,
+                    int seq, const framework_profile& fw = pytorch_eager_profile) {
+    return fits(H::spec, M::config, r, k, p, seq, fw);
+}
+
+namespace memory_detail {
+// The largest b in [1, limit] for which fits_batch(b) holds, 0 when none does. Memory
+// grows with the batch, so a doubling search then bisection finds it.
+template <class Fits>
+constexpr int largest_fitting_batch(Fits fits_batch, int limit) {
+    if (!fits_batch(1)) return 0;
+    int good = 1, bad = 2;
+    while (bad <= limit && fits_batch(bad)) {
+        good = bad;
+        bad *= 2;
+    }
+    if (bad > limit) return good;
+    while (bad - good > 1) {
+        const int mid = good + (bad - good) / 2;
+        if (fits_batch(mid)) good = mid;
+        else bad = mid;
+    }
+    return good;
+}
+}  // namespace memory_detail
+
+// The largest micro-batch that fits (layout.micro_batch is ignored), 0 when even a
+// micro-batch of 1 does not.
+constexpr int max_micro_batch(const gpu_spec& g, const transformer_config& m,
+                              const precision_recipe& r, optimizer_kind k, parallel_layout p,
+                              int seq, const framework_profile& fw = pytorch_eager_profile) {
+    return memory_detail::largest_fitting_batch(
+        [&](int b) {
+            p.micro_batch = b;
+            return fits(g, m, r, k, p, seq, fw);
+        },
+        limits::max_micro_batch_for(seq > 0 ? seq : m.max_seq));
+}
+
+template <hardware H, model M>
+constexpr int max_micro_batch(H, M, const precision_recipe& r, optimizer_kind k,
+                              const parallel_layout& p, int seq, const framework_profile& fw = pytorch_eager_profile) {
+    return max_micro_batch(H::spec, M::config, r, k, p, seq, fw);
+}
+
+// ---- A training setup's memory: the one path `memory`, `fit`, `predict` and `plan` take
+
+struct memory_report {
+    memory_breakdown breakdown{};
+    bytes capacity = bytes_of(0);   // usable on the device
+    bool fits = true;
+
+    constexpr double fraction() const { return breakdown.total() / capacity; }
+};
+
+namespace memory_detail {
+// The report of a setup whose inputs are already validated.
+constexpr memory_report report_of(const memory_breakdown& busiest, bytes capacity) {
+    return {busiest, capacity, busiest.total() <= capacity};
+}
+
+constexpr memory_report report_of(const training_setup& s, const model_state& state) {
+    return report_of(busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework,
+                                   s.finetune),
+                     usable_memory(s.cluster.gpu, s.framework));
+}
+}  // namespace memory_detail
+
+// Peak memory per GPU as the setup's framework holds it (its stored precision, e.g.
+// fp32 main gradients, and its overheads), against what the device can use. `state`
+// is model_state_of(s), which no layout changes.
+constexpr memory_report memory_of(const training_setup& s, const model_state& state) {
+    validate(s);
+    return memory_detail::report_of(s, state);
+}
+
+constexpr memory_report memory_of(const training_setup& s) { return memory_of(s, model_state_of(s)); }
+
+// The largest micro-batch of the setup that fits (its layout.micro_batch is ignored).
+constexpr int max_micro_batch(training_setup s) {
+    const model_state state = model_state_of(s);
+    return memory_detail::largest_fitting_batch(
+        [&](int b) {
+            s.layout.micro_batch = b;
+            return memory_of(s, state).fits;
+        },
+        limits::max_micro_batch_for(sequence_length(s)));
+}
+
+// Static state of a bare parameter count (no model shape: no activations), split by
+// tp·pp and sharded by ZeRO; static_state_report sets it against the device. Under
+// autocast the 16-bit weight copies of the forward are added, every parameter taken
+// as cast (without shapes; HF's "1.5x the original model"); under fp8 the FP8 copies.
+constexpr memory_breakdown static_state_memory(double params, const precision_recipe& r, optimizer_kind k,
+                                               const parallel_layout& p) {
+    require(params > 0 && params < 1e16, "params", params, "must be a positive parameter count");
+    validate(p);
+    memory_breakdown mb;
+    const double split = double(p.tp) * p.pp;
+    memory_detail::add_static_state(mb, params / split, optimizer_state_bytes(k, params, r.optimizer_state) / split, r, p);
+    // fp8: every parameter taken as a Linear weight with its FP8 copy (an upper bound:
+    // embeddings and norms have none).
+    mb.weight_copies =
+        bytes_of(params / split * (weight_copy_bytes_per_parameter(r) + fp8_weight_copy_bytes_per_parameter(r)));
+    return mb;
+}
+
+// The static state of `params` parameters under the setup's recipe (as its framework
+// stores it), optimizer and layout, against what the setup's GPU can use. The setup's
+// model is ignored.
+constexpr memory_report static_state_report(double params, const training_setup& s) {
+    memory_report r;
+    r.breakdown = static_state_memory(params, stored_precision(s), s.optimizer, s.layout);
+    r.capacity = usable_memory(s.cluster.gpu, s.framework);
+    r.fits = r.breakdown.total() <= r.capacity;
+    return r;
+}
+
+}  // namespace trainperf

@@ -1,0 +1,56 @@
+// Data-parallel scaling as the engine predicts it: the same replica on 1…N replicas,
+// and the communication fraction r that the textbook formula N / (1 + (N−1)·r) needs
+// to match the engine (cost/scaling.hpp has the formula).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../cost/scaling.hpp"
+#include "../cost/step.hpp"
+#include "../spec/setup.hpp"
+
+namespace trainperf {
+
+// Data-parallel scaling as the engine predicts it: the same replica (micro-batch,
+// tp, pp, grad-accum) on 1…max_replicas replicas. speedup(N) = throughput(N) /
+// throughput(1); r is the communication fraction that the textbook formula
+// N / (1 + (N−1)·r) needs to match the engine at max_replicas.
+struct engine_scaling_point {
+    int replicas = 1;
+    int gpus = 1;
+    double engine_speedup = 1;
+    double formula_speedup = 1;   // N / (1 + (N−1)·r) with the derived r
+};
+
+struct engine_scaling {
+    double r = 0;                 // derived at max_replicas
+    std::vector<engine_scaling_point> points;
+};
+
+// One prediction per replica count: bounded so that a sweep ends in seconds.
+inline constexpr int max_sweep_replicas = 1 << 16;
+
+inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) {
+    require(max_replicas >= 2, "replicas", max_replicas, "at least 2 data-parallel replicas are needed to derive r");
+    require(max_replicas <= max_sweep_replicas, "replicas", max_replicas, "at most 65536 replicas can be swept");
+    std::vector<double> throughput;
+    const int shard_group = s.layout.shard_group;
+    for (int n = 1; n <= max_replicas; ++n) {
+        s.layout.dp = n;
+        // A hybrid shard group where it divides the replicas' ranks, else all of them.
+        s.layout.shard_group = shards_evenly(shard_group, n, s.layout.cp) ? shard_group : 0;
+        throughput.push_back(predict(s).samples_per_second);
+    }
+    engine_scaling result;
+    const double top = throughput.back() / throughput.front();
+    // Overlapped sync can make the engine scale perfectly; r is then 0.
+    result.r = implied_r(max_replicas, std::clamp(top, 1.0, double(max_replicas)));
+    for (int n = 1; n <= max_replicas; ++n)
+        result.points.push_back({n, n * s.layout.tp * s.layout.cp * s.layout.pp, throughput[n - 1] / throughput.front(),
+                                 speedup(n, result.r)});
+    return result;
+}
+
+}  // namespace trainperf

@@ -1,0 +1,238 @@
+// Hardware descriptions: one GPU, its links, and how GPUs are grouped into nodes with
+// a host each.
+// Plain aggregates of typed quantities, usable in constant expressions.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <optional>
+#include <string_view>
+
+#include "../core/dtype.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/limits.hpp"
+#include "../core/units.hpp"
+#include "host.hpp"
+
+namespace trainperf {
+
+// infinity_fabric: AMD Instinct GPUs joined peer to peer (xGMI) in a fully connected node.
+enum class link_kind { none, nvlink, nvlink_bridge, pcie, pcie_no_p2p, infiniband, infinity_fabric };
+
+template <>
+struct enum_names<link_kind> {
+    static constexpr std::array<enum_name<link_kind>, 7> table{{{link_kind::none, "none"},
+                                                                {link_kind::nvlink, "nvlink"},
+                                                                {link_kind::nvlink_bridge, "nvlink-bridge"},
+                                                                {link_kind::pcie, "pcie"},
+                                                                {link_kind::pcie_no_p2p, "pcie-no-p2p"},
+                                                                {link_kind::infiniband, "infiniband"},
+                                                                {link_kind::infinity_fabric, "infinity-fabric"}}};
+};
+
+// A point-to-point or switched link as seen by one GPU. Datasheets often quote the
+// total of both directions; collectives are limited by one direction, so the
+// per-direction figure is the stored field and the total is derived.
+struct link_spec {
+    link_kind kind = link_kind::none;
+    byte_rate per_direction = byte_rate::from_value(0.0);  // bandwidth each way, per GPU
+    seconds latency = seconds::from_value(0.0);            // α of the α–β model
+    double efficiency = 1.0;                               // achievable fraction of per_direction
+
+    constexpr byte_rate total() const { return 2.0 * per_direction; }
+    constexpr byte_rate achievable() const { return efficiency * per_direction; }
+};
+
+// Link constructors shared by the GPU catalog and cost/comm.hpp's defaults.
+namespace links {
+// PCI Express x16 per direction after line encoding (PCI-SIG base specifications).
+inline constexpr double pcie3_x16_gb_per_s = 15.75;  // 8 GT/s × 16 × 128/130 / 8
+inline constexpr double pcie4_x16_gb_per_s = 31.5;   // 16 GT/s
+inline constexpr double pcie5_x16_gb_per_s = 63.0;   // 32 GT/s
+
+// ASSUMPTION: α of the α–β model for one NCCL step over NVLink / an NVLink bridge
+// (order of the few-µs small-message latency seen in nccl-tests).
+inline constexpr double nvlink_latency_us = 3.0;
+// ASSUMPTION: PCIe round trip through the host bridge plus NCCL/driver overhead.
+inline constexpr double pcie_latency_us = 10.0;
+// ASSUMPTION: achieved fraction of the per-direction rate. nccl-tests all-reduce
+// bus bandwidth on DGX A100 (~230–240 of 300 GB/s) and DGX H100 (~360–370 of
+// 450 GB/s) is about 0.8; PCIe payload efficiency (TLP headers) is similar.
+inline constexpr double link_efficiency = 0.8;
+
+// Datasheets quote NVLink as the two-way total; the link stores one direction.
+constexpr link_spec nvlink(double total_gb_per_s) {
+    return {link_kind::nvlink, gb_per_second(total_gb_per_s / 2.0), microseconds_of(nvlink_latency_us),
+            link_efficiency};
+}
+constexpr link_spec nvlink_bridge(double total_gb_per_s) {
+    return {link_kind::nvlink_bridge, gb_per_second(total_gb_per_s / 2.0), microseconds_of(nvlink_latency_us),
+            link_efficiency};
+}
+constexpr link_spec pcie(double per_direction_gb_per_s) {
+    return {link_kind::pcie, gb_per_second(per_direction_gb_per_s), microseconds_of(pcie_latency_us),
+            link_efficiency};
+}
+}  // namespace links
+
+// Dense peak math rates (sparse is 2x and never used here). An empty optional
+// means the chip has no such unit or mode.
+struct peak_rates {
+    std::optional<flop_rate> fp32;   // CUDA cores, no tensor cores
+    std::optional<flop_rate> tf32;   // tensor cores, fp32 accumulate
+    std::optional<flop_rate> fp16;   // tensor cores, fp32 accumulate
+    std::optional<flop_rate> bf16;   // tensor cores, fp32 accumulate
+    std::optional<flop_rate> fp8;    // tensor cores, fp32 accumulate
+    std::optional<flop_rate> int8;   // tensor cores, int32 accumulate (TOP/s)
+
+    constexpr std::optional<flop_rate> of(dtype t) const {
+        switch (t) {
+            case dtype::fp32: return fp32;
+            case dtype::tf32: return tf32;
+            case dtype::fp16: return fp16;
+            case dtype::bf16: return bf16;
+            case dtype::fp8: return fp8;
+            case dtype::int8: return int8;
+        }
+        return std::nullopt;
+    }
+};
+
+// NVIDIA generations (compute capability 7.0, 7.5, 8.0/8.6/8.7, 8.9, 9.0, 10.0), and AMD
+// CDNA 3 (Instinct MI300X: a catalog entry for the analytic model; the cuBLASLt harness
+// and calibration stay NVIDIA-only).
+enum class gpu_architecture { volta, turing, ampere, ada, hopper, blackwell, cdna3 };
+
+template <>
+struct enum_names<gpu_architecture> {
+    static constexpr std::array<enum_name<gpu_architecture>, 7> table{{{gpu_architecture::volta, "volta"},
+                                                                       {gpu_architecture::turing, "turing"},
+                                                                       {gpu_architecture::ampere, "ampere"},
+                                                                       {gpu_architecture::ada, "ada"},
+                                                                       {gpu_architecture::hopper, "hopper"},
+                                                                       {gpu_architecture::blackwell, "blackwell"},
+                                                                       {gpu_architecture::cdna3, "cdna3"}}};
+};
+
+struct gpu_spec {
+    std::string_view name;          // CLI name, e.g. "h100-sxm"
+    std::string_view full_name;     // e.g. "NVIDIA H100 SXM5 80GB"
+    gpu_architecture architecture = gpu_architecture::ampere;
+    // CUDA compute capability as major·10 + minor (86 for sm_86); 0 where there is none
+    // (not an NVIDIA part): the kernel model's defaults are keyed by it (spec/kernel_params.hpp).
+    int compute_capability = 0;
+    int sm_count = 0;
+    hertz boost_clock = hertz::from_value(0.0);
+    // The clock the board holds under sustained load, where it is not the rated boost
+    // clock (GeForce boards boost above it); 0: the boost clock. Peak rates are quoted
+    // at the boost clock and scale with this one (peak_under_load).
+    hertz sustained_clock = hertz::from_value(0.0);
+    bytes l2_cache = bytes::from_value(0.0);
+    bytes memory_capacity = bytes::from_value(0.0);  // the datasheet's figure ("80 GB": decimal)
+    // What the device holds as the driver reports it (nvidia-smi memory.total); 0 when
+    // unknown, and the datasheet's figure stands in.
+    bytes memory_reported = bytes::from_value(0.0);
+    byte_rate memory_bandwidth = byte_rate::from_value(0.0);
+    peak_rates peak{};
+    link_spec gpu_link{};           // GPU↔GPU inside a node (NVLink, bridge, PCIe)
+    link_spec host_link{};          // GPU↔host (PCIe)
+    double tdp_watts = 0.0;         // board power (W)
+    bool memory_shared_with_host = false;  // Jetson: CPU and OS use the same DRAM
+    // Whether two cards of this product reach each other over PCIe directly; without
+    // it their traffic is staged through host memory.
+    bool pcie_peer_to_peer = true;
+
+    // The peak for a math dtype, or an error naming the GPU and the dtype.
+    constexpr flop_rate peak_for(dtype t) const {
+        auto p = peak.of(t);
+        require(p.has_value(), "dtype", to_string(t),
+                "not supported by this GPU's math units");
+        return *p;
+    }
+    constexpr bool supports(dtype t) const { return peak.of(t).has_value(); }
+    // The clock under load, and a datasheet peak scaled to it.
+    constexpr hertz clock_under_load() const {
+        return sustained_clock.value() > 0 ? sustained_clock : boost_clock;
+    }
+    constexpr double clock_ratio() const {
+        return sustained_clock.value() > 0 && boost_clock.value() > 0 ? sustained_clock.value() / boost_clock.value() : 1.0;
+    }
+    // The device's memory: as reported where known, else the datasheet's figure.
+    constexpr bytes device_memory() const {
+        return memory_reported.value() > 0 ? memory_reported : memory_capacity;
+    }
+};
+
+// The numbers of a link that exists (core/limits.hpp); a link of kind none carries none.
+constexpr void validate_link_numbers(const link_spec& l, std::string_view field) {
+    if (l.kind == link_kind::none) return;
+    require_in(l.per_direction.value(), limits::link_bandwidth, field);
+    require_in(l.latency.value(), limits::link_latency, "link.latency_s");
+    require_in(l.efficiency, limits::link_efficiency, "link.efficiency");
+}
+
+// A GPU description a user filled: every figure in its physical range (core/limits.hpp),
+// at least one math unit. (A host link of kind none is a shared-memory device.)
+constexpr void validate(const gpu_spec& g) {
+    require(!g.name.empty(), "gpu.name", "\"\"", "must not be empty");
+    require(g.sm_count >= 1 && g.sm_count <= limits::max_sm_count, "gpu.sm_count", g.sm_count,
+            "must be between 1 and 16384");
+    require_in(g.boost_clock.value(), limits::clock, "gpu.boost_clock_hz");
+    if (g.sustained_clock.value() != 0) require_in(g.sustained_clock.value(), limits::clock, "gpu.sustained_clock_hz");
+    require(g.compute_capability == 0 || (g.compute_capability >= 30 && g.compute_capability <= 199),
+            "gpu.compute_capability", g.compute_capability, "must be 0 (none) or between 30 and 199 (major*10 + minor)");
+    require_in(g.l2_cache.value(), limits::cache_size, "gpu.l2_cache_bytes");
+    require_in(g.memory_capacity.value(), limits::memory_capacity, "gpu.memory_capacity_bytes");
+    if (g.memory_reported.value() != 0)
+        require_in(g.memory_reported.value(), limits::memory_capacity, "gpu.memory_reported_bytes");
+    require_in(g.memory_bandwidth.value(), limits::memory_bandwidth, "gpu.memory_bandwidth_bytes_per_second");
+    bool any = false;
+    for (dtype t : {dtype::fp32, dtype::tf32, dtype::fp16, dtype::bf16, dtype::fp8, dtype::int8})
+        if (const auto p = g.peak.of(t)) {
+            any = true;
+            require_in(p->value(), limits::peak_rate, "gpu.peak_flops_per_second");
+        }
+    require(any, "gpu.peak", g.name, "names no math unit (fp32, tf32, fp16, bf16, fp8 or int8)");
+    validate_link_numbers(g.gpu_link, "gpu.gpu_link.per_direction_bytes_per_second");
+    validate_link_numbers(g.host_link, "gpu.host_link.per_direction_bytes_per_second");
+    require_in(g.tdp_watts, limits::board_power, "gpu.tdp_watts");
+}
+
+// A compile-time hardware description: a tag type carrying a constexpr gpu_spec.
+template <class T>
+concept hardware = requires {
+    { T::spec } -> std::convertible_to<gpu_spec>;
+};
+
+// Several GPUs: nodes of gpus_per_node joined by an intra-node link, nodes joined
+// by an inter-node link (per GPU, per direction).
+// How a job numbers its ranks, fastest-varying first; consecutive ranks fill a node.
+// tp-dp-pp is Megatron-Core's and DeepSpeed's order; tp-pp-dp keeps a model replica's
+// pipeline stages together and spreads data parallelism across nodes.
+enum class rank_order { tp_dp_pp, tp_pp_dp };
+
+template <>
+struct enum_names<rank_order> {
+    static constexpr std::array<enum_name<rank_order>, 2> table{
+        {{rank_order::tp_dp_pp, "tp-dp-pp"}, {rank_order::tp_pp_dp, "tp-pp-dp"}}};
+};
+
+struct cluster_spec {
+    gpu_spec gpu{};
+    int gpus_per_node = 1;
+    link_spec intra_node{};   // defaults to gpu.gpu_link
+    link_spec inter_node{};   // one network adapter, e.g. InfiniBand NDR
+    // Network adapters per node; 0: one per GPU (rail-aligned DGX/HGX). With fewer,
+    // the GPUs of a node share them: all GPUs of a node run their collectives at once.
+    int adapters_per_node = 0;
+    rank_order order = rank_order::tp_dp_pp;  // how the job numbers its ranks (workload/placement.hpp)
+    // CPU sockets the node's cards are split over (PCIe workstations and servers); 0 or
+    // 1: one. Cards under different sockets reach each other across the CPUs' link.
+    int sockets_per_node = 1;
+    // The node's host: CPU cores, SIMD width, clock and DRAM bandwidth its GPUs share
+    // when the optimizer is offloaded (spec/host.hpp).
+    host_spec host{};
+};
+
+}  // namespace trainperf

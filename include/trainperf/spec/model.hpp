@@ -1,0 +1,193 @@
+// A transformer's architecture and its parameter count, computed from the config.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/limits.hpp"
+
+namespace trainperf {
+
+enum class ffn_kind { gelu, swiglu };          // swiglu: gated FFN, three matrices
+enum class position_kind { learned, rotary };  // learned: a max_seq × hidden table
+enum class norm_kind { layernorm, rmsnorm };   // rmsnorm has no bias
+
+template <>
+struct enum_names<ffn_kind> {
+    static constexpr std::array<enum_name<ffn_kind>, 2> table{{{ffn_kind::gelu, "gelu"}, {ffn_kind::swiglu, "swiglu"}}};
+};
+template <>
+struct enum_names<position_kind> {
+    static constexpr std::array<enum_name<position_kind>, 2> table{
+        {{position_kind::learned, "learned"}, {position_kind::rotary, "rotary"}}};
+};
+template <>
+struct enum_names<norm_kind> {
+    static constexpr std::array<enum_name<norm_kind>, 2> table{
+        {{norm_kind::layernorm, "layernorm"}, {norm_kind::rmsnorm, "rmsnorm"}}};
+};
+
+// How the model's code computes the FFN activation, by its Hugging Face name
+// (config.json hidden_act / activation_function; transformers src/transformers/
+// activations.py@00e12e7c). "gelu" is the exact erf GELU, one ATen op
+// (nn.functional.gelu); "gelu_new" is the tanh approximation written as PyTorch ops,
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): eight elementwise kernels in eager mode;
+// "gelu_pytorch_tanh" the same approximation as one ATen op. swiglu FFNs use silu.
+enum class activation_kind { gelu, gelu_new, gelu_tanh, relu, silu };
+
+template <>
+struct enum_names<activation_kind> {
+    static constexpr std::array<enum_name<activation_kind>, 5> table{{{activation_kind::gelu, "gelu"},
+                                                                     {activation_kind::gelu_new, "gelu_new"},
+                                                                     {activation_kind::gelu_tanh, "gelu_pytorch_tanh"},
+                                                                     {activation_kind::relu, "relu"},
+                                                                     {activation_kind::silu, "silu"}}};
+};
+
+// Which implementation of the layer an eager framework runs, as far as it changes the
+// op sequence (workload/layer.hpp): the Hugging Face modeling code of BERT (three Linear
+// projections, scores divided by √d, an additive padding mask), of GPT-2 (Conv1D
+// projections through addmm, the scale as a tensor, the causal mask by torch.where),
+// of LLaMA (RMSNorm and rotary embedding written as PyTorch ops), or generic (one
+// QKV projection, scale, mask, softmax, dropout).
+enum class model_code { generic, bert, gpt2, llama };
+
+template <>
+struct enum_names<model_code> {
+    static constexpr std::array<enum_name<model_code>, 4> table{{{model_code::generic, "generic"},
+                                                                {model_code::bert, "bert"},
+                                                                {model_code::gpt2, "gpt2"},
+                                                                {model_code::llama, "llama"}}};
+};
+
+struct transformer_config {
+    std::string_view name = "custom";
+    int layers = 0;
+    int hidden = 0;
+    int heads = 0;
+    int kv_heads = 0;            // < heads for grouped-query attention; 0 means = heads
+    int ffn_hidden = 0;          // inner size of the FFN (per matrix for swiglu)
+    int vocab = 0;
+    int max_seq = 0;             // context the model was trained with
+    ffn_kind ffn = ffn_kind::gelu;
+    position_kind positions = position_kind::learned;
+    norm_kind norm = norm_kind::layernorm;
+    bool tied_embeddings = true; // output projection shares the input embedding
+    bool linear_biases = true;   // biases on QKV, projections and FFN matrices
+    bool causal = true;          // decoder (masked) or encoder (bidirectional)
+    int token_types = 0;         // BERT segment embeddings
+    bool pooler = false;         // BERT pooler (hidden × hidden dense + bias)
+    bool qkv_biases = true;      // with linear_biases; GPT-Neo has none on Q, K, V only
+    bool dropout = true;         // trained with dropout (LLaMA is not): masks kept for backward
+    // Biases on Q, K and V and on no other linear layer (Qwen2); needs linear_biases off.
+    bool qkv_bias_only = false;
+    // Norms in each layer: 2 (before attention and before the FFN), 1 where attention and
+    // FFN run in parallel off one norm (Falcon-7B), up to 4 with extra post-norms.
+    int norms_per_layer = 2;
+    // Width of one attention head where it is not hidden / heads (Gemma 7B: 16 heads of
+    // 256 on a hidden size of 3072); 0: hidden / heads. Q, the attention context and the
+    // output projection's input are heads × head_dim wide.
+    int attention_head_dim = 0;
+    // The FFN activation (a gelu FFN; swiglu is silu whatever this says) and the code
+    // that runs the layer in eager mode.
+    activation_kind activation = activation_kind::gelu;
+    model_code code = model_code::generic;
+
+    constexpr int effective_kv_heads() const { return kv_heads == 0 ? heads : kv_heads; }
+    constexpr int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
+    constexpr int q_width() const { return heads * head_dim(); }  // = hidden unless attention_head_dim is set
+    constexpr int kv_width() const { return effective_kv_heads() * head_dim(); }
+};
+
+// Throws trainperf::invalid_argument naming the first bad field.
+constexpr void validate(const transformer_config& m) {
+    require(m.layers > 0 && m.layers <= limits::max_layers, "layers", m.layers, "must be between 1 and 65536");
+    require(m.hidden > 0 && m.hidden <= limits::max_width, "hidden", m.hidden, "must be between 1 and 2^22");
+    require(m.heads > 0 && m.heads <= limits::max_heads, "heads", m.heads, "must be between 1 and 65536");
+    require(m.attention_head_dim > 0 || m.hidden % m.heads == 0, "heads", m.heads, "must divide hidden");
+    require(m.attention_head_dim >= 0 && m.attention_head_dim <= 65536, "attention_head_dim", m.attention_head_dim,
+            "must be between 0 (hidden / heads) and 65536");
+    require(m.kv_heads >= 0 && m.kv_heads <= m.heads, "kv_heads", m.kv_heads,
+            "must be between 0 (= heads) and heads");
+    require(m.heads % m.effective_kv_heads() == 0, "kv_heads", m.kv_heads,
+            "must divide heads");
+    require(m.ffn_hidden > 0 && m.ffn_hidden <= limits::max_width, "ffn_hidden", m.ffn_hidden,
+            "must be between 1 and 2^22");
+    require(m.vocab > 0 && m.vocab <= limits::max_vocab, "vocab", m.vocab, "must be between 1 and 2^24");
+    require(m.max_seq >= 0 && m.max_seq <= limits::max_sequence, "max_seq", m.max_seq,
+            "must be between 0 (none) and 2^24");
+    require(m.token_types >= 0 && m.token_types <= limits::max_token_types, "token_types", m.token_types,
+            "must be between 0 and 1024");
+    require(!(m.qkv_bias_only && m.linear_biases), "qkv_bias_only", m.qkv_bias_only,
+            "means no biases besides Q, K, V: needs linear_biases false");
+    require(m.norms_per_layer >= 1 && m.norms_per_layer <= 4, "norms_per_layer", m.norms_per_layer,
+            "must be between 1 and 4");
+}
+
+// Whether Q, K and V carry biases.
+constexpr bool has_qkv_biases(const transformer_config& m) {
+    return (m.linear_biases && m.qkv_biases) || m.qkv_bias_only;
+}
+
+// Parameters of one layer's linear projections (Q, K, V, output, FFN matrices and
+// their biases): what the layer's GEMMs read.
+constexpr double layer_linear_parameters(const transformer_config& m) {
+    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
+    const bool b = m.linear_biases;
+    const double qkv = h * (q + 2 * kv) + (has_qkv_biases(m) ? q + 2 * kv : 0);
+    const double out = q * h + (b ? h : 0);
+    const double matrices_in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+    const double ffn = matrices_in * (h * f + (b ? f : 0)) + f * h + (b ? h : 0);
+    return qkv + out + ffn;
+}
+
+// Parameter tensors of one layer's linear projections as the code runs them: Q, K and
+// V as three Linears (BERT, LLaMA) or one fused projection (GPT-2's c_attn, the
+// generic layer); the output and FFN matrices; biases where the model has them.
+constexpr double layer_linear_tensors(const transformer_config& m, model_code code = model_code::generic) {
+    const double qkv = code == model_code::bert || code == model_code::llama ? 3.0 : 1.0;
+    const double matrices = qkv + 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+    double biases = has_qkv_biases(m) ? qkv : 0.0;
+    if (m.linear_biases) biases += 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+    return matrices + biases;
+}
+
+// Parameters of one transformer layer.
+constexpr double layer_parameters(const transformer_config& m) {
+    const double norm = m.norm == norm_kind::layernorm ? 2.0 * m.hidden : m.hidden;
+    return layer_linear_parameters(m) + m.norms_per_layer * norm;
+}
+
+// Input embedding, positions, segment types, final norm, untied head and pooler.
+constexpr double embedding_parameters(const transformer_config& m) {
+    const double h = m.hidden;
+    double p = double(m.vocab) * h;
+    if (m.positions == position_kind::learned) p += double(m.max_seq) * h;
+    p += double(m.token_types) * h;
+    if (m.token_types > 0) p += 2 * h;  // BERT's embedding layernorm
+    return p;
+}
+
+constexpr double head_parameters(const transformer_config& m) {
+    const double h = m.hidden;
+    double p = m.norm == norm_kind::layernorm ? 2 * h : h;  // final norm
+    if (m.token_types > 0) p = 0;                           // BERT: post-norm, none at the end
+    if (!m.tied_embeddings) p += double(m.vocab) * h;
+    if (m.pooler) p += h * h + h;
+    return p;
+}
+
+// The whole model's parameters from its parts (a caller that has them already sums
+// them here: parameter_count is this sum).
+constexpr double parameters_of_parts(int layers, double layer, double embedding, double head) {
+    return layers * layer + embedding + head;
+}
+
+constexpr double parameter_count(const transformer_config& m) {
+    return parameters_of_parts(m.layers, layer_parameters(m), embedding_parameters(m), head_parameters(m));
+}
+
+}  // namespace trainperf

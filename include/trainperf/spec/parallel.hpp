@@ -1,0 +1,246 @@
+// A parallel layout: how a model and its batch are split over GPUs.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../core/attributes.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "../core/limits.hpp"
+#include "model.hpp"
+
+namespace trainperf {
+
+enum class recompute_mode { none, selective, full };
+
+template <>
+struct enum_names<recompute_mode> {
+    static constexpr std::array<enum_name<recompute_mode>, 3> table{{
+        {recompute_mode::none, "none"}, {recompute_mode::selective, "selective"}, {recompute_mode::full, "full"}}};
+};
+
+constexpr recompute_mode parse_recompute(std::string_view s) { return parse_enum<recompute_mode>("recompute", s); }
+
+enum class offload_mode { none, optimizer };
+
+template <>
+struct enum_names<offload_mode> {
+    static constexpr std::array<enum_name<offload_mode>, 2> table{{
+        {offload_mode::none, "none"}, {offload_mode::optimizer, "optimizer"}}};
+};
+
+constexpr offload_mode parse_offload(std::string_view s) { return parse_enum<offload_mode>("offload", s); }
+
+// Whether data-parallel gradient sync overlaps backward: as the framework profile
+// does it, or forced on/off.
+enum class dp_overlap_mode { framework, on, off };
+
+template <>
+struct enum_names<dp_overlap_mode> {
+    static constexpr std::array<enum_name<dp_overlap_mode>, 3> table{{
+        {dp_overlap_mode::framework, "framework"}, {dp_overlap_mode::on, "on"}, {dp_overlap_mode::off, "off"}}};
+};
+
+// The pipeline schedule (pp > 1). 1f1b: one forward, one backward in the steady state
+// (PipeDream-Flush, Narayanan et al. 2021, §2.2), interleaved over virtual stages when
+// interleave > 1. zb-h1: Zero Bubble's schedule ZB-H1 (Qi et al. 2024, "Zero Bubble
+// Pipeline Parallelism", ICLR 2024, §3): backward split into the input gradient (B),
+// on the critical path, and the weight gradient (W), deferred into the bubble; the
+// bubble shrinks from (p−1)(F+B+W) to (p−1)(F+B−W) at the same peak activation memory
+// as 1F1B. PyTorch's torch.distributed.pipelining runs zero-bubble schedules; which
+// framework profile offers which is spec/framework.hpp's zero_bubble_schedule.
+enum class pipeline_schedule { one_f_one_b, zero_bubble_h1 };
+
+template <>
+struct enum_names<pipeline_schedule> {
+    static constexpr std::array<enum_name<pipeline_schedule>, 2> table{{
+        {pipeline_schedule::one_f_one_b, "1f1b"}, {pipeline_schedule::zero_bubble_h1, "zb-h1"}}};
+};
+
+// Whether a hybrid shard group of `shard_group` ranks splits dp × cp data-parallel ranks:
+// whole cp groups, dividing them.
+constexpr bool shards_evenly(int shard_group, int dp, int cp) {
+    return shard_group >= 1 && shard_group % cp == 0 && (1LL * dp * cp) % shard_group == 0;
+}
+
+struct parallel_layout {
+    int dp = 1;                  // data-parallel replicas
+    int tp = 1;                  // tensor parallel (Megatron), inside a node
+    int cp = 1;                  // context parallel: the sequence split over cp ranks (Megatron-Core + TE)
+    int pp = 1;                  // pipeline stages
+    int interleave = 1;          // virtual stages per pipeline rank (1 = plain 1F1B)
+    bool sp = false;             // sequence parallelism (needs tp > 1 to matter)
+    int zero = 0;                // ZeRO stage 0..3, shards over dp
+    offload_mode offload = offload_mode::none;
+    int micro_batch = 1;         // samples per micro-batch per model replica
+    int grad_accum = 1;          // micro-batches per step per replica
+    recompute_mode recompute = recompute_mode::none;
+    dp_overlap_mode dp_overlap = dp_overlap_mode::framework;
+    pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
+    // Layers on the first and on the last pipeline stage, 0: an even split. The other
+    // stages share the rest evenly (Megatron-Core --decoder-first-pipeline-num-layers,
+    // --decoder-last-pipeline-num-layers). A lighter last stage makes room for the head
+    // and loss, a lighter first stage for its pp micro-batches in flight (Llama 3 takes
+    // one layer off each, Dubey et al. 2024, §3.3.2).
+    int first_stage_layers = 0;
+    int last_stage_layers = 0;
+    // The data-parallel ranks (with cp) that shard ZeRO's state, 0: all dp·cp of them.
+    // Fewer, and the state is sharded within each group of shard_group ranks and
+    // replicated over the dp·cp/shard_group groups: hybrid sharding (PyTorch FSDP
+    // HYBRID_SHARD and FSDP2's HSDP mesh; Megatron-Core's partial distributed optimizer,
+    // --num-distributed-optimizer-instances). Whole cp groups: a multiple of cp.
+    int shard_group = 0;
+
+    constexpr int gpus() const { return dp * tp * cp * pp; }
+    // The ranks ZeRO shards over, and the replicas of each shard.
+    constexpr int shard_size() const { return shard_group > 0 ? shard_group : dp * cp; }
+    constexpr int shard_replicas() const { return dp * cp / shard_size(); }
+    // The data-parallel group with context parallelism (Megatron-Core's
+    // get_data_parallel_group(with_context_parallel=True)): the cp ranks of a replica
+    // hold the same weights, so gradients are reduced, and ZeRO shards, over dp x cp.
+    constexpr int dp_cp() const { return dp * cp; }
+    // Samples per optimizer step; only for a validated layout (validate bounds it).
+    constexpr long long global_batch() const { return 1LL * micro_batch * dp * grad_accum; }
+    friend constexpr bool operator==(const parallel_layout&, const parallel_layout&) = default;
+};
+
+
+// tp × cp × pp, checked: the GPUs of one model replica (cp ranks split its sequence).
+constexpr int model_parallel_size(int tp, int pp, int cp = 1) {
+    require(tp >= 1 && tp <= max_gpus, "tp", tp, "must be between 1 and 2^22");
+    require(pp >= 1 && pp <= max_gpus, "pp", pp, "must be between 1 and 2^22");
+    require(cp >= 1 && cp <= max_gpus, "cp", cp, "must be between 1 and 2^22");
+    require(1LL * tp * pp * cp <= max_gpus, "gpus", 1LL * tp * pp * cp,
+            cp == 1 ? "tp x pp is beyond any real system (at most 2^22 GPUs)"
+                    : "tp x cp x pp is beyond any real system (at most 2^22 GPUs)");
+    return tp * pp * cp;
+}
+
+constexpr void validate(const parallel_layout& p) {
+    require(p.dp >= 1, "dp", p.dp, "must be at least 1");
+    require(1LL * p.dp * model_parallel_size(p.tp, p.pp, p.cp) <= max_gpus, "gpus", 1LL * p.dp * p.tp * p.cp * p.pp,
+            "dp x tp x cp x pp is beyond any real system (at most 2^22 GPUs)");
+    require(p.interleave >= 1 && p.interleave <= max_gpus, "interleave", p.interleave, "must be between 1 and 2^22");
+    require(p.zero >= 0 && p.zero <= 3, "zero", p.zero, "must be 0, 1, 2 or 3");
+    require(p.micro_batch >= 1, "batch", p.micro_batch, "must be at least 1");
+    require(p.grad_accum >= 1, "grad_accum", p.grad_accum, "must be at least 1");
+    // Checked before global_batch() multiplies: batch, dp and grad_accum each fit an
+    // int, their product does not fit a long long.
+    if (product_capped(product_capped(p.micro_batch, p.dp, max_global_batch), p.grad_accum, max_global_batch) >
+        max_global_batch)
+        detail::fail("global_batch",
+                     std::to_string(p.micro_batch) + " x " + std::to_string(p.dp) + " x " + std::to_string(p.grad_accum),
+                     "batch x dp x grad_accum is beyond any real run (at most 2^40 samples)");
+    // Megatron-LM's interleaved 1F1B schedule needs whole rounds of pp micro-batches.
+    require(p.interleave == 1 || p.grad_accum % p.pp == 0, "grad_accum", p.grad_accum,
+            "must be a multiple of pp with an interleaved schedule");
+    require(p.schedule == pipeline_schedule::one_f_one_b || p.pp > 1, "schedule", to_string(p.schedule),
+            "needs pipeline stages (pp > 1)");
+    require(p.schedule == pipeline_schedule::one_f_one_b || p.interleave == 1, "schedule", to_string(p.schedule),
+            "has no interleaved form: use interleave 1");
+    require(p.shard_group >= 0 && p.shard_group <= max_gpus, "shard_group", p.shard_group,
+            "must be between 0 (every data-parallel rank) and 2^22");
+    if (p.shard_group > 0) {
+        require(p.zero >= 1, "shard_group", p.shard_group, "shards ZeRO's state: needs zero 1, 2 or 3");
+        if (!shards_evenly(p.shard_group, p.dp, p.cp))  // the message is built only on failure
+            detail::fail("shard_group", p.shard_group,
+                         "must divide dp x cp = " + std::to_string(1LL * p.dp * p.cp) + " and be a multiple of cp");
+    }
+    for (const auto& [name, layers] : {std::pair<std::string_view, int>{"first_stage_layers", p.first_stage_layers},
+                                       std::pair<std::string_view, int>{"last_stage_layers", p.last_stage_layers}}) {
+        require(layers >= 0 && layers <= limits::max_layers, name, layers, "must be between 0 (an even split) and 2^16");
+        // ASSUMPTION: as Megatron-Core's uneven split, not with virtual stages.
+        require(layers == 0 || (p.pp > 1 && p.interleave == 1), name, layers,
+                "needs pipeline stages (pp > 1) without interleaving");
+    }
+}
+
+// Context parallelism with causal load balancing (Megatron-Core
+// docs/user-guide/features/context_parallel.md@d98e8a64; TransformerEngine
+// transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py@d0067d0d)
+// cuts the sequence into 2·cp chunks, rank r holding chunks r and 2cp−1−r: the
+// sequence must divide by 2·cp.
+constexpr bool cp_splits_sequence(int seq, int cp) { return cp == 1 || (seq > 0 && seq % (2LL * cp) == 0); }
+
+namespace parallel_detail {
+// The failure with its message, out of line: building the message inline made every
+// caller's check a call (validate(training_setup) runs it once per prediction).
+[[noreturn]] TRAINPERF_COLD inline void fail_cp_splits_sequence(int seq, int cp) {
+    detail::fail("cp", cp,
+                 "needs a sequence length divisible by 2 x cp (causal load balancing splits it into 2 x cp "
+                 "chunks); seq is " + std::to_string(seq));
+}
+}  // namespace parallel_detail
+
+constexpr void require_cp_splits_sequence(int seq, int cp) {
+    if (!cp_splits_sequence(seq, cp)) parallel_detail::fail_cp_splits_sequence(seq, cp);
+}
+
+// Tensor parallelism splits the attention heads, and the kv heads (or replicates a
+// kv head on several ranks when there are fewer than tp).
+constexpr bool tp_splits_heads(const transformer_config& m, int tp) {
+    return m.heads % tp == 0 && (m.effective_kv_heads() % tp == 0 || tp % m.effective_kv_heads() == 0);
+}
+
+// The virtual stages split the layers evenly: pp·interleave divides them.
+constexpr bool interleave_splits_layers(const transformer_config& m, int pp, int interleave) {
+    return interleave == 1 || m.layers % (1LL * pp * interleave) == 0;
+}
+
+// Layers on the busiest pipeline stage of an even split.
+constexpr int layers_per_stage(const transformer_config& m, int pp) { return (m.layers + pp - 1) / pp; }
+
+// Layers on the first, on each middle and on the last pipeline stage (pp = 1: the one
+// stage is first and last). An even split gives every stage ⌈L/p⌉ (the busiest's count;
+// Megatron-LM needs p to divide L). With first_stage_layers or last_stage_layers set,
+// the other stages share what is left evenly; stages = 0 when that does not split.
+struct pipeline_split {
+    int first = 0, middle = 0, last = 0;
+    constexpr bool valid() const { return first >= 1 && middle >= 0 && last >= 1; }
+};
+
+constexpr pipeline_split pipeline_split_of(const transformer_config& m, const parallel_layout& p) {
+    if (p.pp == 1) return {m.layers, 0, m.layers};
+    const int even = layers_per_stage(m, p.pp);
+    if (p.first_stage_layers == 0 && p.last_stage_layers == 0) return {even, even, even};
+    const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+    const long long rest = 1LL * m.layers - p.first_stage_layers - p.last_stage_layers;
+    if (others == 0 ? rest != 0 : (rest < others || rest % others != 0)) return {0, 0, 0};
+    const int middle = others == 0 ? 0 : int(rest / others);
+    return {p.first_stage_layers > 0 ? p.first_stage_layers : middle, middle,
+            p.last_stage_layers > 0 ? p.last_stage_layers : middle};
+}
+
+// The layout must fit the model: heads split over tp, layers over pp·interleave.
+constexpr void validate(const parallel_layout& p, const transformer_config& m) {
+    validate(p);
+    require(m.heads % p.tp == 0, "tp", p.tp, "must divide the number of attention heads");
+    require(tp_splits_heads(m, p.tp), "tp", p.tp, "must divide the number of kv heads (or be a multiple of it)");
+    // Every rank holds at least one column of the FFN and of the output layer, and the
+    // attention GEMMs' batch (micro-batch × heads per rank) stays within a GEMM's sizes
+    // (workload/ops.hpp validate(gemm_shape)).
+    require(p.tp <= m.ffn_hidden, "tp", p.tp,
+            "must not exceed the model's ffn_hidden (each rank holds a part of the FFN)");
+    require(p.tp <= m.vocab, "tp", p.tp,
+            "must not exceed the vocabulary (each rank holds a part of the output layer)");
+    require(double(p.micro_batch) * (m.heads / p.tp) <= limits::max_op_size, "batch", p.micro_batch,
+            "micro-batch x heads per tensor-parallel rank must be at most 2^31 (the attention GEMMs' batch)");
+    require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
+    require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
+            "pp x interleave must divide the number of layers");
+    if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+        const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+        if (!pipeline_split_of(m, p).valid())
+            detail::fail(p.last_stage_layers > 0 ? "last_stage_layers" : "first_stage_layers",
+                         p.last_stage_layers > 0 ? p.last_stage_layers : p.first_stage_layers,
+                         others == 0 ? "with the first stage's, must add up to the " + std::to_string(m.layers) +
+                                           " layers (pp 2)"
+                                     : "leaves layers that do not split evenly, at least one each, over the other " +
+                                           std::to_string(others) + " stage(s) of " + std::to_string(m.layers));
+    }
+}
+
+}  // namespace trainperf

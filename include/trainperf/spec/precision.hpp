@@ -1,0 +1,290 @@
+// Precision recipes: which format the GEMMs run in and which format each piece of
+// training state is stored in. A recipe fixes bytes per parameter for weights,
+// gradients and the master copy; the optimizer's own state is in spec/optimizer.hpp.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "../core/attributes.hpp"
+#include "../core/dtype.hpp"
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+#include "hardware.hpp"
+
+namespace trainperf {
+
+// fp16-amp and bf16-amp are torch.autocast as the Hugging Face Trainer runs it with
+// --fp16 / --bf16 (fp32 parameters, no master copy); fp16-pure is a model converted
+// with .half(), the fp16 analogue of bf16-pure.
+enum class precision_kind { fp32, tf32, bf16, fp16, bf16_pure, fp8, fp16_amp, bf16_amp, fp16_pure };
+
+template <>
+struct enum_names<precision_kind> {
+    static constexpr std::array<enum_name<precision_kind>, 9> table{{{precision_kind::fp32, "fp32"},
+                                                                     {precision_kind::tf32, "tf32"},
+                                                                     {precision_kind::bf16, "bf16"},
+                                                                     {precision_kind::fp16, "fp16"},
+                                                                     {precision_kind::bf16_pure, "bf16-pure"},
+                                                                     {precision_kind::fp8, "fp8"},
+                                                                     {precision_kind::fp16_amp, "fp16-amp"},
+                                                                     {precision_kind::bf16_amp, "bf16-amp"},
+                                                                     {precision_kind::fp16_pure, "fp16-pure"}}};
+    // Explicit spellings of the mixed recipes, and torch's name for autocast.
+    static constexpr std::array<enum_name<precision_kind>, 4> aliases{{{precision_kind::bf16, "bf16-mixed"},
+                                                                       {precision_kind::fp16, "fp16-mixed"},
+                                                                       {precision_kind::fp16_amp, "fp16-autocast"},
+                                                                       {precision_kind::bf16_amp, "bf16-autocast"}}};
+};
+
+inline constexpr auto all_precisions = enum_values<precision_kind>();
+
+// How NVIDIA Transformer Engine picks the per-tensor scale of an FP8 tensor (NVIDIA
+// Transformer Engine, docs/features/low_precision_training, @d0067d0d):
+//   delayed (DelayedScaling, TE's default recipe): the scale comes from a history of
+//     past amaxes (amax_history_len 1024, algo "max"); the cast computes the new amax
+//     as it goes, so each quantization reads its tensor once;
+//   current (Float8CurrentScaling): the scale is fp8_max / amax of the tensor itself,
+//     computed on the fly: one read for the amax, one for the cast.
+enum class fp8_scaling { delayed, current };
+
+template <>
+struct enum_names<fp8_scaling> {
+    static constexpr std::array<enum_name<fp8_scaling>, 2> table{
+        {{fp8_scaling::delayed, "delayed"}, {fp8_scaling::current, "current"}}};
+};
+
+struct precision_recipe {
+    precision_kind kind = precision_kind::fp32;
+    std::string_view name = "fp32";
+    dtype math = dtype::fp32;             // GEMM math mode (tensor-core dtype)
+    dtype weights = dtype::fp32;          // weights as the model holds them (autocast: the fp32 parameters)
+    dtype gradients = dtype::fp32;        // gradient storage (DeepSpeed/Megatron: fp32 main grads)
+    bool fp32_master = false;             // separate fp32 master copy updated by the optimizer
+    dtype activations = dtype::fp32;      // activations kept for backward (autocast: what the GEMMs keep)
+    dtype optimizer_state = dtype::fp32;  // moments (pure 16-bit keeps them in 2 B too)
+    bool loss_scaling = false;            // fp16 needs a dynamic loss scale (range, not memory)
+    // torch.autocast: the parameters stay fp32 and each op casts its inputs to the
+    // format its list gives it (activation_formats_of); the weights are cast to
+    // `math` once per forward and those copies live until backward has used them.
+    bool autocast = false;
+    // fp8 (math fp8): how the scales are chosen, and whether the GPU's FP8 GEMM needs
+    // a transposed FP8 copy of each operand it reads column-wise (Hopper and Ada: the
+    // FP8 GEMM is TN-only; Blackwell, compute capability 10.0 and up, reads them
+    // natively). precision_on() sets the latter from the GPU; true is the Hopper case.
+    fp8_scaling scaling = fp8_scaling::delayed;
+    bool fp8_transposes = true;
+};
+
+// The standard recipes. Mixed precision follows Micikevicius et al. 2018 ("Mixed
+// Precision Training", ICLR): 16-bit weights, activations and gradients, fp32 master
+// weights and fp32 optimizer state. fp8 follows NVIDIA Transformer Engine as used by
+// Megatron-LM: fp8 GEMMs, bf16 working weights and activations, fp32 master.
+//
+// Automatic mixed precision (fp16-amp, bf16-amp) follows PyTorch's torch.autocast as
+// the Hugging Face Trainer uses it with --fp16 / --bf16 (half_precision_backend
+// "cuda_amp"; a GradScaler only for fp16): the model's parameters stay fp32 and so do
+// their gradients ("gradients are always kept in fp32", transformers
+// docs/source/en/model_memory_anatomy.md@249ef816; GradScaler.unscale_ refuses fp16
+// gradients, PyTorch torch/cuda/amp/grad_scaler.py@02f1c1a5); there is no separate
+// master copy, the optimizer updates the fp32 parameters and keeps fp32 state. GEMMs
+// run in 16 bits on cast copies of their inputs (the lower_precision_fp list, PyTorch
+// docs/source/amp.rst@0137a5f1, aten/src/ATen/autocast_mode.cpp@008ec6b1). Activations
+// are mixed: activation_formats_of.
+//
+// fp16-pure: a model converted with .half(), no autocast and no master copy; fp16
+// gradients, and fp16 AdamW moments because torch.optim creates its state like the
+// parameter (zeros_like(p), PyTorch torch/optim/adamw.py@002d2f0b). No loss scaling:
+// the GradScaler raises "Attempting to unscale FP16 gradients" (PyTorch
+// torch/cuda/amp/grad_scaler.py@02f1c1a5).
+constexpr precision_recipe recipe(precision_kind k) {
+    switch (k) {
+        case precision_kind::fp32:
+            return {.kind = k, .name = to_string(k)};
+        case precision_kind::tf32:
+            return {.kind = k, .name = to_string(k), .math = dtype::tf32};
+        case precision_kind::bf16:
+            return {.kind = k, .name = to_string(k), .math = dtype::bf16, .weights = dtype::bf16,
+                    .gradients = dtype::bf16, .fp32_master = true, .activations = dtype::bf16};
+        case precision_kind::fp16:
+            return {.kind = k, .name = to_string(k), .math = dtype::fp16, .weights = dtype::fp16,
+                    .gradients = dtype::fp16, .fp32_master = true, .activations = dtype::fp16,
+                    .loss_scaling = true};
+        case precision_kind::bf16_pure:
+            return {.kind = k, .name = to_string(k), .math = dtype::bf16, .weights = dtype::bf16,
+                    .gradients = dtype::bf16, .fp32_master = false, .activations = dtype::bf16,
+                    .optimizer_state = dtype::bf16};
+        case precision_kind::fp8:
+            return {.kind = k, .name = to_string(k), .math = dtype::fp8, .weights = dtype::bf16,
+                    .gradients = dtype::bf16, .fp32_master = true, .activations = dtype::bf16};
+        case precision_kind::fp16_amp:
+            return {.kind = k, .name = to_string(k), .math = dtype::fp16, .weights = dtype::fp32,
+                    .gradients = dtype::fp32, .fp32_master = false, .activations = dtype::fp16,
+                    .optimizer_state = dtype::fp32, .loss_scaling = true, .autocast = true};
+        case precision_kind::bf16_amp:
+            return {.kind = k, .name = to_string(k), .math = dtype::bf16, .weights = dtype::fp32,
+                    .gradients = dtype::fp32, .fp32_master = false, .activations = dtype::bf16,
+                    .optimizer_state = dtype::fp32, .loss_scaling = false, .autocast = true};
+        case precision_kind::fp16_pure:
+            return {.kind = k, .name = to_string(k), .math = dtype::fp16, .weights = dtype::fp16,
+                    .gradients = dtype::fp16, .fp32_master = false, .activations = dtype::fp16,
+                    .optimizer_state = dtype::fp16};
+    }
+    return {};
+}
+
+// Whether the recipe runs the Linear layers' GEMMs in FP8 (Transformer Engine): QKV,
+// attention-out and the FFN projections, forward, dgrad and wgrad. The attention
+// core stays 16-bit (TE's fp8_dpa and fp8_mha default to False), and so does the
+// output head (ASSUMPTION: Megatron-Core builds its output layer outside TE's FP8
+// region and keeps it in bf16; not cited from its code).
+constexpr bool fp8_linears(const precision_recipe& r) { return r.math == dtype::fp8; }
+
+// The math of the GEMMs the recipe keeps out of FP8 (the attention core, the head):
+// the 16-bit activation format under fp8, else the recipe's math.
+constexpr dtype high_precision_math(const precision_recipe& r) {
+    return fp8_linears(r) ? r.activations : r.math;
+}
+
+// Whether the GPU's FP8 GEMM needs transposed FP8 copies: Hopper's (and Ada's) FP8
+// GEMM is TN-only, so TE makes both X and Xᵀ (W and Wᵀ, dY and dYᵀ); Blackwell
+// (compute capability 10.0 and up) reads column-wise operands natively (NVIDIA
+// Transformer Engine, docs/features/low_precision_training, @d0067d0d). ASSUMPTION: a
+// GPU without an NVIDIA compute capability (0) is taken as needing them.
+constexpr bool fp8_needs_transposes(const gpu_spec& g) { return g.compute_capability < 100; }
+
+// The recipe as it runs on the GPU: fp8's transposed copies where the GPU needs them.
+constexpr precision_recipe precision_on(precision_recipe r, const gpu_spec& g) {
+    r.fp8_transposes = fp8_needs_transposes(g);
+    return r;
+}
+
+// Bytes per element of one FP8 quantization of a tensor stored in `from` bytes: it
+// reads the tensor once with delayed scaling, twice with current scaling (the amax
+// pass, then the cast), and writes the 1-byte FP8 copy, plus the 1-byte transposed
+// copy where the GPU needs it (one fused cast-transpose kernel). NVIDIA Transformer
+// Engine, docs/features/low_precision_training, @d0067d0d. E.g. a bf16 tensor on
+// Hopper: delayed 2 + 1 + 1 = 4 B, current 2·2 + 1 + 1 = 6 B; Blackwell 3 B and 5 B.
+constexpr double fp8_quantization_bytes_per_element(fp8_scaling scaling, bool transposes, double from) {
+    const double reads = scaling == fp8_scaling::current ? 2.0 : 1.0;
+    return reads * from + size_of(dtype::fp8) * (transposes ? 2.0 : 1.0);
+}
+
+// Kernels of one quantization: the cast (fused with its transpose), and with current
+// scaling the amax reduction before it. ASSUMPTION: one kernel each (TE launches a
+// separate amax kernel for current scaling; its scale computation is folded in).
+constexpr double fp8_quantization_launches(fp8_scaling scaling) {
+    return scaling == fp8_scaling::current ? 2.0 : 1.0;
+}
+
+// Delayed scaling's amax history: amax_history_len 1024 entries per scaled tensor
+// (NVIDIA Transformer Engine, DelayedScaling defaults, docs/features/
+// low_precision_training, @d0067d0d), 3 tensors per FP8 GEMM in forward (input,
+// weight, output) and 2 in backward (output gradient, input gradient), fp32 each.
+inline constexpr double fp8_amax_history_length = 1024;
+inline constexpr double fp8_forward_scaled_tensors_per_gemm = 3;
+inline constexpr double fp8_backward_scaled_tensors_per_gemm = 2;
+
+// Bytes per FP8 weight parameter of the FP8 copies Transformer Engine keeps of the
+// Linear weights for the step: 1 B, and 1 B more for the transpose where the GPU
+// needs it; 0 for other recipes.
+constexpr double fp8_weight_copy_bytes_per_parameter(const precision_recipe& r) {
+    return fp8_linears(r) ? size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0) : 0.0;
+}
+
+// The format of each kind of activation a layer produces. Without autocast every
+// activation has the recipe's one format. Under torch.autocast (PyTorch
+// docs/source/amp.rst@0137a5f1, aten/src/ATen/autocast_mode.cpp@008ec6b1), applied to
+// Hugging Face GPT-2 and BERT (transformers
+// src/transformers/models/gpt2/modeling_gpt2.py@0010f602,
+// src/transformers/models/bert/modeling_bert.py@004ad5f5):
+//   - GEMMs (linear, addmm, matmul: the lower_precision_fp list) cast every input to
+//     16 bits before autograd records, so what they keep for backward is 16-bit, and
+//     their outputs are 16-bit;
+//   - layer_norm is on the fp32 list: it reads and writes fp32;
+//   - softmax is on the fp32 list (re-called with dtype=float): it writes fp32;
+//   - adds of a 16-bit and an fp32 tensor run in fp32 and write fp32, so the residual
+//     stream (fp32 embeddings + 16-bit branch outputs) is fp32;
+//   - pow is on the fp32 list, so GPT-2's gelu_new (transformers
+//     src/transformers/activations.py@00e12e7c: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·
+//     pow(x, 3))))) runs in fp32 from pow on.
+// Activations are not cached: each use of an fp32 activation by a GEMM casts it again.
+struct activation_formats {
+    dtype gemm_inputs = dtype::fp32;        // GEMM inputs and outputs, dropout outputs fed to a GEMM
+    dtype residual = dtype::fp32;           // residual stream: norm inputs, layer inputs, stage sends
+    dtype norm_output = dtype::fp32;        // layer-norm outputs
+    dtype softmax_output = dtype::fp32;     // attention probabilities as softmax writes them
+    dtype elementwise_chain = dtype::fp32;  // a Python-op chain with an fp32-list op in it (gelu_new)
+    // fp8 (Transformer Engine): bytes per element a Linear GEMM keeps of its input for
+    // backward, its FP8 copy (1 B) and on Hopper the transposed one (1 B) the wgrad
+    // reads; 0: the input is kept in gemm_inputs.
+    double fp8_linear_inputs = 0;
+
+    constexpr bool mixed() const {
+        return residual != gemm_inputs || norm_output != gemm_inputs || softmax_output != gemm_inputs ||
+               elementwise_chain != gemm_inputs;
+    }
+};
+
+constexpr activation_formats uniform_activation_formats(dtype t) { return {t, t, t, t, t}; }
+
+constexpr activation_formats activation_formats_of(dtype activations, bool autocast) {
+    if (!autocast) return uniform_activation_formats(activations);
+    return {.gemm_inputs = activations, .residual = dtype::fp32, .norm_output = dtype::fp32,
+            .softmax_output = dtype::fp32, .elementwise_chain = dtype::fp32};
+}
+
+// fp8: the inputs of the Linear GEMMs are kept in FP8 (fp8_weight_copy_bytes_per_parameter's
+// 1 or 2 B per element, the same count), the rest in 16 bits.
+constexpr activation_formats activation_formats_of(const precision_recipe& r) {
+    activation_formats x = activation_formats_of(r.activations, r.autocast);
+    if (fp8_linears(r)) x.fp8_linear_inputs = size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
+    return x;
+}
+
+// DeepSpeed and Megatron-LM accumulate gradients in fp32 ("main grads") even when
+// the working weights are 16-bit: 4 B of gradient per parameter instead of 2.
+constexpr precision_recipe with_fp32_gradients(precision_recipe r) {
+    r.gradients = dtype::fp32;
+    return r;
+}
+
+constexpr precision_recipe parse_precision(std::string_view s) {
+    return recipe(parse_enum<precision_kind>("precision", s));
+}
+
+// Bytes per parameter of weights + gradients + master copy (no optimizer state).
+constexpr double model_state_bytes_per_parameter(const precision_recipe& r) {
+    return size_of(r.weights) + size_of(r.gradients) + (r.fp32_master ? size_of(dtype::fp32) : 0.0);
+}
+
+// Bytes per cast parameter of autocast's 16-bit weight copies, 0 without autocast.
+// autocast casts an fp32 parameter (an fp32 leaf that requires grad, not a view) to
+// 16 bits once per autocast region and caches the copy until the outermost region
+// exits (PyTorch aten/src/ATen/autocast_mode.cpp@008ec6b1,
+// torch/amp/autocast_mode.py@00021b13); autograd keeps the copies the GEMMs saved
+// until backward has used them, so they are live at the end of forward: the model is
+// held "in both 16-bit and 32-bit precision (1.5x the original model)" (transformers
+// docs/source/en/perf_train_gpu_one.md@04b696ac), 4 + 2 = 6 B of weights per
+// parameter (transformers docs/source/en/model_memory_anatomy.md@249ef816).
+constexpr double weight_copy_bytes_per_parameter(const precision_recipe& r) {
+    return r.autocast ? size_of(r.math) : 0.0;
+}
+
+namespace precision_detail {
+[[noreturn]] TRAINPERF_COLD inline void unsupported(const gpu_spec& gpu, const precision_recipe& r) {
+    const std::string why = "not supported by " + std::string(gpu.name) + " (no " +
+                            std::string(to_string(r.math)) +
+                            (r.math == dtype::fp32 ? " math units)" : " tensor cores)");
+    detail::fail("precision", r.name, why);
+}
+}  // namespace precision_detail
+
+// Throws "precision = bf16: not supported by v100-sxm2-32gb (no bf16 tensor cores)"
+// when the GPU has no math units for the recipe's GEMM dtype.
+constexpr void check_supported(const gpu_spec& gpu, const precision_recipe& r) {
+    if (!gpu.supports(r.math)) precision_detail::unsupported(gpu, r);
+}
+
+}  // namespace trainperf

@@ -1,0 +1,178 @@
+// A training setup: everything one prediction depends on — one system, one model,
+// one precision recipe and optimizer, one parallel layout, one software profile —
+// and its validation. Specs only: no cost is computed here.
+#pragma once
+
+#include <optional>
+
+#include "../core/error.hpp"
+#include "../core/limits.hpp"
+#include "../core/units.hpp"
+#include "finetune.hpp"
+#include "framework.hpp"
+#include "hardware.hpp"
+#include "kernel_params.hpp"
+#include "links.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "parallel.hpp"
+#include "precision.hpp"
+
+namespace trainperf {
+
+struct training_setup {
+    cluster_spec cluster{};
+    transformer_config model{};
+    precision_recipe precision = recipe(precision_kind::bf16);
+    optimizer_kind optimizer = optimizer_kind::adamw;
+    finetune_spec finetune{};                     // which parameters train (default: all)
+    parallel_layout layout{};
+    int seq = 0;                                  // 0: the model's max_seq
+    framework_profile framework = megatron_profile;
+    std::optional<kernel_params> kernels;         // empty: the GPU architecture's defaults
+    // The input pipeline per step (cost/input_pipeline.hpp's first two stages): reading the
+    // global batch's share of one GPU from storage and copying it to the device. With
+    // prefetching they overlap the step and only what exceeds it is exposed.
+    seconds data_loading = seconds_of(0.0);
+    seconds host_to_device = seconds_of(0.0);
+    bool prefetch = true;
+    // The host side of optimizer offload (its cores, SIMD width, clock and DRAM
+    // bandwidth) is the node's: cluster.host (spec/host.hpp).
+};
+
+// The kernel-model parameters in force: calibrated ones when given, else the
+// defaults of the GPU's compute capability.
+constexpr kernel_params kernel_params_of(const training_setup& s) {
+    return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu);
+}
+
+constexpr int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : s.model.max_seq; }
+
+// The recipe as the framework stores it on the setup's GPU: fp32 main gradients where
+// it keeps them, fp8's transposed copies where the GPU needs them (precision_on).
+constexpr precision_recipe stored_precision(const training_setup& s) {
+    return precision_on(s.framework.fp32_gradient_accumulation ? with_fp32_gradients(s.precision) : s.precision,
+                        s.cluster.gpu);
+}
+
+// The format gradients are accumulated and reduced in: fp32 main gradients, or the
+// recipe's own format (16-bit in the mixed and pure 16-bit recipes). Megatron-LM with
+// --bf16 keeps fp32 main gradients unless --grad-reduce-in-bf16 is given
+// (megatron/training/arguments.py@d98e8a64); Megatron-Core's
+// DistributedDataParallelConfig.grad_reduce_in_fp32 defaults to False, and NeMo's
+// bf16 mixed-precision plugin sets it to True (nemo/lightning/pytorch/plugins/
+// mixed_precision.py@8cfedd72) while its performance recipes set it back to False.
+constexpr void set_gradient_format(training_setup& s, dtype gradients) {
+    require(gradients == dtype::fp32 || gradients == s.precision.gradients, "grad_reduce_dtype",
+            to_string(gradients),
+            "must be fp32 or the recipe's own gradient format (the weights' 16-bit format in the mixed and pure "
+            "16-bit recipes; fp32 otherwise)");
+    s.framework.fp32_gradient_accumulation = gradients == dtype::fp32;
+}
+
+// Whether data-parallel gradient sync overlaps backward: the layout's choice, or the
+// framework's habit. With optimizer offload this is DeepSpeed's overlap_comm: the
+// gradient copies to the host overlap backward too, and it keeps two reduce buckets.
+constexpr bool overlaps_data_parallel_sync(const parallel_layout& l, const framework_profile& fw) {
+    switch (l.dp_overlap) {
+        case dp_overlap_mode::on: return true;
+        case dp_overlap_mode::off: return false;
+        case dp_overlap_mode::framework: break;
+    }
+    return fw.overlap_data_parallel_sync;
+}
+
+constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
+    return overlaps_data_parallel_sync(s.layout, s.framework);
+}
+
+// Whether tensor-parallel communication overlaps the GEMMs (the framework's
+// tensor_parallel_overlap): Megatron-Core requires sequence parallelism for it
+// (--tp-comm-overlap asserts --sequence-parallel), and it needs tp > 1.
+constexpr bool overlaps_tensor_parallel(const training_setup& s) {
+    return s.framework.tensor_parallel_overlap && s.layout.sp && s.layout.tp > 1;
+}
+
+// GPUs of one node that run at the same time, and so share its host: the node's GPUs,
+// or all of the job's when it uses fewer.
+constexpr int gpus_sharing_a_host(const training_setup& s) {
+    return s.layout.gpus() < s.cluster.gpus_per_node ? s.layout.gpus() : s.cluster.gpus_per_node;
+}
+
+// What the setup's model and optimizer hold whatever the layout. Fine-tuning with
+// adapters trains only them: the optimizer state is theirs (fp32, spec/finetune.hpp), and
+// the trainable parameters and tensors are the adapters' A and B of every layer.
+namespace setup_detail {
+// For a setup already validated (validate(s)).
+constexpr model_state model_state_of(const training_setup& s) {
+    model_state r = optimizer_detail::model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
+    if (s.finetune.freezes_base()) {
+        r.trainable_parameters = adapter_parameters(s.model, s.finetune);
+        r.trainable_tensors = 2 * s.model.layers * adapted_matrices_per_layer(s.model, s.finetune);
+        r.optimizer_state = adapter_optimizer_state_bytes(s.optimizer, s.model, s.finetune);
+    }
+    return r;
+}
+}  // namespace setup_detail
+
+constexpr model_state model_state_of(const training_setup& s) {
+    validate(s.model);
+    if (s.finetune.freezes_base()) validate(s.finetune);
+    return setup_detail::model_state_of(s);
+}
+
+constexpr void validate(const training_setup& s) {
+    validate(s.cluster);
+    validate(s.model);
+    validate(s.layout, s.model);
+    validate(s.framework);
+    if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
+    validate(s.finetune);
+    check_supported(s.cluster.gpu, s.precision);
+    const auto& l = s.layout;
+    require(l.interleave <= s.model.layers, "interleave", l.interleave, "must not exceed the number of layers");
+    require(s.seq >= 0, "seq", s.seq, "must not be negative (0: the model's max_seq)");
+    require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
+    require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
+    require(1LL * l.micro_batch * sequence_length(s) <= limits::max_micro_batch_tokens, "batch", l.micro_batch,
+            "micro-batch x seq must be at most 2^31 tokens");
+    require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
+            "seq", sequence_length(s), "exceeds the model's learned position table (max_seq)");
+    require_cp_splits_sequence(sequence_length(s), l.cp);
+    require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
+    require(l.tp <= s.cluster.gpus_per_node, "tp", l.tp,
+            "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
+    require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
+            "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
+    require_in(s.data_loading.value(), limits::step_time, "data_loading_s");
+    require_in(s.host_to_device.value(), limits::step_time, "host_to_device_s");
+    require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
+            "optimizer", "this GPU has no host link (gpu.host_link) to copy gradients and weights over");
+    require(!(s.finetune.freezes_base() && l.offload == offload_mode::optimizer), "offload", "optimizer",
+            "is not modelled with lora or qlora (the adapters' optimizer state is small)");
+    // CUDA graphs capture a layer's kernels once; what changes from one run to the next
+    // cannot be captured (spec/framework.hpp cuda_graphs).
+    if (s.framework.cuda_graphs) {
+        require(l.recompute != recompute_mode::full, "cuda_graphs", "on",
+                "cannot be used with full recompute (Megatron-Core captures layers, not checkpoints)");
+        require(l.offload == offload_mode::none, "cuda_graphs", "on", "cannot be used with optimizer offload");
+        require(l.zero < 3, "cuda_graphs", "on", "cannot be used with ZeRO-3 (its per-layer gathers are not captured)");
+    }
+    // The only projection a model can lack is the gate (no SwiGLU): targets that adapt
+    // nothing are exactly {gate}.
+    require(!s.finetune.freezes_base() || adapted_matrices_per_layer(s.model, s.finetune) > 0, "lora_targets",
+            "gate", "names no projection this model has (it has no gate without SwiGLU)");
+    // A fused attention kernel's head size (workload/ops.hpp validate(attention_op)).
+    require(!s.framework.flash_attention || s.model.head_dim() <= limits::max_attention_head_dim,
+            "attention_head_dim", s.model.head_dim(),
+            "must be at most 4096 with a fused attention kernel (the framework's flash_attention)");
+    // An adapter's GEMMs run on the projection's part per rank (workload/stage.hpp
+    // for_each_adapter_op): at least one column of it.
+    if (s.finetune.freezes_base())
+        for (const lora_matrix& x : lora_matrices(s.model))
+            if (x.present && s.finetune.adapts(x.target))
+                require((x.column_parallel ? x.d_out : x.d_in) >= l.tp, "tp", l.tp,
+                        "must not exceed the width of an adapted projection's part per rank (lora_targets)");
+}
+
+}  // namespace trainperf

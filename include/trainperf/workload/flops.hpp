@@ -1,0 +1,217 @@
+// FLOP counts of training a transformer: the seed formula used for reported
+// TFLOP/s (comparable with published benchmarks), Narayanan et al.'s closed form, and
+// exact per-op GEMM counts (GQA, SwiGLU, untied heads, causal attention) used for
+// the step-time model and MFU/HFU.
+#pragma once
+
+#include "../core/error.hpp"
+#include "../core/units.hpp"
+#include "../spec/finetune.hpp"
+#include "../spec/model.hpp"
+#include "../spec/parallel.hpp"
+
+namespace trainperf {
+
+namespace flops_detail {
+constexpr void check_seq(const transformer_config& m, int seq) {
+    validate(m);
+    require(seq >= 1, "seq", seq, "must be at least 1");
+}
+}  // namespace flops_detail
+
+// ---- Seed formula (docs/memory.md §FLOPs) ------------------------------------
+// Per sample of s tokens, n layers, hidden h, vocab v:
+//   attention = 4·h·s² + 8·s·h²   (QKV + output projection 8·s·h², scores + context 4·h·s²)
+//   ffn       = 16·s·h²           (two h × 4h matrices)
+//   embed     = 2·s·h·v           (the logits GEMM)
+//   forward   = n·(attention + ffn) + embed
+// Training is 3 × forward (backward = 2 × forward); full recompute repeats the
+// forward: 4 × forward. Selective recompute (Korthikanti et al. 2022) repeats only
+// the attention core: 3 × forward + n·4·h·s².
+constexpr flops seed_attention_flops(const transformer_config& m, int seq) {
+    flops_detail::check_seq(m, seq);
+    const double h = m.hidden, s = seq;
+    return flops_of(4 * h * s * s + 8 * s * h * h);
+}
+
+constexpr flops seed_ffn_flops(const transformer_config& m, int seq) {
+    flops_detail::check_seq(m, seq);
+    const double h = m.hidden, s = seq;
+    return flops_of(16 * s * h * h);
+}
+
+constexpr flops seed_embedding_flops(const transformer_config& m, int seq) {
+    flops_detail::check_seq(m, seq);
+    return flops_of(2.0 * seq * m.hidden * double(m.vocab));
+}
+
+constexpr flops forward_flops_per_sample(const transformer_config& m, int seq) {
+    return double(m.layers) * (seed_attention_flops(m, seq) + seed_ffn_flops(m, seq)) +
+           seed_embedding_flops(m, seq);
+}
+
+constexpr flops training_flops_per_sample(const transformer_config& m, int seq,
+                                          recompute_mode r = recompute_mode::none) {
+    const flops forward = forward_flops_per_sample(m, seq);
+    switch (r) {
+        case recompute_mode::none: return 3.0 * forward;
+        case recompute_mode::selective: {
+            const double h = m.hidden, s = seq;
+            return 3.0 * forward + flops_of(double(m.layers) * 4 * h * s * s);
+        }
+        case recompute_mode::full: return 4.0 * forward;
+    }
+    return 3.0 * forward;
+}
+
+// Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
+// Clusters Using Megatron-LM", SC'21, eq. 3): FLOPs of one batch of B sequences with
+// full recompute, F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)). It equals the seed
+// formula's 4 × forward except that the logits GEMM is counted 3×, not 4×.
+constexpr flops narayanan_training_flops(const transformer_config& m, double batch, int seq) {
+    flops_detail::check_seq(m, seq);
+    require(batch > 0, "batch", batch, "must be positive");
+    const double s = seq, l = m.layers, h = m.hidden, v = m.vocab;
+    return flops_of(96 * batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)));
+}
+
+// ---- Exact per-op GEMM counts ------------------------------------------------
+struct flop_options {
+    // Dense kernels (cuBLAS strided-batched GEMMs, as HF eager attention uses) compute
+    // the full s × s score matrix and mask it afterwards, so causal models cost the
+    // same as bidirectional ones. With causal_savings a kernel that skips masked
+    // blocks (FlashAttention) is assumed: s·(s+1)/2 of s² score entries.
+    bool causal_savings = false;
+};
+
+// Forward GEMM FLOPs of one layer (per sample) and of the output layer.
+struct flop_breakdown {
+    flops qkv = flops_of(0);          // 2·s·h·(q + 2·kv_width), q = heads·head_dim (= h)
+    flops scores = flops_of(0);       // Q·Kᵀ: 2·s²·q
+    flops context = flops_of(0);      // P·V:  2·s²·q
+    flops out_proj = flops_of(0);     // 2·s·q·h
+    flops ffn = flops_of(0);          // 2·s·h·f per matrix: 2 (GELU) or 3 (SwiGLU) matrices
+    flops logits = flops_of(0);       // 2·s·h·V, once per model (tied or untied: same)
+
+    constexpr flops attention_core() const { return scores + context; }
+    constexpr flops layer() const { return qkv + scores + context + out_proj + ffn; }
+};
+
+namespace flops_detail {
+// exact_forward_breakdown for a model and sequence already checked (check_seq).
+constexpr flop_breakdown forward_breakdown(const transformer_config& m, int seq, const flop_options& o = {}) {
+    const double h = m.hidden, s = seq, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
+    const double causal = (o.causal_savings && m.causal) ? (s + 1) / (2 * s) : 1.0;
+    const double ffn_matrices = m.ffn == ffn_kind::swiglu ? 3 : 2;
+    return {.qkv = flops_of(2 * s * h * (q + 2 * kv)),
+            .scores = flops_of(2 * s * s * q * causal),
+            .context = flops_of(2 * s * s * q * causal),
+            .out_proj = flops_of(2 * s * q * h),
+            .ffn = flops_of(ffn_matrices * 2 * s * h * f),
+            .logits = flops_of(2 * s * h * double(m.vocab))};
+}
+}  // namespace flops_detail
+
+constexpr flop_breakdown exact_forward_breakdown(const transformer_config& m, int seq,
+                                                 const flop_options& o = {}) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::forward_breakdown(m, seq, o);
+}
+
+constexpr flops exact_forward_flops_per_sample(const transformer_config& m, int seq,
+                                               const flop_options& o = {}) {
+    const flop_breakdown b = exact_forward_breakdown(m, seq, o);
+    return double(m.layers) * b.layer() + b.logits;
+}
+
+// Backward = dgrad + wgrad = 2 × forward GEMM FLOPs. Recompute repeats the forward
+// of what it recomputes: every layer (full; the logits are not recomputed, as in
+// Megatron-LM) or the attention core (selective).
+constexpr flops exact_training_flops_per_sample(const transformer_config& m, int seq,
+                                                recompute_mode r = recompute_mode::none,
+                                                const flop_options& o = {}) {
+    const flop_breakdown b = exact_forward_breakdown(m, seq, o);
+    const flops forward = double(m.layers) * b.layer() + b.logits;
+    flops repeated = flops_of(0);
+    if (r == recompute_mode::full) repeated = double(m.layers) * b.layer();
+    if (r == recompute_mode::selective) repeated = double(m.layers) * b.attention_core();
+    return 3.0 * forward + repeated;
+}
+
+// Model FLOPs (for MFU) exclude recompute; hardware FLOPs (for HFU) include it.
+constexpr flops model_flops_per_sample(const transformer_config& m, int seq,
+                                       const flop_options& o = {}) {
+    return exact_training_flops_per_sample(m, seq, recompute_mode::none, o);
+}
+
+// ---- MFU by its standard definition ---------------------------------------------
+// PaLM (Chowdhery et al. 2022, "PaLM: Scaling Language Modeling with Pathways",
+// appendix B): a token costs 6·N + 12·L·H·Q·T model FLOPs in training, N the
+// parameters, L layers, H heads of size Q (H·Q = hidden, or wider where the model sets
+// its head size), T the sequence length; no
+// recomputation counted. N here is the parameters that take part in a matmul: every
+// layer's and the output projection over the vocabulary (tied or not); lookups
+// (token, position, segment embeddings) do no matmul. It holds for any FFN width,
+// GQA, SwiGLU or untied head, since N is counted from the model's shapes.
+constexpr double matmul_parameters(const transformer_config& m) {
+    return double(m.layers) * layer_parameters(m) + double(m.vocab) * m.hidden;
+}
+
+namespace flops_detail {
+// The two below for a model and sequence already checked (check_seq): a prediction
+// checks its setup once.
+constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
+    const double t = seq;
+    return flops_of(t * (6.0 * matmul_parameters(m) + 12.0 * m.layers * double(m.q_width()) * t));
+}
+
+constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
+    const flop_breakdown b = forward_breakdown(m, seq);
+    if (r == recompute_mode::full) return double(m.layers) * b.layer();
+    if (r == recompute_mode::selective) return double(m.layers) * b.attention_core();
+    return flops_of(0);
+}
+}  // namespace flops_detail
+
+constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::palm_training_flops_per_sample(m, seq);
+}
+
+// What recomputation adds on top (the forward of what it repeats, exact per-op
+// count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
+constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::recompute_flops_per_sample(m, seq, r);
+}
+
+// FLOPs that run per sample when fine-tuning with adapters (LoRA, QLoRA), on PaLM's
+// count: its 6·N per token is 2·N forward, 2·N input gradients and 2·N weight gradients
+// (N = matmul_parameters); the frozen weights' gradients do not run, so 2·N per token
+// less, and each adapter parameter adds its own forward, dgrad and wgrad, 6 per token
+// (two GEMMs of r·d_in and r·d_out multiply-adds per token each pass), plus its forward
+// again with full recompute. ASSUMPTION: every frozen dgrad runs, the first layer's too
+// (gradient checkpointing in PEFT makes the embeddings' output require grad).
+// MFU keeps PaLM's model FLOPs (6·N, the weight gradients that do not run included),
+// so under fine-tuning it can exceed HFU.
+namespace flops_detail {
+// For a model and sequence already checked (check_seq), as the two above.
+constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, int seq, const finetune_spec& f,
+                                                   recompute_mode r) {
+    const flops full = flops_detail::palm_training_flops_per_sample(m, seq) +
+                       flops_detail::recompute_flops_per_sample(m, seq, r);
+    if (!f.freezes_base()) return full;
+    const double t = seq;
+    const double adapters = adapter_parameters(m, f);
+    const double recomputed = r == recompute_mode::full ? 2.0 * adapters : 0.0;
+    return full - flops_of(t * 2.0 * matmul_parameters(m)) + flops_of(t * (6.0 * adapters + recomputed));
+}
+}  // namespace flops_detail
+
+constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, int seq, const finetune_spec& f,
+                                                   recompute_mode r) {
+    flops_detail::check_seq(m, seq);
+    return flops_detail::finetune_hardware_flops_per_sample(m, seq, f, r);
+}
+
+}  // namespace trainperf
