@@ -273,3 +273,59 @@ TEST_CASE("cards split over two CPU sockets cross the CPUs' link through host me
     dgx.sockets_per_node = 2;
     CHECK(node_ring_link(dgx, 8).kind == link_kind::nvlink);
 }
+
+TEST_CASE("one collective as a user asks for it: the link, the algorithm, the bandwidths", "[comm]") {
+    // Inside one node of 8 over the test link (100 GB/s each way × 0.5, 5 µs), 1 GB all-reduce
+    // by ring: 14 × 5 µs + 2·7/8·1e9 B / 50e9 B/s = 70 µs + 35 ms.
+    const cluster_spec node{.gpu = {}, .gpus_per_node = 8, .intra_node = test_link,
+                            .inter_node = default_link(link_kind::infiniband)};
+    const collective_estimate ring = estimate_collective(collective::all_reduce, gigabytes_of(1.0), 8, node);
+    CHECK(ring.time.value() == Approx(70e-6 + 0.035).epsilon(1e-12));
+    CHECK(ring.algorithm == "ring");
+    CHECK(!ring.across_nodes());
+    CHECK(!ring.flat_ring);
+    CHECK(ring.algorithm_bandwidth().value() == Approx(1e9 / (70e-6 + 0.035)));
+    CHECK(ring.bus_bandwidth().value() == Approx(1e9 / (70e-6 + 0.035) * 2.0 * 7.0 / 8.0));
+    // The tree: 2·⌈log2 8⌉ = 6 steps + 2·1e9/50e9 = 30 µs + 40 ms.
+    const auto tree = estimate_collective(collective::all_reduce, gigabytes_of(1.0), 8, node, collective_algorithm::tree);
+    CHECK(tree.time.value() == Approx(30e-6 + 0.04).epsilon(1e-12));
+    CHECK(tree.algorithm == "tree");
+    // One GPU moves nothing and reports no bandwidth.
+    const auto one = estimate_collective(collective::all_reduce, gigabytes_of(1.0), 1, node);
+    CHECK(one.time.value() == 0.0);
+    CHECK(one.algorithm_bandwidth().value() == 0.0);
+    // p2p: one latency and the transfer, 5 µs + 1e9/50e9 s.
+    const auto p2p = estimate_collective(collective::p2p, gigabytes_of(1.0), 2, node);
+    CHECK(p2p.time.value() == Approx(5e-6 + 0.02).epsilon(1e-12));
+    CHECK(p2p.algorithm == "p2p");
+
+    // Across 2 nodes of 8: what the engine charges a placed group of 16 consecutive ranks,
+    // with a flat ring beside an all-reduce only.
+    const cluster_spec two = two_level(8);
+    const auto ar = estimate_collective(collective::all_reduce, gigabytes_of(1.0), 16, two);
+    CHECK(ar.across_nodes());
+    CHECK(ar.nodes == 2);
+    CHECK(ar.algorithm == "hierarchical");
+    CHECK(ar.time == hierarchical_all_reduce_time(gigabytes_of(1.0), two, 16));
+    REQUIRE(ar.flat_ring);
+    CHECK(*ar.flat_ring == flat_ring_all_reduce_time(gigabytes_of(1.0), two, 16));
+    const auto ag = estimate_collective(collective::all_gather, gigabytes_of(1.0), 16, two);
+    CHECK(ag.time == collective_time(collective_op{"ag", collective::all_gather, gigabytes_of(1.0), {16, 8}}, two));
+    CHECK(!ag.flat_ring);
+    // One GPU per node: every step on the network, NCCL's faster of ring and tree.
+    const auto spread = estimate_collective(collective::all_reduce, gigabytes_of(1.0), 4, two_level(1));
+    CHECK(spread.algorithm == "auto");
+    CHECK(spread.time == all_reduce_time(gigabytes_of(1.0), 4, inter_node_link(two_level(1)),
+                                         collective_algorithm::automatic));
+
+    // What cannot be asked, each naming the field.
+    CHECK_THROWS_WITH(estimate_collective(collective::p2p, gigabytes_of(1.0), 3, node), Catch::StartsWith("gpus = 3"));
+    CHECK_THROWS_WITH(estimate_collective(collective::reduce_scatter, gigabytes_of(1.0), 8, node,
+                                          collective_algorithm::tree),
+                      Catch::StartsWith("algorithm = tree"));
+    CHECK_THROWS_WITH(estimate_collective(collective::all_reduce, gigabytes_of(1.0), 16, two, collective_algorithm::tree),
+                      Catch::StartsWith("algorithm = tree"));
+    CHECK_THROWS_WITH(estimate_collective(collective::all_reduce, gigabytes_of(1.0), 0, node),
+                      Catch::StartsWith("gpus = 0"));
+    CHECK_THROWS_WITH(estimate_collective(collective::all_reduce, gigabytes_of(1.0), 12, two), Catch::Contains("gpus"));
+}

@@ -102,3 +102,24 @@ TEST_CASE("recompute adds the forward of what it repeats: the training counts' d
     CHECK(recompute_flops_per_sample(gpt2::config, 1024, recompute_mode::full).value() >
           recompute_flops_per_sample(gpt2::config, 1024, recompute_mode::selective).value());
 }
+
+TEST_CASE("the flop summary holds every count side by side, as each function gives it", "[flops]") {
+    const transformer_config m = llama2_7b::config;
+    const flop_options o{.causal_savings = true};
+    const flop_summary f = flop_summary_of(m, 4096, recompute_mode::selective, o);
+    CHECK(f.model == "llama2-7b");
+    CHECK(f.seq == 4096);
+    CHECK(f.causal_savings);
+    CHECK(f.parameters == parameter_count(m));
+    CHECK(f.forward_seed == forward_flops_per_sample(m, 4096));
+    CHECK(f.training_seed == training_flops_per_sample(m, 4096, recompute_mode::selective));
+    CHECK(f.exact_forward == exact_forward_flops_per_sample(m, 4096, o));
+    CHECK(f.exact_training == exact_training_flops_per_sample(m, 4096, recompute_mode::selective, o));
+    CHECK(f.model_flops == model_flops_per_sample(m, 4096, o));
+    CHECK(f.narayanan_full_recompute == narayanan_training_flops(m, 1, 4096));
+    CHECK(f.six_n_tokens.value() == Approx(6.0 * parameter_count(m) * 4096));
+    CHECK(f.exact_forward_layer.layer() == exact_forward_breakdown(m, 4096, o).layer());
+    // Selective recompute repeats the attention core: hardware FLOPs above model FLOPs.
+    CHECK(f.exact_training > f.model_flops);
+    CHECK_THROWS_WITH(flop_summary_of(m, 0, recompute_mode::none), Catch::Contains("seq"));
+}

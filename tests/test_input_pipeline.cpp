@@ -1,4 +1,5 @@
 #include <trainperf/cost/input_pipeline.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -81,4 +82,19 @@ TEST_CASE("bad stage times are rejected", "[pipeline][errors]") {
     CHECK_THROWS_AS(data_loading_time(gigabytes_of(-1), gb_per_second(1)),
                     trainperf::invalid_argument);
     CHECK_THROWS_AS(host_to_device_time(gigabytes_of(1), link_spec{}), trainperf::invalid_argument);
+}
+
+TEST_CASE("a GPU's batch copy goes over its host link, or nowhere where it shares DRAM with the host",
+          "[pipeline]") {
+    // H100 SXM: PCIe Gen5 host link; the same as pricing its link directly.
+    const gpu_spec& h100 = h100_sxm::spec;
+    CHECK(host_to_device_time(megabytes_of(512), h100) == host_to_device_time(megabytes_of(512), h100.host_link));
+    CHECK(host_to_device_time(megabytes_of(512), h100).value() > 0.0);
+    // Jetson Orin NX: the batch is already in the memory the GPU reads.
+    const gpu_spec& orin = jetson_orin_nx_16gb::spec;
+    REQUIRE(orin.memory_shared_with_host);
+    CHECK(host_to_device_time(megabytes_of(512), orin).value() == 0.0);
+    CHECK_THROWS_WITH(host_to_device_time(bytes_of(-1.0), orin), Catch::StartsWith("batch_bytes = -1"));
+    CHECK_THROWS_WITH(host_to_device_time(bytes_of(std::numeric_limits<double>::infinity()), orin),
+                      Catch::StartsWith("batch_bytes"));
 }

@@ -7,8 +7,11 @@
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/cost/memory.hpp>
 #include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/search/fit_table.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <stdexcept>
 
 using namespace trainperf;
@@ -488,4 +491,42 @@ TEST_CASE("a fit verdict's margin, and the assumption that decides a borderline 
     CHECK(at(99.6).decided_by == deciding_assumption::cuda_context);
     CHECK(at(99.4).decided_by == deciding_assumption::none);
     CHECK(to_string(deciding_assumption::allocator_slack) == "allocator-slack");
+}
+
+TEST_CASE("the fit table: the largest micro-batch per recipe the GPU runs and per optimizer", "[memory][fit]") {
+    const training_setup base{.cluster = {.gpu = v100_sxm2_32gb::spec}, .model = gpt, .seq = 1024};
+    const fit_table all = fit_table_of({.base = base});
+    // V100 has no bf16 or tf32 tensor cores and no fp8: those recipes are not columns.
+    for (precision_kind p : all.precisions) CHECK(v100_sxm2_32gb::spec.supports(recipe(p).math));
+    CHECK(std::find(all.precisions.begin(), all.precisions.end(), precision_kind::bf16) == all.precisions.end());
+    CHECK(std::find(all.precisions.begin(), all.precisions.end(), precision_kind::fp16) != all.precisions.end());
+    CHECK(all.optimizers.size() == all_optimizers.size());
+    REQUIRE(all.largest.size() == all.optimizers.size());
+    for (std::size_t i = 0; i < all.optimizers.size(); ++i) {
+        REQUIRE(all.largest[i].size() == all.precisions.size());
+        for (std::size_t j = 0; j < all.precisions.size(); ++j) {
+            training_setup s = base;
+            s.precision = recipe(all.precisions[j]);
+            s.optimizer = all.optimizers[i];
+            CHECK(all.largest[i][j] == max_micro_batch(s));
+        }
+    }
+    CHECK(!all.with_full_recompute);  // full fine-tuning: no adapter recipe to add
+
+    training_setup lora = base;
+    lora.precision = recipe(precision_kind::fp16);
+    lora.optimizer = optimizer_kind::adamw;
+    lora.finetune = {.mode = finetune_mode::lora};
+    const fit_table one = fit_table_of({.base = lora, .only_base_precision = true, .only_base_optimizer = true});
+    REQUIRE(one.precisions == std::vector{precision_kind::fp16});
+    REQUIRE(one.optimizers == std::vector{optimizer_kind::adamw});
+    REQUIRE(one.with_full_recompute);
+    training_setup checkpointed = lora;
+    checkpointed.layout.recompute = recompute_mode::full;
+    CHECK(*one.with_full_recompute == max_micro_batch(checkpointed));
+    CHECK(*one.with_full_recompute >= one.largest[0][0]);
+
+    training_setup bad = base;
+    bad.layout.tp = 3;  // 16 heads do not split over 3 ranks
+    CHECK_THROWS_AS(fit_table_of({.base = bad}), trainperf::invalid_argument);
 }

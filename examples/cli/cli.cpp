@@ -65,7 +65,8 @@ void check_every_value(CLI::App& app) {
             opt->disable_flag_override();
             return;
         }
-        const bool number = opt->get_type_name() == "FLOAT";
+        // "FLOAT", or "FLOAT:FLOAT in [lo - hi]" once a range check is added.
+        const bool number = opt->get_type_name().rfind("FLOAT", 0) == 0;
         opt->check(
             [number](const std::string& value) -> std::string {
                 if (value.empty()) return "an empty value is not a value (leave the flag out for its default)";

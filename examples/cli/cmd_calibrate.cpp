@@ -50,13 +50,7 @@ void run(const calibrate_options& opt, std::ostream& out) {
     save_calibration(path, {.gpu = file.provenance.gpu, .params = p, .dataset = in.filename().string(),
                             .created = today(), .fit = r.fit, .held_out = r.held_out,
                             .layer_totals = r.layer_totals});
-    if (opt.json) {
-        nlohmann::json j = to_json(r);
-        j["gpu"] = file.provenance.gpu;
-        j["written"] = path.string();
-        print_json(out, j);
-        return;
-    }
+    if (opt.json) return print_json(out, to_json(r, file.provenance.gpu, path.string()));
     out << file.provenance.gpu_name << " (" << file.provenance.gpu << "): " << sweep.size() << " sweep GEMMs, "
         << layers.size() << " layers\n"
         << "fitted: peak_fraction " << fixed(p.peak_fraction, 3) << ", tile " << p.tile_m << "x" << p.tile_n

@@ -6,7 +6,7 @@
 #include <trainperf/cost/comm.hpp>
 #include <trainperf/core/enum_names.hpp>
 #include <trainperf/spec/gpu_catalog.hpp>
-#include <trainperf/io/catalog_json.hpp>
+#include <trainperf/io/comm_json.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/system_json.hpp>
 #include <trainperf/spec/system.hpp>
@@ -47,12 +47,6 @@ std::string link_source_text(const gpu_spec& gpu, link_kind kind, bool measured)
     return measured ? s + ", measured bandwidth (--link-bandwidth)" : s;
 }
 
-nlohmann::json link_json(const link_spec& l, const std::string& source) {
-    nlohmann::json j = to_json(l);
-    j["source"] = source;
-    return j;
-}
-
 std::string describe(const link_spec& l) {
     return fixed(l.per_direction.value() / 1e9, 2) + " GB/s per direction (" +
            fixed(l.total().value() / 1e9, 2) + " GB/s total) x efficiency " +
@@ -74,11 +68,6 @@ void run(const comm_options& o, std::ostream& out) {
     const collective c = parse_enum<collective>("collective", o.collective);
     const collective_algorithm algorithm = parse_enum<collective_algorithm>("algorithm", o.algorithm);
     const bytes size = parse_bytes("--bytes", o.bytes);
-    if (o.gpus < 1) throw usage_error("--gpus = " + std::to_string(o.gpus) + ": must be at least 1");
-    if (c == collective::p2p && o.gpus != 2)
-        throw usage_error("--gpus = " + std::to_string(o.gpus) + ": p2p is between 2 GPUs");
-    if (algorithm == collective_algorithm::tree && c != collective::all_reduce)
-        throw usage_error("--algorithm = tree: only all-reduce has a tree algorithm");
     if (!o.inter_node_bandwidth.empty() && o.gpus_per_node == 0)
         throw usage_error("--inter-node-bandwidth needs --gpus-per-node");
     if (o.link.empty() && o.gpu.empty() && o.gpu_file.empty() && o.system_file.empty())
@@ -113,71 +102,33 @@ void run(const comm_options& o, std::ostream& out) {
                                : o.link.empty() ? gpu.gpu_link.kind
                                                 : parse_enum<link_kind>("link", o.link),
                                !o.link_bandwidth.empty());
-    const bool multi_node = o.gpus > cluster.gpus_per_node;
-
-    seconds time = seconds_of(0.0);
-    std::optional<seconds> flat;
+    const collective_estimate e = estimate_collective(c, size, o.gpus, cluster, algorithm);
     std::string inter_source;
-    if (multi_node) {
-        if (c != collective::all_reduce)
-            throw usage_error("--collective = " + o.collective +
-                              ": across nodes only all-reduce is modelled");
-        if (algorithm == collective_algorithm::tree)
-            throw usage_error("--algorithm = tree: across nodes the hierarchical all-reduce is used");
+    if (e.across_nodes()) {
         inter_source = system           ? "system " + std::string(system->name) + " (--system-file)"
                        : gpu.name.empty() ? "default for infiniband (HDR)"
                                           : "the adapter of " + std::string(gpu.name) + " systems";
         if (!o.inter_node_bandwidth.empty()) inter_source += ", line rate from --inter-node-bandwidth";
-        time = hierarchical_all_reduce_time(size, cluster, o.gpus);
-        flat = flat_ring_all_reduce_time(size, cluster, o.gpus);
-    } else {
-        // A bridge pairs two cards: a larger ring also crosses PCIe (node_ring_link).
-        time = collective_time(c, size, o.gpus, node_ring_link(cluster, o.gpus), algorithm);
     }
-
-    const double algbw = time.value() > 0 ? size.value() / time.value() : 0.0;
-    const double busbw = algbw * bus_bandwidth_factor(c, o.gpus);
-    const std::string algorithm_name =
-        multi_node ? "hierarchical"
-                   : (c == collective::all_reduce ? std::string(to_string(algorithm)) : "ring");
-
-    if (o.json) {
-        nlohmann::json j{{"collective", std::string(to_string(c))},
-                         {"algorithm", c == collective::p2p ? "p2p" : algorithm_name},
-                         {"bytes", size.value()},
-                         {"gpus", o.gpus},
-                         {"link", link_json(intra, intra_source)},
-                         {"time_seconds", time.value()},
-                         {"algorithm_bandwidth_bytes_per_second", algbw},
-                         {"bus_bandwidth_bytes_per_second", busbw}};
-        if (multi_node) {
-            j["gpus_per_node"] = cluster.gpus_per_node;
-            j["nodes"] = node_count(cluster, o.gpus);
-            j["inter_node_link"] = link_json(cluster.inter_node, inter_source);
-            j["flat_ring_time_seconds"] = flat->value();
-        }
-        print_json(out, j);
-        return;
-    }
-    out << to_string(c) << (c == collective::p2p ? "" : " (" + algorithm_name + ")") << " of "
+    if (o.json) return print_json(out, to_json(e, cluster, intra_source, inter_source));
+    out << to_string(c) << (c == collective::p2p ? "" : " (" + std::string(e.algorithm) + ")") << " of "
         << size_text(size) << " on " << o.gpus << " GPUs\n"
         << "  link:                " << intra_source << '\n'
         << "                       " << describe(intra) << '\n';
-    const int in_node = std::min(o.gpus, cluster.gpus_per_node);
-    if (node_ring_link(cluster, in_node).kind != intra.kind)
-        out << "  ring waits on:       " << describe(node_ring_link(cluster, in_node))
+    if (e.ring_link.kind != intra.kind)
+        out << "  ring waits on:       " << describe(e.ring_link)
             << " (an NVLink bridge joins two cards; the ring crosses PCIe between pairs)\n";
-    if (multi_node)
-        out << "  nodes:               " << node_count(cluster, o.gpus) << " x " << cluster.gpus_per_node
+    if (e.across_nodes())
+        out << "  nodes:               " << e.nodes << " x " << cluster.gpus_per_node
             << " GPUs\n"
             << "  inter-node link:     " << inter_source << '\n'
             << "                       " << describe(cluster.inter_node) << '\n';
-    out << "  time:                " << time_text(time) << '\n'
-        << "  algorithm bandwidth: " << fixed(algbw / 1e9, 2) << " GB/s (bytes / time)\n"
-        << "  bus bandwidth:       " << fixed(busbw / 1e9, 2)
+    out << "  time:                " << time_text(e.time) << '\n'
+        << "  algorithm bandwidth: " << fixed(e.algorithm_bandwidth().value() / 1e9, 2) << " GB/s (bytes / time)\n"
+        << "  bus bandwidth:       " << fixed(e.bus_bandwidth().value() / 1e9, 2)
         << " GB/s (nccl-tests convention: per-GPU link traffic rate)\n";
-    if (flat)
-        out << "  flat ring instead:   " << time_text(*flat) << " (one ring over all "
+    if (e.flat_ring)
+        out << "  flat ring instead:   " << time_text(*e.flat_ring) << " (one ring over all "
             << o.gpus << " GPUs, every step at the slowest link)\n";
 }
 
@@ -188,7 +139,9 @@ const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
     sub->add_option("--algorithm", opt->algorithm, "all-reduce algorithm: " + enum_name_list<collective_algorithm>())
         ->capture_default_str();
     sub->add_option("--bytes", opt->bytes, "buffer size with a unit, e.g. 1.4GB, 512MiB")->required();
-    sub->add_option("--gpus", opt->gpus, "number of GPUs taking part")->required();
+    sub->add_option("--gpus", opt->gpus, "number of GPUs taking part")
+        ->required()
+        ->check(CLI::Range(1, max_gpus));
     auto* link = sub->add_option("--link", opt->link, enum_name_list<link_kind>() + " (default: the GPU's)");
     auto* gpu = sub->add_option("--gpu", opt->gpu, "take link figures from this catalog GPU, e.g. h100-sxm");
     gpu->excludes(sub->add_option("--gpu-file", opt->gpu_file, "... or from this GPU description file"));

@@ -5,7 +5,8 @@
 
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/cost/memory.hpp>
-#include <trainperf/cost/step.hpp>
+#include <trainperf/io/fit_json.hpp>
+#include <trainperf/search/fit_table.hpp>
 
 #include <memory>
 #include <ostream>
@@ -20,43 +21,12 @@ struct fit_options {
 };
 
 void run(const fit_options& opt, std::ostream& out) {
-    const training_setup base = opt.flags.build();
+    const fit_table f = fit_table_of(
+        {.base = opt.flags.build(), .only_base_precision = opt.precision_given, .only_base_optimizer = opt.optimizer_given});
+    if (opt.json) return print_json(out, to_json(f));
+    const training_setup& base = f.base;
     const gpu_spec& gpu = base.cluster.gpu;
     const int seq = sequence_length(base);
-    std::vector<precision_kind> precisions;
-    for (precision_kind p : all_precisions)
-        if (gpu.supports(recipe(p).math) && (!opt.precision_given || p == base.precision.kind)) precisions.push_back(p);
-    std::vector<optimizer_kind> optimizers;
-    for (optimizer_kind k : all_optimizers)
-        if (!opt.optimizer_given || k == base.optimizer) optimizers.push_back(k);
-    // largest[optimizer][precision]
-    std::vector<std::vector<int>> largest;
-    for (optimizer_kind k : optimizers) {
-        largest.emplace_back();
-        for (precision_kind p : precisions) {
-            training_setup s = base;
-            s.precision = recipe(p);
-            s.optimizer = k;
-            largest.back().push_back(max_micro_batch(s));
-        }
-    }
-    if (opt.json) {
-        nlohmann::json rows = nlohmann::json::array();
-        for (std::size_t i = 0; i < optimizers.size(); ++i)
-            for (std::size_t j = 0; j < precisions.size(); ++j)
-                rows.push_back({{"optimizer", std::string(to_string(optimizers[i]))},
-                                {"precision", std::string(to_string(precisions[j]))},
-                                {"max_micro_batch", largest[i][j]}});
-        nlohmann::json j{{"gpu", std::string(gpu.name)}, {"model", std::string(base.model.name)}, {"seq", seq},
-                         {"framework", std::string(base.framework.name)},
-                         {"finetune", std::string(to_string(base.finetune.mode))}, {"fits", rows}};
-        if (base.finetune.freezes_base()) {
-            j["lora_rank"] = base.finetune.rank;
-            j["lora_targets"] = lora_targets_text(base.finetune.targets);
-        }
-        print_json(out, j);
-        return;
-    }
     out << "Largest micro-batch that fits: " << base.model.name << ", seq " << seq << ", on " << gpu.name << " ("
         << fixed(to_gib(usable_memory(gpu, base.framework)).value(), 1) << " GiB usable), " << base.framework.name << ", "
         << describe(base.layout) << " (micro-batch varied)\n";
@@ -68,22 +38,19 @@ void run(const fit_options& opt, std::ostream& out) {
             << (base.finetune.quantized() ? "4-bit NF4 (projections; the rest in 16 bits)" : "16 bits") << "\n";
     out << "0 = not even a micro-batch of 1 fits.\n\n";
     std::vector<std::string> header{"optimizer"};
-    for (precision_kind p : precisions) header.emplace_back(to_string(p));
+    for (precision_kind p : f.precisions) header.emplace_back(to_string(p));
     table t(header);
-    for (std::size_t i = 0; i < optimizers.size(); ++i) {
-        std::vector<std::string> row{std::string(to_string(optimizers[i]))};
-        for (int b : largest[i]) row.push_back(std::to_string(b));
+    for (std::size_t i = 0; i < f.optimizers.size(); ++i) {
+        std::vector<std::string> row{std::string(to_string(f.optimizers[i]))};
+        for (int b : f.largest[i]) row.push_back(std::to_string(b));
         t.add_row(row);
     }
     t.print(out);
     // Fine-tuning recipes checkpoint activations (PEFT's gradient checkpointing): say
     // what the given recipe fits with it when the layout does not recompute.
-    if (base.finetune.freezes_base() && base.layout.recompute != recompute_mode::full) {
-        training_setup s = base;
-        s.layout.recompute = recompute_mode::full;
-        out << "\nWith --recompute full (gradient checkpointing): " << max_micro_batch(s) << " for "
+    if (f.with_full_recompute)
+        out << "\nWith --recompute full (gradient checkpointing): " << *f.with_full_recompute << " for "
             << base.precision.name << " and " << to_string(base.optimizer) << ".\n";
-    }
 }
 
 const command_registration registration{31, [](CLI::App& app, std::ostream& out) {

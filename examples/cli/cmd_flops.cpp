@@ -4,6 +4,7 @@
 #include "model_flags.hpp"
 
 #include <trainperf/core/limits.hpp>
+#include <trainperf/io/flops_json.hpp>
 #include <trainperf/workload/flops.hpp>
 #include <trainperf/spec/model_catalog.hpp>
 #include <trainperf/spec/parallel.hpp>
@@ -35,45 +36,16 @@ void run(const flops_options& opt, std::ostream& out) {
                                               " has no max_seq");
         seq = m.max_seq;
     }
-    const flop_options fo{.causal_savings = opt.causal_savings};
-    const flops seed_fwd = forward_flops_per_sample(m, seq);
-    const flops seed = training_flops_per_sample(m, seq, r);
-    const flops exact_fwd = exact_forward_flops_per_sample(m, seq, fo);
-    const flops exact = exact_training_flops_per_sample(m, seq, r, fo);
-    const flops narayanan = narayanan_training_flops(m, 1, seq);
-    const flop_breakdown b = exact_forward_breakdown(m, seq, fo);
-    const double params = parameter_count(m);
-
-    if (opt.json) {
-        print_json(out, {{"model", std::string(m.name)},
-                         {"seq", seq},
-                         {"recompute", std::string(to_string(r))},
-                         {"causal_savings", opt.causal_savings},
-                         {"parameters", params},
-                         {"forward_flops_per_sample", seed_fwd.value()},
-                         {"training_flops_per_sample", seed.value()},
-                         {"exact_forward_flops_per_sample", exact_fwd.value()},
-                         {"exact_training_flops_per_sample", exact.value()},
-                         {"model_flops_per_sample", model_flops_per_sample(m, seq, fo).value()},
-                         {"narayanan_full_recompute_flops_per_sample", narayanan.value()},
-                         {"six_n_tokens_flops_per_sample", 6.0 * params * seq},
-                         {"exact_forward_per_layer",
-                          {{"qkv", b.qkv.value()},
-                           {"attention_scores", b.scores.value()},
-                           {"attention_context", b.context.value()},
-                           {"output_projection", b.out_proj.value()},
-                           {"ffn", b.ffn.value()},
-                           {"layer", b.layer().value()}}},
-                         {"exact_forward_logits", b.logits.value()}});
-        return;
-    }
+    const flop_summary f = flop_summary_of(m, seq, r, {.causal_savings = opt.causal_savings});
+    if (opt.json) return print_json(out, to_json(f));
+    const flop_breakdown& b = f.exact_forward_layer;
     out << "FLOPs per training sample: " << m.name << ", seq " << seq << " tokens, recompute "
         << to_string(r) << "\n\n";
     table t({"count", "forward TFLOP", "training TFLOP"});
-    t.add_row({"seed formula (reported TFLOP/s)", flop_cell(seed_fwd), flop_cell(seed)});
-    t.add_row({"exact GEMMs", flop_cell(exact_fwd), flop_cell(exact)});
-    t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(narayanan)});
-    t.add_row({"6 x params x tokens", "-", flop_cell(flops_of(6.0 * params * seq))});
+    t.add_row({"seed formula (reported TFLOP/s)", flop_cell(f.forward_seed), flop_cell(f.training_seed)});
+    t.add_row({"exact GEMMs", flop_cell(f.exact_forward), flop_cell(f.exact_training)});
+    t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(f.narayanan_full_recompute)});
+    t.add_row({"6 x params x tokens", "-", flop_cell(f.six_n_tokens)});
     t.print(out);
     out << "\nExact forward GEMMs per layer (TFLOP per sample), " << m.layers << " layers\n\n";
     table l({"op", "TFLOP"});

@@ -6,6 +6,7 @@
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/cost/input_pipeline.hpp>
+#include <trainperf/io/pipeline_json.hpp>
 
 #include <limits>
 #include <memory>
@@ -85,25 +86,14 @@ void run(const pipeline_options& o, std::ostream& out) {
         t.pcie = host_to_device_time(batch(), host);
     } else if (gpu_given) {
         const gpu_spec g = o.gpu_file.empty() ? lookup_gpu(o.gpu) : io::load_gpu_file(o.gpu_file);
-        // Memory shared with the host (Jetson): nothing is copied.
-        t.pcie = g.memory_shared_with_host ? seconds_of(0.0) : host_to_device_time(batch(), g.host_link);
+        t.pcie = host_to_device_time(batch(), g);
     } else {
         t.pcie = flag_ms("--pcie-ms", o.pcie_ms.value_or(0.0));
     }
 
     const pipeline_report r = analyse(t);
     if (o.json) {
-        print_json(out, {{"sequential_ms", r.sequential.value() * 1e3},
-                         {"prefetched_ms", r.prefetched.value() * 1e3},
-                         {"gpu_utilization", r.gpu_utilization_sequential},
-                         {"gpu_utilization_prefetched", r.gpu_utilization_prefetched},
-                         {"idle_share", r.idle_share},
-                         {"bottleneck", std::string(to_string(r.bottleneck))},
-                         {"stages_ms",
-                          {{"data", t.data.value() * 1e3},
-                           {"pcie", t.pcie.value() * 1e3},
-                           {"compute", t.compute.value() * 1e3},
-                           {"sync", t.sync.value() * 1e3}}}});
+        print_json(out, to_json(t, r));
         return;
     }
     out << "Training step as four stages (sequential: one after another; prefetched: the next\n"

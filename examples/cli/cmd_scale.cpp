@@ -9,6 +9,7 @@
 #include <trainperf/cost/scaling.hpp>
 #include <trainperf/search/scaling_sweep.hpp>
 #include <trainperf/cost/step.hpp>
+#include <trainperf/io/scaling_json.hpp>
 
 #include <memory>
 #include <ostream>
@@ -24,24 +25,7 @@ void print_scaling(std::ostream& out, int gpus, double r, bool table, bool json,
         if (!plot.empty()) plot_formula_scaling(plot, curve);
         if (csv) return print_csv(out, curve);
     }
-    if (json) {
-        nlohmann::json j{{"gpus", gpus},
-                         {"r", r},
-                         {"speedup", at.speedup},
-                         {"efficiency", at.efficiency},
-                         {"wasted_gpus", at.wasted_gpus}};
-        if (table) {
-            auto curve = nlohmann::json::array();
-            for (const auto& p : scaling_curve(gpus, r))
-                curve.push_back({{"gpus", p.gpus},
-                                 {"speedup", p.speedup},
-                                 {"efficiency", p.efficiency},
-                                 {"wasted_gpus", p.wasted_gpus}});
-            j["curve"] = curve;
-        }
-        print_json(out, j);
-        return;
-    }
+    if (json) return print_json(out, scaling_json(gpus, r, table));
     out << "Scaling with communication fraction r = " << r
         << "  (speedup = N / (1 + (N-1) * r))\n"
         << "  GPUs:        " << gpus << '\n'
@@ -75,23 +59,10 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
     const training_setup s = opt.flags.build();
     const int replicas = s.layout.dp;
     const engine_scaling scaling = data_parallel_scaling(s, replicas);  // sets dp = 1…replicas
-    const auto& top = scaling.points.back();
     const report_table curve = scaling_table(scaling);
     if (!opt.plot.empty()) plot_engine_scaling(opt.plot, curve);
     if (opt.csv) return print_csv(out, curve);
-    if (opt.json) {
-        nlohmann::json j{{"gpus", top.gpus}, {"replicas", replicas}, {"r", scaling.r},
-                         {"speedup", top.engine_speedup}, {"efficiency", top.engine_speedup / replicas},
-                         {"wasted_gpus", replicas - top.engine_speedup},
-                         {"formula_speedup", top.formula_speedup}};
-        auto curve = nlohmann::json::array();
-        for (const auto& p : scaling.points)
-            curve.push_back({{"replicas", p.replicas}, {"gpus", p.gpus}, {"engine_speedup", p.engine_speedup},
-                             {"formula_speedup", p.formula_speedup}});
-        j["curve"] = curve;
-        print_json(out, j);
-        return;
-    }
+    if (opt.json) return print_json(out, to_json(scaling));
     out << "Data-parallel scaling of " << s.model.name << " on " << s.cluster.gpu.name << " ("
         << s.framework.name << "), 1 to " << replicas << " replicas of " << describe(s.layout) << "\n"
         << "r derived from the engine at " << replicas << " replicas: " << fixed(scaling.r, 4) << "\n"

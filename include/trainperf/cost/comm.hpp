@@ -5,6 +5,7 @@
 // Derivations and sources: docs/communication.md.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "../core/enum_names.hpp"
@@ -261,6 +262,57 @@ constexpr seconds hierarchical_all_reduce_time(bytes size, const cluster_spec& c
 // they fit in one node, hierarchical once they span nodes.
 constexpr seconds data_parallel_all_reduce_time(bytes size, int dp, const cluster_spec& c) {
     return hierarchical_all_reduce_time(size, c, dp);
+}
+
+
+// ---- One collective, as a user asks for it -------------------------------------------
+
+// One collective of `size` over `gpus` consecutive ranks of a cluster (`trainperf comm`).
+// Inside one node: the algorithm asked for, over the link a ring of that many GPUs
+// waits on (node_ring_link). Across nodes: as the engine prices a placed group
+// (collective_time(collective_op)): hierarchical where a node holds several members,
+// NCCL's faster of ring and tree on the network, and for an all-reduce a flat ring over
+// all GPUs beside it for comparison.
+struct collective_estimate {
+    collective kind = collective::all_reduce;
+    bytes size = bytes_of(0.0);
+    int gpus = 1;
+    int nodes = 1;
+    std::string_view algorithm;     // ring, tree, auto (one node); hierarchical (nodes); p2p
+    link_spec ring_link{};          // the link the ring inside a node waits on
+    seconds time = seconds_of(0.0);
+    std::optional<seconds> flat_ring;  // an all-reduce across nodes as one ring over all GPUs
+
+    constexpr bool across_nodes() const { return nodes > 1; }
+    // nccl-tests' figures: size / time, and that times bus_bandwidth_factor.
+    constexpr byte_rate algorithm_bandwidth() const {
+        return time.value() > 0 ? size / time : byte_rate::from_value(0.0);
+    }
+    constexpr byte_rate bus_bandwidth() const { return algorithm_bandwidth() * bus_bandwidth_factor(kind, gpus); }
+};
+
+constexpr collective_estimate estimate_collective(collective c, bytes size, int gpus, const cluster_spec& cluster,
+                                                  collective_algorithm algorithm = collective_algorithm::ring) {
+    require(gpus >= 1, "gpus", gpus, "must be at least 1");
+    require(c != collective::p2p || gpus == 2, "gpus", gpus, "p2p is between 2 GPUs");
+    require(algorithm != collective_algorithm::tree || c == collective::all_reduce, "algorithm", "tree",
+            "only all-reduce has a tree algorithm");
+    collective_estimate e{.kind = c, .size = size, .gpus = gpus, .nodes = node_count(cluster, gpus)};
+    e.ring_link = node_ring_link(cluster, gpus < cluster.gpus_per_node ? gpus : cluster.gpus_per_node);
+    if (!e.across_nodes()) {
+        e.algorithm = c == collective::p2p           ? "p2p"
+                      : c == collective::all_reduce ? to_string(algorithm)
+                                                    : "ring";
+        e.time = collective_time(c, size, gpus, e.ring_link, algorithm);
+        return e;
+    }
+    require(algorithm != collective_algorithm::tree, "algorithm", "tree",
+            "across nodes the collective is hierarchical: NCCL picks ring or tree on the network");
+    const rank_group group = contiguous_group(cluster, gpus);
+    e.algorithm = c == collective::p2p ? "p2p" : group.per_node > 1 ? "hierarchical" : "auto";
+    e.time = collective_time(collective_op{"collective", c, size, group}, cluster);
+    if (c == collective::all_reduce) e.flat_ring = flat_ring_all_reduce_time(size, cluster, gpus);
+    return e;
 }
 
 }  // namespace trainperf

@@ -49,22 +49,37 @@ constexpr void validate(const stage_times& t) {
 
 // ---- Deriving stage times -------------------------------------------------------------
 
+namespace input_pipeline_detail {
+constexpr void validate_batch(bytes batch) {
+    require(batch.value() >= 0 && batch.value() < std::numeric_limits<double>::infinity(), "batch_bytes",
+            batch.value(), "must be finite and not negative");
+}
+}  // namespace input_pipeline_detail
+
 // Reading a batch at the storage's sustained read bandwidth.
 constexpr seconds data_loading_time(bytes batch, byte_rate storage) {
-    require(batch.value() >= 0 && batch.value() < std::numeric_limits<double>::infinity(),
-            "batch_bytes", batch.value(), "must be finite and not negative");
+    input_pipeline_detail::validate_batch(batch);
     require(storage.value() > 0 && storage.value() < std::numeric_limits<double>::infinity(),
             "storage_bytes_per_second", storage.value(), "must be positive and finite");
     return batch / storage;
 }
 
 // Copying a batch to the GPU over its host link (gpu_spec::host_link): one transfer,
-// latency + bytes / achievable bandwidth. GPUs sharing DRAM with the host (Jetson,
-// gpu_spec::memory_shared_with_host) copy nothing: pass a zero stage instead.
+// latency + bytes / achievable bandwidth.
 constexpr seconds host_to_device_time(bytes batch, const link_spec& host) {
     require(host.kind != link_kind::none, "host_link", to_string(host.kind),
             "this GPU has no host link to copy over");
     return p2p_time(batch, host);
+}
+
+// The same for a GPU: over its host link, or nothing where the GPU shares DRAM with the
+// host (Jetson, gpu_spec::memory_shared_with_host): the batch is already in its memory.
+constexpr seconds host_to_device_time(bytes batch, const gpu_spec& gpu) {
+    if (gpu.memory_shared_with_host) {
+        input_pipeline_detail::validate_batch(batch);
+        return seconds_of(0.0);
+    }
+    return host_to_device_time(batch, gpu.host_link);
 }
 
 // Gradient sync for a data-parallel step: the all-reduce of the gradients over dp

@@ -4,6 +4,9 @@
 // of io/json.hpp's to_json(error_summary).
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "../calibrate/calibration.hpp"
@@ -28,6 +31,15 @@ inline nlohmann::json to_json(const holdout_report& r) {
             {"layer_gemms", to_json(r.layer_gemms)},
             {"layer_totals", to_json(r.layer_totals)},
             {"layers", layers}};
+}
+
+// The document `trainperf calibrate --json` prints: the outcome, the GPU it was fitted
+// for and the calibration file it was written to.
+inline nlohmann::json to_json(const holdout_report& r, std::string_view gpu, std::string_view written) {
+    nlohmann::json j = to_json(r);
+    j["gpu"] = std::string(gpu);
+    j["written"] = std::string(written);
+    return j;
 }
 
 }  // namespace trainperf

@@ -4,6 +4,8 @@
 // the step-time model and MFU/HFU.
 #pragma once
 
+#include <string_view>
+
 #include "../core/error.hpp"
 #include "../core/units.hpp"
 #include "../spec/finetune.hpp"
@@ -212,6 +214,41 @@ constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, 
                                                    recompute_mode r) {
     flops_detail::check_seq(m, seq);
     return flops_detail::finetune_hardware_flops_per_sample(m, seq, f, r);
+}
+
+// Every count of one training sample side by side (`trainperf flops`): the seed formula
+// reported TFLOP/s use, the exact GEMM count, PaLM's model FLOPs, Narayanan et al.'s
+// closed form (full recompute), 6·parameters·tokens, and the exact forward per layer.
+struct flop_summary {
+    std::string_view model;
+    int seq = 0;
+    recompute_mode recompute = recompute_mode::none;
+    bool causal_savings = false;
+    double parameters = 0;
+    flops forward_seed = flops_of(0), training_seed = flops_of(0);
+    flops exact_forward = flops_of(0), exact_training = flops_of(0);
+    flops model_flops = flops_of(0);                 // model_flops_per_sample: what MFU counts
+    flops narayanan_full_recompute = flops_of(0);
+    flops six_n_tokens = flops_of(0);
+    flop_breakdown exact_forward_layer{};           // one layer's forward GEMMs, and the logits
+};
+
+constexpr flop_summary flop_summary_of(const transformer_config& m, int seq, recompute_mode r,
+                                       const flop_options& o = {}) {
+    const double params = parameter_count(m);
+    return {.model = m.name,
+            .seq = seq,
+            .recompute = r,
+            .causal_savings = o.causal_savings,
+            .parameters = params,
+            .forward_seed = forward_flops_per_sample(m, seq),
+            .training_seed = training_flops_per_sample(m, seq, r),
+            .exact_forward = exact_forward_flops_per_sample(m, seq, o),
+            .exact_training = exact_training_flops_per_sample(m, seq, r, o),
+            .model_flops = model_flops_per_sample(m, seq, o),
+            .narayanan_full_recompute = narayanan_training_flops(m, 1, seq),
+            .six_n_tokens = flops_of(6.0 * params * seq),
+            .exact_forward_layer = exact_forward_breakdown(m, seq, o)};
 }
 
 }  // namespace trainperf

@@ -1,0 +1,38 @@
+// The largest micro-batch per recipe and optimizer as JSON (`trainperf fit --json`,
+// docs/cli.md): one row per (optimizer, precision) cell.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../core/enum_names.hpp"
+#include "../search/fit_table.hpp"
+#include "../spec/finetune.hpp"
+
+namespace trainperf {
+
+inline nlohmann::json to_json(const fit_table& t) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t i = 0; i < t.optimizers.size(); ++i)
+        for (std::size_t j = 0; j < t.precisions.size(); ++j)
+            rows.push_back({{"optimizer", std::string(to_string(t.optimizers[i]))},
+                            {"precision", std::string(to_string(t.precisions[j]))},
+                            {"max_micro_batch", t.largest[i][j]}});
+    const training_setup& s = t.base;
+    nlohmann::json j{{"gpu", std::string(s.cluster.gpu.name)},
+                     {"model", std::string(s.model.name)},
+                     {"seq", sequence_length(s)},
+                     {"framework", std::string(s.framework.name)},
+                     {"finetune", std::string(to_string(s.finetune.mode))},
+                     {"fits", rows}};
+    if (s.finetune.freezes_base()) {
+        j["lora_rank"] = s.finetune.rank;
+        j["lora_targets"] = lora_targets_text(s.finetune.targets);
+    }
+    if (t.with_full_recompute) j["max_micro_batch_with_full_recompute"] = *t.with_full_recompute;
+    return j;
+}
+
+}  // namespace trainperf

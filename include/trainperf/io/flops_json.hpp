@@ -1,0 +1,38 @@
+// FLOPs of one training sample as JSON (`trainperf flops --json`, docs/cli.md): every
+// count of workload/flops.hpp's flop_summary, in FLOPs.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../core/enum_names.hpp"
+#include "../workload/flops.hpp"
+
+namespace trainperf {
+
+inline nlohmann::json to_json(const flop_summary& f) {
+    const flop_breakdown& b = f.exact_forward_layer;
+    return {{"model", std::string(f.model)},
+            {"seq", f.seq},
+            {"recompute", std::string(to_string(f.recompute))},
+            {"causal_savings", f.causal_savings},
+            {"parameters", f.parameters},
+            {"forward_flops_per_sample", f.forward_seed.value()},
+            {"training_flops_per_sample", f.training_seed.value()},
+            {"exact_forward_flops_per_sample", f.exact_forward.value()},
+            {"exact_training_flops_per_sample", f.exact_training.value()},
+            {"model_flops_per_sample", f.model_flops.value()},
+            {"narayanan_full_recompute_flops_per_sample", f.narayanan_full_recompute.value()},
+            {"six_n_tokens_flops_per_sample", f.six_n_tokens.value()},
+            {"exact_forward_per_layer",
+             {{"qkv", b.qkv.value()},
+              {"attention_scores", b.scores.value()},
+              {"attention_context", b.context.value()},
+              {"output_projection", b.out_proj.value()},
+              {"ffn", b.ffn.value()},
+              {"layer", b.layer().value()}}},
+            {"exact_forward_logits", b.logits.value()}};
+}
+
+}  // namespace trainperf

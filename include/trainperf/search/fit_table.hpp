@@ -1,0 +1,58 @@
+// The largest micro-batch that fits for every precision recipe the GPU can run and
+// every optimizer, the rest of the setup as given (`trainperf fit`): a grid of
+// cost/memory.hpp's max_micro_batch.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "../cost/memory.hpp"
+#include "../spec/optimizer.hpp"
+#include "../spec/precision.hpp"
+#include "../spec/setup.hpp"
+
+namespace trainperf {
+
+struct fit_table_request {
+    training_setup base{};               // its micro-batch is ignored
+    bool only_base_precision = false;    // one column: base.precision's recipe
+    bool only_base_optimizer = false;    // one row: base.optimizer
+};
+
+struct fit_table {
+    training_setup base{};
+    std::vector<precision_kind> precisions;  // columns: the recipes whose GEMM dtype the GPU has units for
+    std::vector<optimizer_kind> optimizers;  // rows
+    std::vector<std::vector<int>> largest;   // largest[row][column]; 0: not even a micro-batch of 1 fits
+    // Adapters (LoRA, QLoRA) without full recompute: the largest micro-batch of the base
+    // recipe and optimizer with full recompute, as fine-tuning recipes checkpoint
+    // activations (PEFT's gradient checkpointing).
+    std::optional<int> with_full_recompute;
+};
+
+// Each cell checks its setup (max_micro_batch validates it).
+inline fit_table fit_table_of(const fit_table_request& r) {
+    fit_table t{.base = r.base};
+    for (precision_kind p : all_precisions)
+        if (r.base.cluster.gpu.supports(recipe(p).math) && (!r.only_base_precision || p == r.base.precision.kind))
+            t.precisions.push_back(p);
+    for (optimizer_kind k : all_optimizers)
+        if (!r.only_base_optimizer || k == r.base.optimizer) t.optimizers.push_back(k);
+    for (optimizer_kind k : t.optimizers) {
+        auto& row = t.largest.emplace_back();
+        for (precision_kind p : t.precisions) {
+            training_setup s = r.base;
+            s.precision = recipe(p);
+            s.optimizer = k;
+            row.push_back(max_micro_batch(s));
+        }
+    }
+    if (r.base.finetune.freezes_base() && r.base.layout.recompute != recompute_mode::full) {
+        training_setup s = r.base;
+        s.layout.recompute = recompute_mode::full;
+        t.with_full_recompute = max_micro_batch(s);
+    }
+    return t;
+}
+
+}  // namespace trainperf
