@@ -3,7 +3,7 @@
 // of the machine).
 #include "gpt3_on_selene.hpp"
 
-#include <trainperf/search/planner.hpp>
+#include <trainperf/search/layout_search.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -6,7 +6,7 @@
 #include <trainperf/cost/memory.hpp>
 #include <trainperf/spec/model_catalog.hpp>
 #include <trainperf/workload/placement.hpp>
-#include <trainperf/search/planner.hpp>
+#include <trainperf/search/layout_search.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/workload/step_ops.hpp>
 

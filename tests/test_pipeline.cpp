@@ -1,4 +1,4 @@
-// Pipeline schedules and stage splits (spec/parallel.hpp, cost/step.hpp, cost/memory.hpp, search/planner.hpp):
+// Pipeline schedules and stage splits (spec/parallel.hpp, cost/step.hpp, cost/memory.hpp, search/layout_search.hpp):
 // layers on the first and last stage set apart from an even split, every stage priced
 // from one layer's, the head's and the embedding's parts, the fill and drain of
 // heterogeneous stages (Alpa's T = Σ tᵢ + (m − 1)·max tⱼ), the zero-bubble schedule
@@ -10,7 +10,7 @@
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/cost/memory.hpp>
 #include <trainperf/spec/model_catalog.hpp>
-#include <trainperf/search/planner.hpp>
+#include <trainperf/search/layout_search.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/spec/system.hpp>
 #include <trainperf/workload/step_ops.hpp>

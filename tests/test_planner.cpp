@@ -1,7 +1,7 @@
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/spec/model_catalog.hpp>
 #include <trainperf/spec/layout_text.hpp>
-#include <trainperf/search/planner.hpp>
+#include <trainperf/search/layout_search.hpp>
 
 #include <cmath>
 #include <set>

@@ -2,7 +2,7 @@
 // times (Korthikanti et al. 2022, Table 5) and sanity relations between predictions.
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/spec/model_catalog.hpp>
-#include <trainperf/search/scaling_sweep.hpp>
+#include <trainperf/search/data_parallel_scaling.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/cost/training_run.hpp>
 #include <trainperf/calibrate/published_runs.hpp>

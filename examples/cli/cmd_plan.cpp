@@ -7,7 +7,7 @@
 
 #include <trainperf/io/plan_json.hpp>
 #include <trainperf/spec/layout_text.hpp>
-#include <trainperf/search/planner.hpp>
+#include <trainperf/search/layout_search.hpp>
 #include <trainperf/io/report_table.hpp>
 #include <trainperf/search/training_plan.hpp>
 

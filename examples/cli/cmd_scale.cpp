@@ -7,7 +7,7 @@
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/io/report_table.hpp>
 #include <trainperf/cost/scaling.hpp>
-#include <trainperf/search/scaling_sweep.hpp>
+#include <trainperf/search/data_parallel_scaling.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/io/scaling_json.hpp>
 

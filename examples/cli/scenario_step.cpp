@@ -10,7 +10,7 @@
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/spec/model_catalog.hpp>
-#include <trainperf/search/scaling_sweep.hpp>
+#include <trainperf/search/data_parallel_scaling.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/spec/system.hpp>
 

@@ -1,7 +1,7 @@
 // Umbrella header: everything in the core library (Boost.Units and the standard
-// library only), layer by layer (docs/architecture.md). The fits in calibrate/calibration.hpp
-// and calibrate/microbench_calibration.hpp (Eigen)
-// and the JSON readers and writers in io/ (nlohmann-json) are included separately by the
+// library only), layer by layer (docs/architecture.md). The fits in
+// calibrate/calibration.hpp and calibrate/microbench_calibration.hpp (Eigen) and the
+// JSON readers and writers in io/ (nlohmann-json) are included separately by the
 // programs that want them.
 #pragma once
 
@@ -49,9 +49,10 @@
 #include "cost/step_prices.hpp"
 #include "cost/training_run.hpp"
 
+#include "search/data_parallel_scaling.hpp"
 #include "search/fit_advice.hpp"
-#include "search/planner.hpp"
-#include "search/scaling_sweep.hpp"
+#include "search/fit_table.hpp"
+#include "search/layout_search.hpp"
 #include "search/training_plan.hpp"
 
 #include "calibrate/measurement.hpp"

@@ -9,7 +9,7 @@
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/cost/memory.hpp>
 #include <trainperf/spec/model_catalog.hpp>
-#include <trainperf/search/planner.hpp>
+#include <trainperf/search/layout_search.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/spec/system.hpp>
 

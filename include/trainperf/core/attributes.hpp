@@ -5,12 +5,9 @@
 // runs without its registers and code.
 // TRAINPERF_COLD: a function only a failed check reaches: never inlined and, where the
 // compiler can, laid out apart from the code that checks, so the checks' common path
-// stays dense (fewer instructions and instruction-cache lines per prediction;
-// docs/engine.md, Speed).
-// TRAINPERF_ALWAYS_INLINE: a small function a prediction calls in its loops, inlined
-// wherever it is called: GCC stops inlining once a translation unit's code has grown by
-// its limit (--param inline-unit-growth), which a prediction's code reaches, and the
-// helper then costs a call and its register saves per op.
+// stays dense (docs/engine.md, Speed).
+// TRAINPERF_ALWAYS_INLINE: a small function a prediction calls in its loops (once per
+// op), inlined wherever it is called, whatever the compiler's inlining budget has left.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

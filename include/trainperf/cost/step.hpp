@@ -293,8 +293,7 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
     return time;
 }
 
-// The report is built in one initialiser, each field once (assigned field by field,
-// GCC clears the whole report first with a `rep stos`, slow to start on small blocks).
+// The report is built in one initialiser that names each field once.
 inline step_report schedule(const training_setup& s, const pipeline_times& stages, const step_prices& prices,
                             const memory_report& memory, const flop_counts& flop) {
     const auto& l = s.layout;

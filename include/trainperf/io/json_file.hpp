@@ -111,7 +111,7 @@ inline void require_nesting(const nlohmann::json& j, std::string_view what, int 
 // `source` names the text in errors (a file path). Never recursive: nlohmann's parser
 // keeps its own stack, and the callback stops it before the tree gets deep.
 inline nlohmann::json parse_json_text(std::string_view text, std::string_view source, int max_depth) {
-    namespace fd = json_file_detail;
+    namespace jf = json_file_detail;
     using json = nlohmann::json;
     std::vector<std::set<std::string>> keys;  // one set per open object
     std::vector<bool> is_object;               // the open containers
@@ -120,7 +120,7 @@ inline nlohmann::json parse_json_text(std::string_view text, std::string_view so
             case json::parse_event_t::object_start:
             case json::parse_event_t::array_start:
                 if (is_object.size() >= std::size_t(max_depth))
-                    throw fd::structure_error{"nests deeper than " + std::to_string(max_depth) + " levels"};
+                    throw jf::structure_error{"nests deeper than " + std::to_string(max_depth) + " levels"};
                 is_object.push_back(event == json::parse_event_t::object_start);
                 if (is_object.back()) keys.emplace_back();
                 break;
@@ -133,7 +133,7 @@ inline nlohmann::json parse_json_text(std::string_view text, std::string_view so
                 break;
             case json::parse_event_t::key:
                 if (!keys.empty() && parsed.is_string() && !keys.back().insert(parsed.get<std::string>()).second)
-                    throw fd::structure_error{"is refused: key \"" + parsed.get<std::string>() +
+                    throw jf::structure_error{"is refused: key \"" + parsed.get<std::string>() +
                                               "\" appears twice in one object"};
                 break;
             case json::parse_event_t::value: break;
@@ -142,7 +142,7 @@ inline nlohmann::json parse_json_text(std::string_view text, std::string_view so
     };
     try {
         return json::parse(text.begin(), text.end(), callback);
-    } catch (const fd::structure_error& e) {
+    } catch (const jf::structure_error& e) {
         detail::fail("file", std::string(source), e.what);
     } catch (const json::exception& e) {
         // "[json.exception.parse_error.101] parse error at line 1, column 1: ..." without the tag.

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../search/planner.hpp"
+#include "../search/layout_search.hpp"
 #include "../search/training_plan.hpp"
 #include "report_json.hpp"
 

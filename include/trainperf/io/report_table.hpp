@@ -5,7 +5,7 @@
 // parallel sync before overlap, throughput, FLOP rates, MFU/HFU, memory and its
 // breakdown, fits and the bottleneck. A layout that does not fit cannot run: its row
 // keeps its memory but leaves every time, throughput and FLOP figure empty. Tables of
-// plans (search/planner.hpp) and of data-parallel scaling (search/scaling_sweep.hpp) come the same
+// plans (search/layout_search.hpp) and of data-parallel scaling (search/data_parallel_scaling.hpp) come the same
 // way, and so do end-to-end plans (search/training_plan.hpp). io/csv.hpp writes a table as CSV, io/table_json.hpp as JSON; the CLI prints the
 // same tables, so a program gets the CLI's CSV by building the rows itself.
 #pragma once
@@ -24,8 +24,8 @@
 #include "../cost/scaling.hpp"
 #include "../cost/step.hpp"
 #include "../cost/training_run.hpp"
-#include "../search/planner.hpp"
-#include "../search/scaling_sweep.hpp"
+#include "../search/data_parallel_scaling.hpp"
+#include "../search/layout_search.hpp"
 #include "../search/training_plan.hpp"
 #include "../spec/setup.hpp"
 

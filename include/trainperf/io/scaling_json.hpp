@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cost/scaling.hpp"
-#include "../search/scaling_sweep.hpp"
+#include "../search/data_parallel_scaling.hpp"
 
 namespace trainperf {
 

@@ -3,7 +3,7 @@
 // recompute mode, micro-batch (more or less accumulation, same global batch), ZeRO
 // stage, optimizer offload, tensor or pipeline parallel size (same GPUs and global
 // batch), sequence parallelism, data-parallel overlap — and the fastest layout of the
-// same GPUs and global batch that the planner (search/planner.hpp) finds, each predicted by
+// same GPUs and global batch that the planner (search/layout_search.hpp) finds, each predicted by
 // the step engine; for a setup that does not fit also ZeRO-3 over more data-parallel
 // GPUs. Those that fit (advise_fit) or raise tokens/s per GPU (advise_speed) are kept,
 // the most tokens/s per GPU first, the best of each kind of change only.
@@ -21,7 +21,7 @@
 #include "../cost/step.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/system.hpp"
-#include "planner.hpp"
+#include "layout_search.hpp"
 
 namespace trainperf {
 

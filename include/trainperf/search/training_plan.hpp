@@ -1,7 +1,7 @@
 // End-to-end plans: how many GPUs, in which layout, to train a model on a number of
 // tokens, by a deadline, and at what cost. For each GPU count of a bounded set (whole
 // powers of two up to a node, then whole nodes: 1, 2, 3, 4, 6, 8, 12, 16, … nodes,
-// each a power of two or 1.5 times one) the layout search (search/planner.hpp) finds the
+// each a power of two or 1.5 times one) the layout search (search/layout_search.hpp) finds the
 // fastest layout that fits; cost/training_run.hpp turns its step into days, GPU-hours,
 // energy and cost. Of the counts that meet the deadline, the cheapest (fewest GPU-
 // hours, so the lowest cost at one price per GPU-hour) and the fastest (fewest days).
@@ -19,7 +19,7 @@
 #include "../core/units.hpp"
 #include "../cost/training_run.hpp"
 #include "../spec/system.hpp"
-#include "planner.hpp"
+#include "layout_search.hpp"
 
 namespace trainperf {
 

@@ -166,8 +166,8 @@ constexpr void validate(const parallel_layout& p) {
 constexpr bool cp_splits_sequence(int seq, int cp) { return cp == 1 || (seq > 0 && seq % (2LL * cp) == 0); }
 
 namespace parallel_detail {
-// The failure with its message, out of line: building the message inline made every
-// caller's check a call (validate(training_setup) runs it once per prediction).
+// The failure with its message, out of line, so that the check itself stays small enough
+// to inline where validate(training_setup) runs it.
 [[noreturn]] TRAINPERF_COLD inline void fail_cp_splits_sequence(int seq, int cp) {
     detail::fail("cp", cp,
                  "needs a sequence length divisible by 2 x cp (causal load balancing splits it into 2 x cp "

@@ -276,9 +276,8 @@ struct host_op {
 // planner can build and price millions of them. Exceeding the capacity is a bug in
 // the workload, reported as an error rather than undefined behaviour. Only the slots
 // in use hold ops: the others are left unconstructed, and a copy copies the ops it
-// holds (filling every slot first cost a prediction more than a hundred instructions
-// for its short lists); a constant evaluation, which may read no object whose
-// lifetime has not begun, constructs every slot at once.
+// holds, so a short list costs what it holds, not its capacity; a constant evaluation,
+// which may read no object whose lifetime has not begun, constructs every slot at once.
 template <class Op, std::size_t Capacity>
 class op_list {
     static_assert(std::is_trivially_destructible_v<Op>, "an op is plain data: its slots are never destroyed");
