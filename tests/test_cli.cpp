@@ -66,7 +66,8 @@ TEST_CASE("predict --json has the documented keys", "[cli]") {
 }
 
 TEST_CASE("the global batch is batch x dp x grad-accum", "[cli]") {
-    const auto j = run_json("predict --gpu h100-sxm --model gpt2 --batch 4 --gpus 8 --tp 2 --grad-accum 3 --json");
+    const auto j = run_json(
+        "predict --gpu h100-sxm --model gpt2 --framework megatron --batch 4 --gpus 8 --tp 2 --grad-accum 3 --json");
     CHECK(j["global_batch"] == 4 * 4 * 3);
     CHECK(j["layout"]["dp"] == 4);
 }
@@ -102,9 +103,15 @@ TEST_CASE("bad input: one line on stderr, nothing on stdout, exit code 2", "[cli
         "predict --gpu h100-sxm --model nope",
         "predict --gpu v100-sxm2-32gb --model gpt2 --precision bf16",
         "predict --gpu h100-sxm --model gpt2 --batch 0",
-        "predict --gpu h100-sxm --model gpt2 --tp 5",
-        "predict --gpu h100-sxm --model gpt2 --tp 2 --pp 2 --gpus 6",
-        "predict --gpu h100-sxm --model gpt2 --pp 13",
+        "predict --gpu h100-sxm --model gpt2 --framework megatron --tp 5",
+        "predict --gpu h100-sxm --model gpt2 --framework megatron --tp 2 --pp 2 --gpus 6",
+        "predict --gpu h100-sxm --model gpt2 --framework megatron --pp 13",
+        // What the framework's software does not run.
+        "predict --gpu h100-sxm --model gpt2 --gpus 2 --tp 2",
+        "predict --gpu h100-sxm --model gpt2 --gpus 2 --pp 2 --framework deepspeed",
+        "predict --gpu h100-sxm --model llama3-8b --gpus 2 --cp 2 --framework megatron",
+        "memory --gpu h100-sxm --model gpt2 --gpus 8 --zero 3 --framework megatron",
+        "fit --gpu h100-sxm --model gpt2 --gpus 8 --zero 1 --offload optimizer --framework megatron",
         "predict --gpu h100-sxm --model gpt2 --link-bandwidth -3GB/s --gpus 2",
         "predict --gpu h100-sxm --model gpt2 --seq nan",
         "predict --gpu h100-sxm --model custom --layers 2 --hidden 64",
@@ -227,7 +234,7 @@ TEST_CASE("memory, fit and predict give the same bytes for the same flags", "[cl
          "--framework megatron --batch 2 --grad-accum 4 --recompute selective",
          "bf16"},
         {"--gpu h100-sxm --model llama2-70b --gpus 16 --tp 8 --zero 1 --offload optimizer --recompute full "
-         "--framework deepspeed --precision fp16",
+         "--framework megatron-core --precision fp16",
          "fp16"},
     }};
     for (const auto& [flags, precision] : setups) {
@@ -296,7 +303,7 @@ TEST_CASE("fit honours --precision and --optimizer when given", "[cli]") {
     CHECK(one["fits"][0]["precision"] == "fp32");
     CHECK(one["fits"][0]["optimizer"] == "adamw");
     const auto accum = run_json("fit --gpu rtx-3090 --model gpt2-medium --precision fp32 --optimizer adamw "
-                                "--gpus 2 --zero 1 --grad-accum 8 --json");
+                                "--gpus 2 --zero 2 --grad-accum 8 --json");
     CHECK(accum["fits"][0]["max_micro_batch"].get<int>() >= one["fits"][0]["max_micro_batch"].get<int>());
 }
 
@@ -336,7 +343,7 @@ double decimal_field(const std::map<std::string, std::string>& row, const std::s
 
 TEST_CASE("sweep --csv: one row per point that reads back as predict() gives it", "[cli][sweep]") {
     using namespace trainperf;
-    const auto r = run_cli("sweep --gpu h100-sxm --model gpt2-medium --gpus 8 --zero 1 --vary batch=1..8*2 "
+    const auto r = run_cli("sweep --gpu h100-sxm --model gpt2-medium --gpus 8 --zero 2 --vary batch=1..8*2 "
                            "--vary link=nvlink,pcie --csv");
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
@@ -352,7 +359,7 @@ TEST_CASE("sweep --csv: one row per point that reads back as predict() gives it"
         s.precision = recipe(precision_kind::bf16);
         s.optimizer = optimizer_kind::adamw;
         s.framework = pytorch_eager_profile;
-        s.layout = {.dp = 8, .zero = 1, .micro_batch = batch};
+        s.layout = {.dp = 8, .zero = 2, .micro_batch = batch};
         const step_report p = predict(s);
         REQUIRE(p.fits);
         CHECK(row.at("fits") == "true");
@@ -397,7 +404,7 @@ TEST_CASE("sweep: points that do not fit keep their memory but have no step figu
     CHECK(csv.out.find("e+") == std::string::npos);
     CHECK(csv.out.find("e-") == std::string::npos);
     // dp sets gpus = dp x tp x pp; ranges step by + or *.
-    const auto dp = run_json("sweep --gpu h100-sxm --model gpt2 --tp 2 --vary dp=1..4 --json");
+    const auto dp = run_json("sweep --gpu h100-sxm --model gpt2 --framework megatron --tp 2 --vary dp=1..4 --json");
     REQUIRE(dp["points"].size() == 4);
     CHECK(dp["points"][3]["gpus"] == 8);
     const auto seq = run_json("sweep --gpu h100-sxm --model gpt2 --vary seq=256..1024+256 --json");
@@ -666,7 +673,7 @@ TEST_CASE("plan --train-tokens: the cheapest and the fastest plans that meet the
 }
 
 TEST_CASE("predict: a step dominated by one cost says what would make it faster, and by how much", "[cli][advice]") {
-    const std::string args = "predict --gpu h100-sxm --model llama2-7b --seq 4096 --gpus 8 --link pcie --zero 1 "
+    const std::string args = "predict --gpu h100-sxm --model llama2-7b --seq 4096 --gpus 8 --link pcie --zero 2 "
                              "--batch 1 --grad-accum 1 --recompute full --dp-overlap off";
     const auto j = run_json(args + " --json");
     REQUIRE(j["fits"] == true);
@@ -728,7 +735,7 @@ TEST_CASE("gpus/models/frameworks --json NAME print the file format: read back, 
         const std::string printed = cli_output("gpus --json " + name);
         CHECK(nlohmann::json::parse(printed) == g);
         const std::string file = write_file(name + ".json", printed);
-        const std::string run = " --model gpt2-medium --batch 2 --zero 1 --recompute full --precision fp16 --json";
+        const std::string run = " --model gpt2-medium --batch 2 --zero 2 --recompute full --precision fp16 --json";
         CHECK(run_json("memory --gpu-file " + file + run) == run_json("memory --gpu " + name + run));
     }
     for (const char* gpu : {"a100-sxm-80gb", "rtx-3090"}) {
@@ -889,6 +896,36 @@ TEST_CASE("docs/extending.md's worked example runs as written: an RTX 4090 and T
         CHECK(r.out.find("TinyLlama-1.1B") != std::string::npos);
         CHECK(r.out.find("rtx-4090") != std::string::npos);
     }
+}
+
+TEST_CASE("the example description files are what the catalog prints: the same answers as the names", "[cli]") {
+    const auto root = std::filesystem::path(TRAINPERF_TEST_DATA_DIR).parent_path().parent_path();
+    const std::string dir = (root / "examples" / "descriptions").string() + "/";
+    // The GPU file is `gpus --json rtx-4090`, field for field.
+    std::ifstream gpu_file(dir + "rtx-4090.json");
+    REQUIRE(gpu_file.good());
+    CHECK(nlohmann::json::parse(gpu_file) == run_json("gpus --json rtx-4090"));
+    const std::string args = " --system-file " + dir + "workstation-2x4090.json --model llama3-8b --gpus 2 --seq 2048 "
+                             "--batch 1 --zero 2 --recompute full --json";
+    const auto by_file = run_json("predict --gpu-file " + dir + "rtx-4090.json" + args);
+    const auto by_name = run_json("predict --gpu rtx-4090" + args);
+    CHECK(by_file["step_time_seconds"] == by_name["step_time_seconds"]);
+    CHECK(by_file["memory_per_gpu_bytes"] == by_name["memory_per_gpu_bytes"]);
+    // The framework file is pytorch-eager with fused attention and a fused optimizer, and
+    // nothing else changed: what the software runs included.
+    std::ifstream fw_file(dir + "pytorch-sdpa-fused-adamw.json");
+    REQUIRE(fw_file.good());
+    nlohmann::json fw = nlohmann::json::parse(fw_file);
+    nlohmann::json eager = run_json("frameworks --json pytorch-eager");
+    CHECK(fw["flash_attention"] == true);
+    CHECK(fw["fused_optimizer"] == true);
+    for (auto* j : {&fw, &eager})
+        for (const char* key : {"name", "software", "flash_attention", "fused_optimizer"}) j->erase(key);
+    CHECK(fw == eager);
+    const auto tp = run_cli("predict --gpu rtx-4090 --model gpt2 --gpus 2 --tp 2 --framework-file " + dir +
+                            "pytorch-sdpa-fused-adamw.json");
+    CHECK(tp.exit_code == 2);
+    CHECK(tp.err.find("tp = 2: framework pytorch-sdpa-fused-adamw") != std::string::npos);
 }
 
 TEST_CASE("the flash-attention flag overrides the profile, and advice turns it on where it helps", "[cli]") {

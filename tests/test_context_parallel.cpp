@@ -20,7 +20,8 @@ using namespace trainperf;
 
 namespace {
 // llama3-8b (h 4096, 32 heads of d 128, 8 kv heads: kv width 1024, 32 layers) on H100
-// under Megatron with FlashAttention, as Transformer Engine runs context parallelism.
+// under Megatron's profile with FlashAttention and context parallelism, as Megatron-Core
+// and Transformer Engine run it.
 training_setup llama3_8b_on_h100(int seq, parallel_layout layout) {
     training_setup s;
     s.cluster = standard_cluster(h100_sxm::spec);
@@ -28,6 +29,7 @@ training_setup llama3_8b_on_h100(int seq, parallel_layout layout) {
     s.precision = recipe(precision_kind::bf16);
     s.framework = megatron_profile;
     s.framework.flash_attention = true;
+    s.framework.context_parallel = true;  // as Megatron-Core runs it
     s.seq = seq;
     s.layout = layout;
     return s;

@@ -223,8 +223,8 @@ TEST_CASE("dataset_files lists <dir>/<gpu>/*.json sorted, and nothing for a miss
 
 namespace {
 
-// The step of one fixed layout of `m` on 8 GPUs of `g` (1 for a GPU without a link):
-// what "identical predictions" compares.
+// The step of one fixed layout of `m` on 8 GPUs of `g` (1 for a GPU without a link),
+// sharded as far as the framework shards: what "identical predictions" compares.
 step_report step_of(const gpu_spec& g, const transformer_config& m, const framework_profile& fw) {
     const int gpus = g.gpu_link.kind == link_kind::none ? 1 : 8;
     training_setup s;
@@ -233,7 +233,9 @@ step_report step_of(const gpu_spec& g, const transformer_config& m, const framew
     s.precision = recipe(g.supports(dtype::bf16) ? precision_kind::bf16 : precision_kind::fp16);
     s.framework = fw;
     s.seq = std::min(m.max_seq > 0 ? m.max_seq : 2048, 2048);
-    s.layout = {.dp = gpus, .zero = 3, .micro_batch = 1, .recompute = recompute_mode::full};
+    // The highest ZeRO stage the framework offers.
+    const int zero = (fw.zero_stages & 8u) ? 3 : (fw.zero_stages & 4u) ? 2 : (fw.zero_stages & 2u) ? 1 : 0;
+    s.layout = {.dp = gpus, .zero = zero, .micro_batch = 1, .recompute = recompute_mode::full};
     return predict(s);
 }
 

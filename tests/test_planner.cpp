@@ -138,10 +138,12 @@ TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]
                 if (!(gathers && gathered)) n.switches.overlap_parameter_gather = fw.overlap_parameter_gather;
                 around.push_back(n);
             }
-            plan_candidate offload = c;
-            offload.layout.offload =
-                c.layout.offload == offload_mode::none ? offload_mode::optimizer : offload_mode::none;
-            around.push_back(offload);
+            if (fw.optimizer_offload) {
+                plan_candidate offload = c;
+                offload.layout.offload =
+                    c.layout.offload == offload_mode::none ? offload_mode::optimizer : offload_mode::none;
+                around.push_back(offload);
+            }
             if (replicas) {
                 plan_candidate overlap = c;
                 overlap.layout.dp_overlap =
@@ -183,6 +185,7 @@ TEST_CASE("pricing with reuse gives what pricing from scratch gives", "[planner]
 // parts for every pipeline configuration: neither may depend on those.
 TEST_CASE("a stage's parts depend on nothing the planner varies after pricing them", "[planner]") {
     training_setup base = request_on(h100_sxm::spec, llama2_7b::config, 4096, megatron_core_profile, 32, 64, 1).base;
+    base.framework.zero_bubble_schedule = true;  // the schedule varies too
     base.layout = {.dp = 4, .tp = 2, .pp = 4, .sp = true, .micro_batch = 2, .grad_accum = 8,
                    .recompute = recompute_mode::selective};
     const stage_pricer reference = price_stage_parts(base);
@@ -290,6 +293,7 @@ TEST_CASE("the space covers every dimension the planner names", "[planner]") {
     request.max_micro_batch = 0;
     request.allow_offload = true;
     request.base.framework.zero_stages = 0b1111;  // every stage (the megatron profile offers 0 and 1)
+    request.base.framework.optimizer_offload = true;  // and offload, which it lacks
     plan_options exhaustive;
     exhaustive.prune = false;
     exhaustive.top = 1u << 20;

@@ -47,8 +47,11 @@ std::vector<training_setup> grid() {
     for (int b : {1, 2, 8})
         for (auto rc : {recompute_mode::none, recompute_mode::full})
             out.push_back(llama_setup({.dp = 8, .zero = 3, .micro_batch = b, .grad_accum = 2, .recompute = rc}));
-    out.push_back(llama_setup({.dp = 2, .tp = 2, .pp = 2, .sp = true, .zero = 1, .micro_batch = 1, .grad_accum = 8,
-                               .recompute = recompute_mode::selective}));
+    // Tensor and pipeline parallel: a framework that runs them.
+    training_setup split = llama_setup({.dp = 2, .tp = 2, .pp = 2, .sp = true, .zero = 1, .micro_batch = 1,
+                                        .grad_accum = 8, .recompute = recompute_mode::selective});
+    split.framework = megatron_core_profile;
+    out.push_back(split);
     return out;
 }
 

@@ -187,6 +187,7 @@ TEST_CASE("setups whose GEMMs would be out of range are rejected before pricing,
     transformer_config tiny{.name = "tiny", .layers = 2, .hidden = 64, .heads = 8, .ffn_hidden = 256, .vocab = 512,
                             .max_seq = 128};
     auto s = single_gpu(h100_sxm::spec, tiny, precision_kind::bf16, 1, 128);
+    s.framework.tensor_parallel = true;  // pytorch-eager's kernels, tensor parallel
     s.cluster.gpus_per_node = 8;
     s.layout.tp = 8;
     s.layout.dp = 1;
@@ -245,6 +246,7 @@ TEST_CASE("the communication fraction r is derived from the engine", "[step][sca
 TEST_CASE("ZeRO stages trade memory for communication", "[step][zero]") {
     auto s = single_gpu(a100_sxm_80gb::spec, gpt_neo_1_3b::config, precision_kind::bf16, 4, 2048);
     s.framework = megatron_profile;  // nothing overlapped: the communication is all visible
+    s.framework.zero_stages = 0b1111;  // every stage (Megatron-LM 2022 has 0 and 1)
     s.layout.dp = 8;
     s.layout.grad_accum = 4;
     std::array<step_report, 4> r;
@@ -350,6 +352,7 @@ TEST_CASE("the op lists price to what the streamed ops price to", "[step][worklo
     for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full}) {
         training_setup s = single_gpu(a100_sxm_80gb::spec, gpt3_175b::config, precision_kind::fp16, 1, 2048);
         s.cluster = selene_dgx_a100();
+        s.framework = megatron_profile;
         s.layout = {.dp = 2, .tp = 8, .pp = 8, .interleave = 3, .sp = rc != recompute_mode::full, .micro_batch = 1,
                     .grad_accum = 8, .recompute = rc};
         const stage_workload w = micro_batch_workload(s);
@@ -608,4 +611,53 @@ TEST_CASE("autocast and .half() recipes predict finite reports on an RTX 3090 Ti
     CHECK_THROWS_WITH(predict(single_gpu(v100_sxm2_32gb::spec, gpt2::config, precision_kind::bf16_amp, 4, 1024)),
                       "precision = bf16-amp: not supported by v100-sxm2-32gb (no bf16 tensor cores)");
     CHECK_NOTHROW(predict(single_gpu(v100_sxm2_32gb::spec, gpt2::config, precision_kind::fp16_amp, 4, 1024)));
+}
+
+TEST_CASE("a framework runs only what its software can, and the message says who can", "[step][framework]") {
+    training_setup s = single_gpu(h100_sxm::spec, llama2_7b::config, precision_kind::bf16, 1, 2048);
+    s.cluster.gpus_per_node = 8;
+    const auto refused = [&](parallel_layout l, const framework_profile& fw) {
+        training_setup t = s;
+        t.layout = l;
+        t.framework = fw;
+        try {
+            validate(t);
+        } catch (const trainperf::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    // The Hugging Face Trainer: data parallel, FSDP's ZeRO-2 and ZeRO-3, hybrid sharding.
+    CHECK(refused({.dp = 8, .zero = 3}, pytorch_eager_profile).empty());
+    CHECK(refused({.dp = 8, .zero = 2, .shard_group = 4}, pytorch_eager_profile).empty());
+    CHECK_THAT(refused({.dp = 4, .tp = 2}, pytorch_eager_profile),
+               Catch::StartsWith("tp = 2: framework pytorch-eager (the Hugging Face Trainer") &&
+                   Catch::Contains("has no tensor parallelism; megatron, megatron-core offer it"));
+    CHECK_THAT(refused({.dp = 8, .zero = 1}, pytorch_eager_profile), Catch::StartsWith("zero = 1") &&
+                                                                         Catch::Contains("has no ZeRO stage 1"));
+    CHECK_THAT(refused({.dp = 4, .pp = 2}, pytorch_eager_profile), Catch::StartsWith("pp = 2"));
+    CHECK_THAT(refused({.dp = 8, .zero = 1, .offload = offload_mode::optimizer}, pytorch_eager_profile),
+               Catch::StartsWith("zero = 1"));
+    CHECK_THAT(refused({.dp = 8, .zero = 2, .offload = offload_mode::optimizer}, pytorch_eager_profile),
+               Catch::StartsWith("offload = optimizer") && Catch::Contains("deepspeed, megatron-core offer it"));
+    // DeepSpeed under the Trainer: every ZeRO stage and the optimizer on the host, no model parallelism.
+    CHECK(refused({.dp = 8, .zero = 3, .offload = offload_mode::optimizer}, deepspeed_profile).empty());
+    CHECK_THAT(refused({.dp = 4, .pp = 2}, deepspeed_profile), Catch::StartsWith("pp = 2: framework deepspeed"));
+    CHECK_THAT(refused({.dp = 4, .tp = 2, .sp = true}, deepspeed_profile), Catch::StartsWith("tp = 2"));
+    // Megatron-LM 2022: tp, sp, pp, interleaving, the distributed optimizer; no cp, ZeRO-2/3 or offload.
+    CHECK(refused({.dp = 1, .tp = 2, .pp = 4, .interleave = 2, .sp = true, .grad_accum = 4}, megatron_profile).empty());
+    CHECK_THAT(refused({.dp = 4, .cp = 2}, megatron_profile),
+               Catch::StartsWith("cp = 2") && Catch::Contains("megatron-core offers it"));
+    CHECK_THAT(refused({.dp = 8, .zero = 3}, megatron_profile), Catch::StartsWith("zero = 3"));
+    CHECK_THAT(refused({.dp = 2, .pp = 4, .first_stage_layers = 5}, megatron_profile),
+               Catch::StartsWith("first_stage_layers = 5") && Catch::Contains("evenly"));
+    // Megatron-Core: all of those and uneven splits; no zero-bubble schedule in any catalog profile.
+    CHECK(refused({.dp = 2, .tp = 2, .cp = 2, .sp = true, .zero = 3}, megatron_core_profile).empty());
+    CHECK(refused({.dp = 2, .pp = 4, .first_stage_layers = 5}, megatron_core_profile).empty());
+    CHECK_THAT(refused({.dp = 2, .pp = 4, .schedule = pipeline_schedule::zero_bubble_h1}, megatron_core_profile),
+               Catch::StartsWith("schedule = zb-h1") && Catch::EndsWith("has no zero-bubble schedule"));
+    // A profile of one's own runs what it says.
+    framework_profile own = pytorch_eager_profile;
+    own.tensor_parallel = true;
+    CHECK(refused({.dp = 4, .tp = 2}, own).empty());
 }

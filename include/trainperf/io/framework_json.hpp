@@ -52,6 +52,13 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"overlap_parameter_gather", f.overlap_parameter_gather},
             {"reshard_after_forward", f.reshard_after_forward},
             {"tensor_parallel_overlap", f.tensor_parallel_overlap},
+            {"software", std::string(f.software)},
+            {"tensor_parallel", f.tensor_parallel},
+            {"sequence_parallel", f.sequence_parallel},
+            {"context_parallel", f.context_parallel},
+            {"pipeline_parallel", f.pipeline_parallel},
+            {"interleaved_pipeline", f.interleaved_pipeline},
+            {"optimizer_offload", f.optimizer_offload},
             {"uneven_pipeline_split", f.uneven_pipeline_split},
             {"zero_bubble_schedule", f.zero_bubble_schedule},
             {"zero_stages", zero_stage_list(f.zero_stages)},
@@ -105,7 +112,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
                    "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "zero_stages",
                    "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs",
-                   "scales_gradients_every_step"});
+                   "scales_gradients_every_step", "software", "tensor_parallel", "sequence_parallel",
+                   "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -128,6 +136,16 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("cuda_graphs")) f.cuda_graphs = dd::boolean(j, "", "cuda_graphs");
     if (j.contains("scales_gradients_every_step"))
         f.scales_gradients_every_step = dd::boolean(j, "", "scales_gradients_every_step");
+    // What the software runs (optional; absent: everything the engine models, as a
+    // profile that does not say is taken to describe software that runs it).
+    if (j.contains("software")) f.software = keep_text(dd::text(j, "", "software", 200));
+    for (const auto& [key, field] : {std::pair<std::string_view, bool*>{"tensor_parallel", &f.tensor_parallel},
+                                     {"sequence_parallel", &f.sequence_parallel},
+                                     {"context_parallel", &f.context_parallel},
+                                     {"pipeline_parallel", &f.pipeline_parallel},
+                                     {"interleaved_pipeline", &f.interleaved_pipeline},
+                                     {"optimizer_offload", &f.optimizer_offload}})
+        if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
     // Optional too (absent: the generic layer's calls, as before they were counted).
     if (j.contains("layer_host_calls")) {
         const auto& c = dd::field(j, "", "layer_host_calls");

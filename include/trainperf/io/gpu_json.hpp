@@ -119,15 +119,14 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     g.full_name = keep_text(dd::text(j, "", "full_name", 128));
     g.architecture = dd::enum_value<gpu_architecture>(j, "", "architecture");
     g.sm_count = dd::integer(j, "", "sm_count", 1, 1024);
-    if (j.contains("compute_capability"))
-        g.compute_capability = dd::integer(j, "", "compute_capability", 0, 199);
+    // Both change the answer (the attention kernel a framework runs, the GEMMs' clock):
+    // required, never a silent default (compute capability 0: not a CUDA GPU).
+    g.compute_capability = dd::integer(j, "", "compute_capability", 0, 199);
     g.boost_clock = hertz::from_value(dd::number(j, "", "boost_clock_hertz", r::min_clock, r::max_clock, "Hz"));
-    if (j.contains("sustained_clock_hertz")) {
-        const double sustained = dd::number(j, "", "sustained_clock_hertz", 0, r::max_clock, "Hz (0: the boost clock)");
-        require(sustained == 0 || sustained >= r::min_clock, "sustained_clock_hertz", sustained,
-                "must be 0 (the boost clock) or a clock the board holds");
-        g.sustained_clock = hertz::from_value(sustained);
-    }
+    const double sustained = dd::number(j, "", "sustained_clock_hertz", 0, r::max_clock, "Hz (0: the boost clock)");
+    require(sustained == 0 || sustained >= r::min_clock, "sustained_clock_hertz", sustained,
+            "must be 0 (the boost clock) or a clock the board holds");
+    g.sustained_clock = hertz::from_value(sustained);
     g.l2_cache = bytes_of(dd::number(j, "", "l2_cache_bytes", 0, r::max_l2, "bytes"));
     g.memory_capacity = bytes_of(dd::number(j, "", "memory_bytes", r::min_memory, r::max_memory, "bytes"));
     const double reported = dd::number(j, "", "memory_reported_bytes", 0, r::max_memory, "bytes (0: unknown)");

@@ -162,11 +162,11 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     return out;
 }
 
-// ASSUMPTION: advice may search up to 2·10^8 layouts (about a second with the bounds:
-// the 1.24·10^8 of GPT-3 175B on 512 A100 under megatron-core take 0.6 s on 2 cores,
+// ASSUMPTION: advice may search up to 5·10^8 layouts (about a second with the bounds:
+// the 2.0·10^8 of GPT-3 175B on 512 A100 under megatron-core take about 0.2 s on 2 cores,
 // docs/engine.md); a larger space is left out of the advice rather than making a
 // prediction slow.
-inline constexpr long long advice_max_candidates = 200'000'000;
+inline constexpr long long advice_max_candidates = 500'000'000;
 
 // The fastest layout of the setup's GPUs and global batch that fits (offload tried
 // too), when there is one and the space is small enough to search in passing.
@@ -240,9 +240,11 @@ inline fit_advice advise_fit(const training_setup& s) {
         t.cluster.gpus_per_node = node_size(dp);
         return t;
     };
-    const auto first = std::partition_point(replicas.begin(), replicas.end(),
-                                            [&](int dp) { return !fd::fitting(with_replicas(dp)).has_value(); });
-    if (first != replicas.end()) add(fit_change::zero3_more_gpus, with_replicas(*first));
+    if (s.framework.zero_stages & (1u << 3)) {  // only where the framework shards weights
+        const auto first = std::partition_point(replicas.begin(), replicas.end(),
+                                                [&](int dp) { return !fd::fitting(with_replicas(dp)).has_value(); });
+        if (first != replicas.end()) add(fit_change::zero3_more_gpus, with_replicas(*first));
+    }
 
     fd::best_of_each_kind(a.options);
     return a;

@@ -217,8 +217,9 @@ inline std::vector<pipeline_config> pipeline_configs_for(const plan_request& r, 
     const auto& m = r.base.model;
     std::vector<pipeline_config> out{{1, 0, 0}};
     if (pp == 1) return out;
-    for (int v = 2; 1LL * pp * v <= m.layers; ++v)
-        if (interleave_splits_layers(m, pp, v)) out.push_back({v, 0, 0});
+    if (r.base.framework.interleaved_pipeline)
+        for (int v = 2; 1LL * pp * v <= m.layers; ++v)
+            if (interleave_splits_layers(m, pp, v)) out.push_back({v, 0, 0});
     if (!r.base.framework.uneven_pipeline_split || m.layers > max_layers_for_uneven_splits) return out;
     const bool divides = m.layers % pp == 0;
     const int others = pp - 2;  // the middle stages share L − first − last evenly
@@ -292,7 +293,8 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp =
                 if (shard >= 2 && shard < ranks && shard % cp == 0) c.zeros.push_back({z, int(shard)});
     }
     c.offloads.push_back(offload_mode::none);
-    if (r.allow_offload && !r.base.cluster.gpu.memory_shared_with_host && !r.base.finetune.freezes_base())
+    if (r.allow_offload && fw.optimizer_offload && !r.base.cluster.gpu.memory_shared_with_host &&
+        !r.base.finetune.freezes_base())
         c.offloads.push_back(offload_mode::optimizer);
     if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
@@ -586,14 +588,15 @@ inline space build_space(const plan_request& r) {
     for (long long tp_ll : divisors(r.gpus)) {
         const int tp = int(tp_ll);
         if (tp > r.base.cluster.gpus_per_node || !tp_splits_heads(m, tp)) continue;
+        if (tp > 1 && !fw.tensor_parallel) continue;  // only what the framework runs
         for (long long cp_ll : divisors(r.gpus / tp)) {
             const int cp = int(cp_ll);
-            if (!context_parallel_candidate(seq, cp)) continue;
+            if (!context_parallel_candidate(seq, cp) || (cp > 1 && !fw.context_parallel)) continue;
             std::vector<int> pps;
             long long inner = 0;  // candidates of one unit
             for (long long pp_ll : divisors(r.gpus / (1LL * tp * cp))) {
                 const int pp = int(pp_ll);
-                if (pp > m.layers) continue;
+                if (pp > m.layers || (pp > 1 && !fw.pipeline_parallel)) continue;
                 const int dp = dp_of(r, tp, pp, cp);
                 const auto batches = micro_batches_for(r, dp);
                 if (batches.empty()) continue;
@@ -605,7 +608,7 @@ inline space build_space(const plan_request& r) {
             }
             if (pps.empty()) continue;
             for (bool sequence_parallel : {false, true}) {
-                if (sequence_parallel && tp == 1) continue;
+                if (sequence_parallel && (tp == 1 || !fw.sequence_parallel)) continue;
                 for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
                     for (bool flash : switch_values(fw.flash_attention))
                         for (bool overlap : switch_values(fw.tensor_parallel_overlap, sequence_parallel)) {

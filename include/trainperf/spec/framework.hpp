@@ -262,17 +262,25 @@ struct framework_profile {
     // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
     // --tp-comm-overlap; needs sequence parallelism). cost/stage_pricer.hpp prices it.
     bool tensor_parallel_overlap = false;
-    // Pipeline options the software offers (the planner searches only these; a layout
-    // may still ask for either): layers per first and last stage set apart from an even
-    // split (Megatron-Core --decoder-first-pipeline-num-layers and
+    // --- what the software can run: validate(training_setup) refuses a layout that asks
+    // for anything else (spec/setup.hpp require_framework_runs), and the planner and the
+    // advice search only these. A profile says which software and version it describes.
+    std::string_view software = "a custom framework profile";
+    bool tensor_parallel = true;       // Megatron-style tensor parallelism (tp > 1)
+    bool sequence_parallel = true;     // Megatron-style sequence parallelism (sp, with tp > 1)
+    bool context_parallel = true;      // the sequence split over ranks, K and V passed around a ring (cp > 1)
+    bool pipeline_parallel = true;     // pipeline stages (pp > 1), 1F1B
+    bool interleaved_pipeline = true;  // virtual pipeline stages (interleave > 1)
+    bool optimizer_offload = true;     // the optimizer step on the host, its state in host memory
+    // Pipeline options: layers per first and last stage set apart from an even split
+    // (Megatron-Core --decoder-first-pipeline-num-layers and
     // --decoder-last-pipeline-num-layers), and the zero-bubble schedule zb-h1
     // (spec/parallel.hpp pipeline_schedule).
     bool uneven_pipeline_split = false;
     bool zero_bubble_schedule = false;
     // The ZeRO stages the software offers (bit z: stage z; stage 0, plain data
     // parallelism, always), and whether it shards them over part of the data-parallel
-    // ranks, replicating across (spec/parallel.hpp shard_group). The planner searches these;
-    // a layout may still ask for any.
+    // ranks, replicating across (spec/parallel.hpp shard_group).
     unsigned zero_stages = 0b1111;
     bool hybrid_sharding = false;
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
@@ -315,7 +323,15 @@ constexpr void validate(const framework_profile& fw) {
 
 // HF Transformers Trainer on PyTorch eager: unfused elementwise ops, attention
 // probabilities materialised over s², per-tensor optimizer unless adamw-fused, DDP
-// overlaps the all-reduce with backward in 25 MB buckets.
+// overlaps the all-reduce with backward in 25 MB buckets. What it runs
+// (huggingface/transformers@00349ae8 src/transformers/training_args.py, `fsdp`:
+// "full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2", "offload"): data
+// parallelism (DDP), FSDP's ZeRO-2 (shard_grad_op) and ZeRO-3 (full_shard), hybrid
+// sharding; no ZeRO-1, no pipeline stages, no Megatron-style tensor or sequence
+// parallelism. Tensor and context parallelism through Accelerate's ParallelismConfig
+// (DTensor) and FSDP's CPU offload (parameters and gradients on the host, PyTorch
+// torch/distributed/fsdp/api.py CPUOffload) are other mechanisms than the ones this
+// engine prices, and are not offered.
 inline constexpr framework_profile pytorch_eager_profile{
     .name = "pytorch-eager",
     .fused_softmax = false,
@@ -329,6 +345,14 @@ inline constexpr framework_profile pytorch_eager_profile{
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = false,
+    .software = "the Hugging Face Trainer on PyTorch (DDP, FSDP; transformers@00349ae8)",
+    .tensor_parallel = false,
+    .sequence_parallel = false,
+    .context_parallel = false,
+    .pipeline_parallel = false,
+    .interleaved_pipeline = false,
+    .optimizer_offload = false,
+    .zero_stages = 0b1101,  // DDP; FSDP SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3)
     // FSDP's HYBRID_SHARD (FSDP2: a 2-D device mesh, replicate x shard).
     .hybrid_sharding = true,
     .per_step_overhead = milliseconds_of(2.0),
@@ -366,6 +390,13 @@ inline constexpr framework_profile megatron_profile{
     // same ASSUMPTION as the DDP profiles.
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,
+    // NVIDIA/Megatron-LM@28ba253f megatron/arguments.py: --tensor-model-parallel-size,
+    // --sequence-parallel, --pipeline-model-parallel-size,
+    // --num-layers-per-virtual-pipeline-stage, --use-distributed-optimizer; no context
+    // parallelism, no optimizer offload (its only CPU flag is --use-cpu-initialization).
+    .software = "Megatron-LM (2022; NVIDIA/Megatron-LM@28ba253f)",
+    .context_parallel = false,
+    .optimizer_offload = false,
     .zero_stages = 0b0011,
     .per_step_overhead = milliseconds_of(5.0),
     // Counted in Megatron-LM@28ba253f (2022-09), GPT layer, tensor parallel > 1
@@ -404,7 +435,16 @@ inline constexpr framework_profile megatron_profile{
 inline constexpr double deepspeed_reduce_bucket_elements = 5e8;
 
 // HF model code under the DeepSpeed engine: ZeRO stages, optimizer offload to the
-// CPU, fused Adam on the GPU, communication overlapped with backward.
+// CPU, fused Adam on the GPU, communication overlapped with backward. What it runs:
+// ZeRO stages 0-3 (DeepSpeed@v0.12.6 deepspeed/runtime/zero/config.py ZeroStageEnum)
+// and the optimizer on the CPU ("Optimizer computation is offload to CPU",
+// deepspeed/runtime/zero/offload_config.py); the Hugging Face Trainer's DeepSpeed
+// integration builds ZeRO configurations only (transformers
+// src/transformers/integrations/deepspeed.py): no DeepSpeed pipeline engine (whose
+// TrainSchedule is 1F1B without virtual stages anyway, deepspeed/runtime/pipe/schedule.py),
+// no tensor, sequence or context parallelism (DeepSpeed-Ulysses, deepspeed/sequence/
+// layer.py, splits heads by all-to-all, not this engine's ring), and ZeRO++'s secondary
+// partition (zero_hpz_partition_size) is not hybrid sharding of the optimizer state.
 inline constexpr framework_profile deepspeed_profile{
     .name = "deepspeed",
     .fused_softmax = false,
@@ -418,6 +458,12 @@ inline constexpr framework_profile deepspeed_profile{
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,
+    .software = "the Hugging Face Trainer with DeepSpeed ZeRO (DeepSpeed v0.12.6)",
+    .tensor_parallel = false,
+    .sequence_parallel = false,
+    .context_parallel = false,
+    .pipeline_parallel = false,
+    .interleaved_pipeline = false,
     .per_step_overhead = milliseconds_of(5.0),
     .memory = {
         .fp32_logits = true,
@@ -451,9 +497,11 @@ inline constexpr framework_profile deepspeed_profile{
 //   - --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers: fewer
 //     (or more) layers on the first and last pipeline stages. Its schedules are 1F1B and
 //     interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py): no zero-bubble one;
-//   - ZeRO stages: none, the distributed optimizer (1), and full sharding (3) through
-//     Megatron-FSDP or PyTorch FSDP2 (--use-torch-fsdp2); no stage 2. The distributed
-//     optimizer sharded within instances and replicated across them
+//   - ZeRO stages: none, the distributed optimizer (1), and with Megatron-FSDP
+//     (--use-megatron-fsdp) --data-parallel-sharding-strategy optim_grads (2) or
+//     optim_grads_params (3), or PyTorch FSDP2 (--use-torch-fsdp2; ZeRO-2 with
+//     --torch-fsdp2-no-reshard-after-forward) (megatron/training/arguments.py@d98e8a64).
+//     The distributed optimizer sharded within instances and replicated across them
 //     (--num-distributed-optimizer-instances): hybrid sharding.
 // ASSUMPTIONs as for megatron: overlappable share 0.8, 5 ms per step on the host.
 inline constexpr framework_profile megatron_core_profile{
@@ -471,8 +519,15 @@ inline constexpr framework_profile megatron_core_profile{
     .fp32_gradient_accumulation = true,
     .overlap_parameter_gather = true,
     .tensor_parallel_overlap = true,
+    // NVIDIA/Megatron-LM@d98e8a64: tensor, sequence, context and pipeline parallelism
+    // (megatron/core/model_parallel_config.py), virtual stages
+    // (--num-layers-per-virtual-pipeline-stage), the distributed optimizer, Megatron-FSDP
+    // and FSDP2, and --optimizer-cpu-offload (megatron/core/optimizer
+    // HybridDeviceOptimizer: "Gradient copy from GPU to CPU, CPU optimizer step, and
+    // subsequent parameter copy from CPU to GPU").
+    .software = "Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM@d98e8a64)",
     .uneven_pipeline_split = true,
-    .zero_stages = 0b1011,
+    .zero_stages = 0b1111,
     .hybrid_sharding = true,
     .per_step_overhead = milliseconds_of(5.0),
     // Counted in Megatron-Core@d98e8a64 with TransformerEngine@d0067d0d (TESpecProvider:

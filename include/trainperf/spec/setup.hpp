@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "../core/error.hpp"
 #include "../core/limits.hpp"
@@ -121,11 +123,71 @@ constexpr model_state model_state_of(const training_setup& s) {
     return setup_detail::model_state_of(s);
 }
 
+// A layout asks only for what its framework's software runs (spec/framework.hpp).
+namespace setup_detail {
+// The catalog frameworks that offer what `offers` says, for the message.
+template <class Offers>
+std::string frameworks_offering(Offers offers) {
+    std::string names;
+    for (const framework_profile& f : framework_profiles)
+        if (offers(f)) names += (names.empty() ? "" : ", ") + std::string(f.name);
+    return names.empty() ? "" : "; " + names + (names.find(',') == std::string::npos ? " offers it" : " offer it");
+}
+
+template <class Value, class Offers>
+[[noreturn]] TRAINPERF_COLD void fail_framework_lacks(std::string_view field, const Value& value,
+                                                      const framework_profile& fw, std::string_view lacks,
+                                                      Offers offers) {
+    detail::fail(field, value,
+                 "framework " + std::string(fw.name) + " (" + std::string(fw.software) + ") " + std::string(lacks) +
+                     frameworks_offering(offers));
+}
+}  // namespace setup_detail
+
+constexpr void require_framework_runs(const framework_profile& fw, const parallel_layout& l) {
+    using setup_detail::fail_framework_lacks;
+    if (l.tp > 1 && !fw.tensor_parallel)
+        fail_framework_lacks("tp", l.tp, fw, "has no tensor parallelism",
+                             [](const framework_profile& f) { return f.tensor_parallel; });
+    if (l.sp && !fw.sequence_parallel)
+        fail_framework_lacks("sp", "on", fw, "has no Megatron-style sequence parallelism",
+                             [](const framework_profile& f) { return f.sequence_parallel; });
+    if (l.cp > 1 && !fw.context_parallel)
+        fail_framework_lacks("cp", l.cp, fw, "has no context parallelism",
+                             [](const framework_profile& f) { return f.context_parallel; });
+    if (l.pp > 1 && !fw.pipeline_parallel)
+        fail_framework_lacks("pp", l.pp, fw, "has no pipeline parallelism",
+                             [](const framework_profile& f) { return f.pipeline_parallel; });
+    if (l.interleave > 1 && !fw.interleaved_pipeline)
+        fail_framework_lacks("interleave", l.interleave, fw, "has no interleaved (virtual) pipeline stages",
+                             [](const framework_profile& f) { return f.interleaved_pipeline; });
+    if (l.schedule == pipeline_schedule::zero_bubble_h1 && !fw.zero_bubble_schedule)
+        fail_framework_lacks("schedule", "zb-h1", fw, "has no zero-bubble schedule",
+                             [](const framework_profile& f) { return f.zero_bubble_schedule; });
+    if ((l.first_stage_layers > 0 || l.last_stage_layers > 0) && !fw.uneven_pipeline_split)
+        fail_framework_lacks(l.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
+                             l.first_stage_layers > 0 ? l.first_stage_layers : l.last_stage_layers, fw,
+                             "splits the layers evenly over the pipeline stages",
+                             [](const framework_profile& f) { return f.uneven_pipeline_split; });
+    if ((fw.zero_stages & (1u << l.zero)) == 0) {
+        const unsigned stage = 1u << l.zero;
+        fail_framework_lacks("zero", l.zero, fw, "has no ZeRO stage " + std::to_string(l.zero),
+                             [stage](const framework_profile& f) { return (f.zero_stages & stage) != 0; });
+    }
+    if (l.shard_group > 0 && !fw.hybrid_sharding)
+        fail_framework_lacks("shard_group", l.shard_group, fw, "has no hybrid sharding",
+                             [](const framework_profile& f) { return f.hybrid_sharding; });
+    if (l.offload == offload_mode::optimizer && !fw.optimizer_offload)
+        fail_framework_lacks("offload", "optimizer", fw, "does not run the optimizer on the host",
+                             [](const framework_profile& f) { return f.optimizer_offload; });
+}
+
 constexpr void validate(const training_setup& s) {
     validate(s.cluster);
     validate(s.model);
     validate(s.layout, s.model);
     validate(s.framework);
+    require_framework_runs(s.framework, s.layout);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);
     check_supported(s.cluster.gpu, s.precision);
