@@ -102,6 +102,19 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
                    on_off(f.fp32_gradient_accumulation), fixed(f.per_step_overhead.value() * 1e3, 1),
                    fixed(100 * f.memory.fragmentation, 1)});
     t.print(out);
+    // What each software runs: a layout asking for more is refused (docs/engine.md).
+    out << "\nWhat each runs (a layout asking for more is refused):\n\n";
+    table runs({"framework", "tp", "sp", "cp", "pp", "interleave", "uneven stages", "ZeRO stages", "hybrid shard",
+                "optimizer on host", "software"});
+    for (const framework_profile& f : profiles) {
+        std::string zero;
+        for (int z = 0; z <= 3; ++z)
+            if (f.zero_stages & (1u << z)) zero += (zero.empty() ? "" : ",") + std::to_string(z);
+        runs.add_row({str(f.name), on_off(f.tensor_parallel), on_off(f.sequence_parallel), on_off(f.context_parallel),
+                      on_off(f.pipeline_parallel), on_off(f.interleaved_pipeline), on_off(f.uneven_pipeline_split), zero,
+                      on_off(f.hybrid_sharding), on_off(f.optimizer_offload), str(f.software)});
+    }
+    runs.print(out);
 }
 
 // `trainperf NAME [ENTRY]`: the catalog (or one entry) as a table; with --json the
