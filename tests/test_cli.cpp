@@ -967,3 +967,26 @@ TEST_CASE("predict --precision fp8 reports MFU against the FP8 and the BF16 peak
     check_refused(std::array{"predict --gpu h100-sxm --model gpt2-medium --fp8-scaling current",
                              "predict --gpu h100-sxm --model gpt2-medium --precision fp8 --fp8-scaling sometimes"});
 }
+
+TEST_CASE("an unknown flag is named first, with the flag it probably meant", "[cli]") {
+    // A misspelt required flag is unknown, not missing.
+    const auto typo = run_cli("plan --gpu h100-sxm --model gpt2 --gpus 8 --global_batch 64");
+    CHECK(typo.exit_code == 2);
+    CHECK(typo.out.empty());
+    CHECK(typo.err == "trainperf: --global_batch: not a flag of trainperf plan; did you mean --global-batch?\n");
+    CHECK(run_cli("predict --gpu h100-sxm --model gpt2 --Seq=512").err ==
+          "trainperf: --Seq: not a flag of trainperf predict; did you mean --seq?\n");
+    CHECK(run_cli("predict --gpu h100-sxm --model gpt2 --sequence 512").err.find("did you mean --seq?") !=
+          std::string::npos);
+    CHECK(run_cli("predict --gpu h100-sxm --model gpt2 --global-batch 8").err ==
+          "trainperf: --global-batch: not a flag of trainperf predict; the global batch is --batch x dp x "
+          "--grad-accum\n");
+    const auto none = run_cli("memory --gpu h100-sxm --model gpt2 --colour 5");
+    CHECK(none.exit_code == 2);
+    CHECK(none.err.find("--colour: not a flag of trainperf memory (trainperf memory --help lists them)") !=
+          std::string::npos);
+    // --micro-batch is --batch, in every command that takes a micro-batch.
+    CHECK(run_json("predict --gpu h100-sxm --model gpt2 --micro-batch 2 --json") ==
+          run_json("predict --gpu h100-sxm --model gpt2 --batch 2 --json"));
+    CHECK(run_json("memory --gpu h100-sxm --model gpt2 --micro-batch 3 --json")["batch"] == 3);
+}

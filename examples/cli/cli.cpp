@@ -5,12 +5,14 @@
 #include <trainperf/core/error.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <limits>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace trainperf::cli {
@@ -86,6 +88,45 @@ void check_every_value(CLI::App& app) {
         for (CLI::Option* opt : sub->get_options()) check(opt);
 }
 
+namespace {
+// The first flag on the command line that its command does not have, named with the
+// flag it probably meant (the same words with '-' for '_', in any case, or a flag the
+// misspelling is part of). CLI11 checks required flags before it names unexpected
+// ones, so a misspelt required flag would otherwise be reported as missing.
+std::optional<std::string> unknown_flag(CLI::App& app, int argc, const char* const* argv) {
+    CLI::App* command = nullptr;
+    for (int i = 1; i < argc && !command; ++i)
+        if (argv[i][0] != '-')
+            for (CLI::App* sub : app.get_subcommands({}))
+                if (sub->check_name(argv[i])) command = sub;
+    if (!command) return std::nullopt;
+    const auto normal = [](std::string s) {
+        for (char& c : s) c = c == '_' ? '-' : char(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg.size() < 3 || arg.rfind("--", 0) != 0) continue;
+        const std::string flag = arg.substr(0, arg.find('='));
+        if (command->get_option_no_throw(flag) || app.get_option_no_throw(flag)) continue;
+        std::string meant;
+        const std::string wanted = normal(flag.substr(2));
+        for (const CLI::Option* o : command->get_options())
+            for (const std::string& name : o->get_lnames())
+                if (normal(name) == wanted || (wanted.size() >= 3 && normal(name).find(wanted) != std::string::npos) ||
+                    (name.size() >= 3 && wanted.rfind(normal(name), 0) == 0))
+                    meant += (meant.empty() ? "" : " or ") + ("--" + name);
+        const std::string where = ": not a flag of trainperf " + command->get_name();
+        if (meant.empty() && wanted == "global-batch")  // predict, memory, fit, sweep, scale
+            return flag + where + "; the global batch is --batch x dp x --grad-accum";
+        return flag + where +
+               (meant.empty() ? " (trainperf " + command->get_name() + " --help lists them)"
+                              : "; did you mean " + meant + "?");
+    }
+    return std::nullopt;
+}
+}  // namespace
+
 std::string fixed(double value, int digits) {
     std::ostringstream s;
     s << std::fixed << std::setprecision(digits) << value;
@@ -122,6 +163,7 @@ int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostrea
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e, out_stream, err_stream);
     } catch (const CLI::ParseError& e) {
+        if (const auto unknown = unknown_flag(app, argc, argv)) return fail(*unknown);
         return fail(e.what());
     } catch (const std::invalid_argument& e) {  // trainperf::invalid_argument and friends
         return fail(e.what());

@@ -47,7 +47,8 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                                "GPU description file (trainperf gpus --json NAME prints one; docs/extending.md)");
     g->excludes(gf);
     model.add_to(sub, require_model);
-    if (set == flag_set::all) sub->add_option("--batch", batch, "Micro-batch per model replica (default 1)");
+    if (set == flag_set::all)
+        sub->add_option("--batch,--micro-batch", batch, "Micro-batch per model replica (default 1)");
     sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)")
         ->check(CLI::Range(1, limits::max_sequence));
     sub->add_option("--gpus", gpus, "Total GPUs (default tp x cp x pp); dp = gpus / (tp x cp x pp)")
