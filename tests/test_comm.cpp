@@ -315,6 +315,7 @@ TEST_CASE("one collective as a user asks for it: the link, the algorithm, the ba
     // One GPU per node: every step on the network, NCCL's faster of ring and tree.
     const auto spread = estimate_collective(collective::all_reduce, gigabytes_of(1.0), 4, two_level(1));
     CHECK(spread.algorithm == "auto");
+    CHECK(estimate_collective(collective::reduce_scatter, gigabytes_of(1.0), 4, two_level(1)).algorithm == "ring");
     CHECK(spread.time == all_reduce_time(gigabytes_of(1.0), 4, inter_node_link(two_level(1)),
                                          collective_algorithm::automatic));
 

@@ -122,4 +122,16 @@ TEST_CASE("the flop summary holds every count side by side, as each function giv
     // Selective recompute repeats the attention core: hardware FLOPs above model FLOPs.
     CHECK(f.exact_training > f.model_flops);
     CHECK_THROWS_WITH(flop_summary_of(m, 0, recompute_mode::none), Catch::Contains("seq"));
+    // A model that is not one is refused before anything is counted (heads 0 would divide by zero).
+    transformer_config headless = m;
+    headless.heads = 0;
+    CHECK_THROWS_AS(flop_summary_of(headless, 4096, recompute_mode::none), trainperf::invalid_argument);
+    // Hand count of the exact forward GEMMs of one llama2-7b layer at 4096 tokens (h 4096,
+    // 32 heads, ffn 11008 x 3 matrices): QKV 2·s·h·3h, scores and context 2·s²·h each
+    // (halved with causal savings: s(s+1)/2 of s²), output 2·s·h², FFN 2·s·h·f·3.
+    const double s = 4096, h = 4096, ffn = 11008;
+    CHECK(f.exact_forward_layer.qkv.value() == Approx(2 * s * h * 3 * h));
+    CHECK(f.exact_forward_layer.out_proj.value() == Approx(2 * s * h * h));
+    CHECK(f.exact_forward_layer.ffn.value() == Approx(2 * s * h * ffn * 3));
+    CHECK(f.exact_forward_layer.scores.value() == Approx(2 * (s * (s + 1) / 2) * h));
 }

@@ -494,7 +494,8 @@ TEST_CASE("a fit verdict's margin, and the assumption that decides a borderline 
 }
 
 TEST_CASE("the fit table: the largest micro-batch per recipe the GPU runs and per optimizer", "[memory][fit]") {
-    const training_setup base{.cluster = {.gpu = v100_sxm2_32gb::spec}, .model = gpt, .seq = 1024};
+    training_setup base{.cluster = {.gpu = v100_sxm2_32gb::spec}, .model = gpt, .seq = 1024};
+    base.precision = recipe(precision_kind::fp16);  // one the V100 runs
     const fit_table all = fit_table_of({.base = base});
     // V100 has no bf16 or tf32 tensor cores and no fp8: those recipes are not columns.
     for (precision_kind p : all.precisions) CHECK(v100_sxm2_32gb::spec.supports(recipe(p).math));
@@ -529,4 +530,8 @@ TEST_CASE("the fit table: the largest micro-batch per recipe the GPU runs and pe
     training_setup bad = base;
     bad.layout.tp = 3;  // 16 heads do not split over 3 ranks
     CHECK_THROWS_AS(fit_table_of({.base = bad}), trainperf::invalid_argument);
+    // A recipe the GPU cannot run, restricted to: refused, not an empty table.
+    training_setup bf16_on_v100 = base;
+    bf16_on_v100.precision = recipe(precision_kind::bf16);
+    CHECK_THROWS_WITH(fit_table_of({.base = bf16_on_v100, .only_base_precision = true}), Catch::Contains("bf16"));
 }

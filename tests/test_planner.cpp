@@ -494,3 +494,27 @@ TEST_CASE("advice: every way to fit fits, and every way to speed up is faster pe
     // A setup that does not fit has no speed advice: it cannot run.
     CHECK_THROWS_WITH(advise_speed(s), Catch::Contains("does not fit"));
 }
+
+TEST_CASE("the planner offers only layouts the framework's software runs", "[planner][framework]") {
+    // llama2-7b on 8 H100, global batch 16, offload allowed: every catalog framework.
+    for (const framework_profile& fw : framework_profiles) {
+        auto request = llama_on_h100s(8, 16);
+        request.base.framework = fw;
+        request.allow_offload = true;
+        plan_options every;
+        every.top = 1u << 20;
+        const plan_result result = plan(request, every);
+        INFO(fw.name);
+        REQUIRE(!result.best.empty());
+        bool model_parallel = false, offloaded = false;
+        for (const plan_candidate& c : result.best) {
+            CHECK_NOTHROW(validate(setup_of(request.base, c)));  // what predict would refuse is never offered
+            model_parallel |= c.layout.tp > 1 || c.layout.pp > 1;
+            offloaded |= c.layout.offload == offload_mode::optimizer;
+        }
+        // The Hugging Face Trainer (with or without DeepSpeed) has no model parallelism;
+        // Megatron-LM 2022 has no optimizer offload; Megatron-Core has both.
+        CHECK(model_parallel == (fw.tensor_parallel || fw.pipeline_parallel));
+        if (!fw.optimizer_offload) CHECK_FALSE(offloaded);
+    }
+}

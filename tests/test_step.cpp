@@ -656,6 +656,14 @@ TEST_CASE("a framework runs only what its software can, and the message says who
     CHECK(refused({.dp = 2, .pp = 4, .first_stage_layers = 5}, megatron_core_profile).empty());
     CHECK_THAT(refused({.dp = 2, .pp = 4, .schedule = pipeline_schedule::zero_bubble_h1}, megatron_core_profile),
                Catch::StartsWith("schedule = zb-h1") && Catch::EndsWith("has no zero-bubble schedule"));
+    // Sequence parallelism without tp changes nothing, and is no framework's business.
+    CHECK(refused({.dp = 8, .sp = true, .zero = 3}, pytorch_eager_profile).empty());
+    // What no framework runs is refused as such first (LoRA with optimizer offload).
+    training_setup lora = s;
+    lora.finetune = {.mode = finetune_mode::lora};
+    lora.framework = pytorch_eager_profile;
+    lora.layout = {.dp = 8, .zero = 2, .offload = offload_mode::optimizer};
+    CHECK_THROWS_WITH(validate(lora), Catch::Contains("is not modelled with lora or qlora"));
     // A profile of one's own runs what it says.
     framework_profile own = pytorch_eager_profile;
     own.tensor_parallel = true;

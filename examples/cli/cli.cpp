@@ -117,7 +117,8 @@ std::optional<std::string> unknown_flag(CLI::App& app, int argc, const char* con
                     (name.size() >= 3 && wanted.rfind(normal(name), 0) == 0))
                     meant += (meant.empty() ? "" : " or ") + ("--" + name);
         const std::string where = ": not a flag of trainperf " + command->get_name();
-        if (meant.empty() && wanted == "global-batch")  // predict, memory, fit, sweep, scale
+        if (meant.empty() && wanted == "global-batch" && command->get_option_no_throw("--batch") &&
+            command->get_option_no_throw("--grad-accum"))  // predict, memory, sweep, scale
             return flag + where + "; the global batch is --batch x dp x --grad-accum";
         return flag + where +
                (meant.empty() ? " (trainperf " + command->get_name() + " --help lists them)"

@@ -278,7 +278,7 @@ struct collective_estimate {
     bytes size = bytes_of(0.0);
     int gpus = 1;
     int nodes = 1;
-    std::string_view algorithm;     // ring, tree, auto (one node); hierarchical (nodes); p2p
+    std::string_view algorithm;     // ring, tree, auto; hierarchical (several per node across nodes); p2p
     link_spec ring_link{};          // the link the ring inside a node waits on
     seconds time = seconds_of(0.0);
     std::optional<seconds> flat_ring;  // an all-reduce across nodes as one ring over all GPUs
@@ -309,7 +309,10 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
     require(algorithm != collective_algorithm::tree, "algorithm", "tree",
             "across nodes the collective is hierarchical: NCCL picks ring or tree on the network");
     const rank_group group = contiguous_group(cluster, gpus);
-    e.algorithm = c == collective::p2p ? "p2p" : group.per_node > 1 ? "hierarchical" : "auto";
+    e.algorithm = c == collective::p2p         ? "p2p"
+                  : group.per_node > 1         ? "hierarchical"
+                  : c == collective::all_reduce ? "auto"  // NCCL's faster of ring and tree
+                                                : "ring";
     e.time = collective_time(collective_op{"collective", c, size, group}, cluster);
     if (c == collective::all_reduce) e.flat_ring = flat_ring_all_reduce_time(size, cluster, gpus);
     return e;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "../core/error.hpp"
+#include "../core/limits.hpp"
 #include "../core/units.hpp"
 #include "../spec/hardware.hpp"
 #include "comm.hpp"
@@ -75,10 +76,8 @@ constexpr seconds host_to_device_time(bytes batch, const link_spec& host) {
 // The same for a GPU: over its host link, or nothing where the GPU shares DRAM with the
 // host (Jetson, gpu_spec::memory_shared_with_host): the batch is already in its memory.
 constexpr seconds host_to_device_time(bytes batch, const gpu_spec& gpu) {
-    if (gpu.memory_shared_with_host) {
-        input_pipeline_detail::validate_batch(batch);
-        return seconds_of(0.0);
-    }
+    require_in(batch.value(), limits::message_size, "batch_bytes");
+    if (gpu.memory_shared_with_host) return seconds_of(0.0);
     return host_to_device_time(batch, gpu.host_link);
 }
 

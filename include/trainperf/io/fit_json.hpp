@@ -8,12 +8,18 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/enum_names.hpp"
+#include "../core/error.hpp"
 #include "../search/fit_table.hpp"
 #include "../spec/finetune.hpp"
 
 namespace trainperf {
 
 inline nlohmann::json to_json(const fit_table& t) {
+    require(t.largest.size() == t.optimizers.size(), "fit_table.largest", t.largest.size(),
+            "must hold one row per optimizer");
+    for (const auto& row : t.largest)
+        require(row.size() == t.precisions.size(), "fit_table.largest", row.size(),
+                "must hold one entry per precision in every row");
     nlohmann::json rows = nlohmann::json::array();
     for (std::size_t i = 0; i < t.optimizers.size(); ++i)
         for (std::size_t j = 0; j < t.precisions.size(); ++j)

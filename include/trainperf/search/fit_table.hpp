@@ -30,8 +30,8 @@ struct fit_table {
     std::optional<int> with_full_recompute;
 };
 
-// Each cell checks its setup (max_micro_batch validates it).
 inline fit_table fit_table_of(const fit_table_request& r) {
+    validate(r.base);  // also where no recipe is left to try (one the GPU cannot run)
     fit_table t{.base = r.base};
     for (precision_kind p : all_precisions)
         if (r.base.cluster.gpu.supports(recipe(p).math) && (!r.only_base_precision || p == r.base.precision.kind))

@@ -6,7 +6,8 @@
 // hybrid shard groups the profile offers, optimizer offload, data-parallel overlap
 // on/off — and the framework's switches where its profile offers them (FlashAttention,
 // tensor-parallel overlap, parameter-gather overlap) that reaches the global batch
-// exactly, ranked by predicted step time. The
+// exactly and that the framework's software runs (spec/setup.hpp
+// require_framework_runs), ranked by predicted step time. The
 // search is exhaustive: a candidate is skipped only when a bound proves it cannot fit
 // (memory grows with the micro-batch) or cannot enter the top k (its compute alone is
 // slower than the k-th best found). Pricing reuses what does not change: a stage's ops

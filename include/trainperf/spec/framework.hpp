@@ -329,9 +329,10 @@ constexpr void validate(const framework_profile& fw) {
 // parallelism (DDP), FSDP's ZeRO-2 (shard_grad_op) and ZeRO-3 (full_shard), hybrid
 // sharding; no ZeRO-1, no pipeline stages, no Megatron-style tensor or sequence
 // parallelism. Tensor and context parallelism through Accelerate's ParallelismConfig
-// (DTensor) and FSDP's CPU offload (parameters and gradients on the host, PyTorch
-// torch/distributed/fsdp/api.py CPUOffload) are other mechanisms than the ones this
-// engine prices, and are not offered.
+// (DTensor; huggingface/accelerate@0422db7e src/accelerate/parallelism_config.py) and
+// FSDP's CPU offload (parameters and gradients on the host, the optimizer step there:
+// pytorch/pytorch@0aafd810 torch/distributed/fsdp/api.py CPUOffload) are other
+// mechanisms than the ones this engine prices, and are not offered.
 inline constexpr framework_profile pytorch_eager_profile{
     .name = "pytorch-eager",
     .fused_softmax = false,
@@ -436,15 +437,20 @@ inline constexpr double deepspeed_reduce_bucket_elements = 5e8;
 
 // HF model code under the DeepSpeed engine: ZeRO stages, optimizer offload to the
 // CPU, fused Adam on the GPU, communication overlapped with backward. What it runs:
-// ZeRO stages 0-3 (DeepSpeed@v0.12.6 deepspeed/runtime/zero/config.py ZeroStageEnum)
-// and the optimizer on the CPU ("Optimizer computation is offload to CPU",
-// deepspeed/runtime/zero/offload_config.py); the Hugging Face Trainer's DeepSpeed
-// integration builds ZeRO configurations only (transformers
+// ZeRO stages 0-3 (microsoft/DeepSpeed@c00388a2 = v0.12.6,
+// deepspeed/runtime/zero/config.py ZeroStageEnum) and the optimizer on the CPU
+// ("Optimizer computation is offload to CPU", deepspeed/runtime/zero/offload_config.py
+// @c00388a2); the Hugging Face Trainer's DeepSpeed integration builds ZeRO
+// configurations only (huggingface/transformers@02348331
 // src/transformers/integrations/deepspeed.py): no DeepSpeed pipeline engine (whose
-// TrainSchedule is 1F1B without virtual stages anyway, deepspeed/runtime/pipe/schedule.py),
-// no tensor, sequence or context parallelism (DeepSpeed-Ulysses, deepspeed/sequence/
-// layer.py, splits heads by all-to-all, not this engine's ring), and ZeRO++'s secondary
-// partition (zero_hpz_partition_size) is not hybrid sharding of the optimizer state.
+// TrainSchedule is 1F1B without virtual stages anyway, deepspeed/runtime/pipe/schedule.py
+// @c00388a2), no tensor, sequence or context parallelism (DeepSpeed-Ulysses,
+// deepspeed/sequence/layer.py@c00388a2, splits heads by all-to-all, not this engine's
+// ring). No hybrid sharding: ZeRO++'s secondary partition (zero_hpz_partition_size) is a
+// second copy of the ZeRO-3 weights, not sharding of the optimizer state, and MiCS
+// (mics_shard_size) needs the model built under MiCS_Init (deepspeed/runtime/zero/
+// mics.py@c00388a2), which the Trainer's integration does not call (ASSUMPTION, from
+// the integration file above).
 inline constexpr framework_profile deepspeed_profile{
     .name = "deepspeed",
     .fused_softmax = false,
@@ -522,9 +528,10 @@ inline constexpr framework_profile megatron_core_profile{
     // NVIDIA/Megatron-LM@d98e8a64: tensor, sequence, context and pipeline parallelism
     // (megatron/core/model_parallel_config.py), virtual stages
     // (--num-layers-per-virtual-pipeline-stage), the distributed optimizer, Megatron-FSDP
-    // and FSDP2, and --optimizer-cpu-offload (megatron/core/optimizer
-    // HybridDeviceOptimizer: "Gradient copy from GPU to CPU, CPU optimizer step, and
-    // subsequent parameter copy from CPU to GPU").
+    // and FSDP2, and --optimizer-cpu-offload (megatron/core/optimizer/__init__.py builds a
+    // HybridDeviceOptimizer with CPUAdam; megatron/core/optimizer/cpu_offloading/README.md:
+    // "Gradient copy from GPU to CPU, CPU optimizer step, and subsequent parameter copy
+    // from CPU to GPU").
     .software = "Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM@d98e8a64)",
     .uneven_pipeline_split = true,
     .zero_stages = 0b1111,

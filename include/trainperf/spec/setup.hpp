@@ -149,7 +149,7 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
     if (l.tp > 1 && !fw.tensor_parallel)
         fail_framework_lacks("tp", l.tp, fw, "has no tensor parallelism",
                              [](const framework_profile& f) { return f.tensor_parallel; });
-    if (l.sp && !fw.sequence_parallel)
+    if (l.sp && l.tp > 1 && !fw.sequence_parallel)  // sp without tp changes nothing
         fail_framework_lacks("sp", "on", fw, "has no Megatron-style sequence parallelism",
                              [](const framework_profile& f) { return f.sequence_parallel; });
     if (l.cp > 1 && !fw.context_parallel)
@@ -187,7 +187,6 @@ constexpr void validate(const training_setup& s) {
     validate(s.model);
     validate(s.layout, s.model);
     validate(s.framework);
-    require_framework_runs(s.framework, s.layout);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);
     check_supported(s.cluster.gpu, s.precision);
@@ -220,6 +219,8 @@ constexpr void validate(const training_setup& s) {
         require(l.offload == offload_mode::none, "cuda_graphs", "on", "cannot be used with optimizer offload");
         require(l.zero < 3, "cuda_graphs", "on", "cannot be used with ZeRO-3 (its per-layer gathers are not captured)");
     }
+    // What the framework's software runs, once what no framework runs is refused.
+    require_framework_runs(s.framework, l);
     // The only projection a model can lack is the gate (no SwiGLU): targets that adapt
     // nothing are exactly {gate}.
     require(!s.finetune.freezes_base() || adapted_matrices_per_layer(s.model, s.finetune) > 0, "lora_targets",

@@ -235,6 +235,7 @@ struct flop_summary {
 
 constexpr flop_summary flop_summary_of(const transformer_config& m, int seq, recompute_mode r,
                                        const flop_options& o = {}) {
+    flops_detail::check_seq(m, seq);
     const double params = parameter_count(m);
     return {.model = m.name,
             .seq = seq,
