@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/io/json.hpp>
@@ -654,7 +655,10 @@ TEST_CASE("every reader of a document the caller parsed refuses one nested too d
     CHECK(io::nesting_depth(json(3), 16) == 0);
     CHECK(io::nesting_depth(json::parse(R"({"a": [1, {"b": [[]]}], "c": {}})"), 16) == 5);
 
-    const json doc = {{"schema", "trainperf.gpu.v1"}, {"name", deep}};
+    // Moved, not copied: nlohmann's copy recurses as deep as the document.
+    json doc = json::object();
+    doc["schema"] = "trainperf.gpu.v1";
+    doc["name"] = std::move(deep);
     const auto refused = [](auto&& read) {
         const std::string why = error_of(read);
         INFO(why);
