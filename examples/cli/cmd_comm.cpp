@@ -11,11 +11,9 @@
 #include <trainperf/io/system_json.hpp>
 #include <trainperf/spec/system.hpp>
 
-#include <array>
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <algorithm>
 #include <string>
 
 namespace trainperf::cli {

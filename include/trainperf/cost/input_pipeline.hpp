@@ -50,16 +50,9 @@ constexpr void validate(const stage_times& t) {
 
 // ---- Deriving stage times -------------------------------------------------------------
 
-namespace input_pipeline_detail {
-constexpr void validate_batch(bytes batch) {
-    require(batch.value() >= 0 && batch.value() < std::numeric_limits<double>::infinity(), "batch_bytes",
-            batch.value(), "must be finite and not negative");
-}
-}  // namespace input_pipeline_detail
-
 // Reading a batch at the storage's sustained read bandwidth.
 constexpr seconds data_loading_time(bytes batch, byte_rate storage) {
-    input_pipeline_detail::validate_batch(batch);
+    require_in(batch.value(), limits::message_size, "batch_bytes");
     require(storage.value() > 0 && storage.value() < std::numeric_limits<double>::infinity(),
             "storage_bytes_per_second", storage.value(), "must be positive and finite");
     return batch / storage;
