@@ -442,7 +442,7 @@ TEST_CASE("a stage's total from its two parts equals its breakdown's, and the ve
                                                     total * (1 - 1e-6), total * 0.5, total * (1 + 1e-6)}) {
                                 const bool exceeds =
                                     memory_detail::certainly_exceeds(held, state_part, fw.memory, bytes_of(capacity));
-                                const bool fits = memory_detail::report_of(busiest, bytes_of(capacity)).fits;
+                                const bool fits = memory_report_of(busiest, bytes_of(capacity)).fits;
                                 CHECK(!(exceeds && fits));
                                 if (capacity < total * (1 - 1e-8)) CHECK(exceeds);
                             }

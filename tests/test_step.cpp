@@ -16,6 +16,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace trainperf;
@@ -668,4 +669,53 @@ TEST_CASE("a framework runs only what its software can, and the message says who
     framework_profile own = pytorch_eager_profile;
     own.tensor_parallel = true;
     CHECK(refused({.dp = 4, .tp = 2}, own).empty());
+}
+
+TEST_CASE("a setup is checked once: only a check makes a checked setup, and it predicts what the setup does",
+          "[step][checked]") {
+    static_assert(!std::is_convertible_v<training_setup, checked_setup>, "a checked_setup is made explicitly");
+    static_assert(std::is_convertible_v<const training_setup&, checked_view>, "predict(setup) checks it");
+    static_assert(std::is_convertible_v<const checked_setup&, checked_view>, "a checked setup is a view");
+    training_setup s;
+    s.model = llama2_7b::config;
+    s.framework = megatron_core_profile;
+    s.cluster = standard_cluster(h100_sxm::spec, 8);
+    s.seq = 4096;
+    s.layout = {.dp = 2, .tp = 4, .sp = true, .zero = 1, .micro_batch = 2, .grad_accum = 4};
+    const checked_setup checked(s);
+    const step_report by_setup = predict(s), by_checked = predict(checked);
+    CHECK(by_checked.step_time.value() == by_setup.step_time.value());
+    CHECK(by_checked.memory.total().value() == by_setup.memory.total().value());
+    CHECK(memory_of(checked).breakdown.total().value() == memory_of(s).breakdown.total().value());
+    CHECK(max_micro_batch(checked) == max_micro_batch(s));
+
+    // with_layout checks the new layout against the rest of the setup, and predicts what
+    // the setup with that layout predicts.
+    parallel_layout other = s.layout;
+    other.tp = 2;
+    other.dp = 4;
+    training_setup t = s;
+    t.layout = other;
+    CHECK(predict(checked.with_layout(other)).step_time.value() == predict(t).step_time.value());
+    other.tp = 3;  // 32 heads
+    CHECK_THROWS_WITH(checked.with_layout(other), Catch::Contains("tp = 3: must divide the number of attention heads"));
+    other.tp = 16;  // 8 GPUs per node
+    other.dp = 1;
+    CHECK_THROWS_WITH(checked.with_layout(other), Catch::Contains("tp = 16: must not exceed gpus_per_node"));
+    other = s.layout;
+    other.offload = offload_mode::optimizer;  // Megatron-Core offloads, but not with CUDA graphs
+    s.framework.cuda_graphs = true;
+    CHECK_THROWS_WITH(checked_setup(s).with_layout(other), Catch::Contains("cuda_graphs = on"));
+
+    // A bad setup is refused by name wherever it enters, the op lists included (they
+    // used to take it unchecked).
+    s.framework.cuda_graphs = false;
+    s.layout.tp = 0;
+    CHECK_THROWS_WITH(checked_setup(s), Catch::Contains("tp = 0"));
+    CHECK_THROWS_WITH(micro_batch_workload(s), Catch::Contains("tp = 0"));
+    CHECK_THROWS_WITH(step_workload(s), Catch::Contains("tp = 0"));
+    CHECK_THROWS_WITH(flop_counts_of(s), Catch::Contains("tp = 0"));
+    s.layout.tp = 4;
+    s.seq = -1;
+    CHECK_THROWS_WITH(model_state_of(s), Catch::Contains("seq = -1"));
 }

@@ -4,6 +4,7 @@
 
 #include <trainperf/spec/framework.hpp>
 #include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/io/catalog_json.hpp>
 #include <trainperf/io/framework_json.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/model_json.hpp>
@@ -139,9 +140,7 @@ void add_catalog_command(CLI::App& app, std::ostream& out, const std::string& na
             return print(out, std::span<const Entry>(&e, 1));
         }
         if (!opt->json) return print(out, catalog);
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& entry : catalog) list.push_back(describe(entry));
-        print_json(out, {{name, list}});
+        print_json(out, catalog_to_json(name, catalog, describe));
     });
 }
 

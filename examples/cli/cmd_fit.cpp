@@ -22,7 +22,7 @@ struct fit_options {
 
 void run(const fit_options& opt, std::ostream& out) {
     const fit_table f = fit_table_of(
-        {.base = opt.flags.build(), .only_base_precision = opt.precision_given, .only_base_optimizer = opt.optimizer_given});
+        {.base = opt.flags.build().get(), .only_base_precision = opt.precision_given, .only_base_optimizer = opt.optimizer_given});
     if (opt.json) return print_json(out, to_json(f));
     const training_setup& base = f.base;
     const gpu_spec& gpu = base.cluster.gpu;

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,13 +48,13 @@ void plot_over(const memory_options& opt) {
     for (const auto& v : values) {
         training_flags f = opt.flags;
         (name == "batch" ? f.batch : f.seq) = parse_whole_number("--plot-over", v);
-        training_setup s;
+        std::optional<checked_setup> s;
         try {
-            s = f.build();
+            s.emplace(f.build());
         } catch (const std::invalid_argument& e) {
             throw usage_error("--plot-over at " + name + " = " + v + ": " + e.what());
         }
-        add_memory(t, s, memory_of(s));
+        add_memory(t, *s, memory_of(*s));
     }
     plot_memory(opt.plot, t, name == "batch" ? "micro_batch" : "seq");
 }
@@ -72,7 +73,11 @@ void run(const memory_options& opt, std::ostream& out) {
     if (opt.plot.empty() != opt.plot_over.empty()) throw usage_error("--plot: needs --plot-over, and --plot-over --plot");
     if (!opt.plot.empty() && !opt.model_given) throw usage_error("--plot: needs --model (activations vary with batch and seq)");
     if (!opt.plot.empty()) plot_over(opt);
-    training_setup s = opt.params_given ? opt.flags.build_without_model() : opt.flags.build();
+    // With a model the setup is checked once, as a whole; a bare parameter count checks
+    // what its static state needs.
+    const std::optional<checked_setup> checked =
+        opt.params_given ? std::nullopt : std::optional<checked_setup>(opt.flags.build());
+    const training_setup s = checked ? checked->get() : opt.flags.build_without_model();
     const gpu_spec& g = s.cluster.gpu;
     const precision_recipe r = stored_precision(s);
     const optimizer_kind k = s.optimizer;
@@ -83,8 +88,8 @@ void run(const memory_options& opt, std::ostream& out) {
     int seq = 0, max_batch = -1;
     double params = opt.params_given ? parse_count("--params", opt.params) : 0.0;
     if (opt.model_given) {
-        report = memory_of(s);
-        max_batch = max_micro_batch(s);
+        report = memory_of(*checked);
+        max_batch = max_micro_batch(*checked);
         seq = sequence_length(s);
         params = parameter_count(s.model);
         subject = std::string(s.model.name);

@@ -44,7 +44,7 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         throw usage_error("--top: with --train-tokens each GPU count shows its fastest layout; leave --top out");
     if (opt.max_gpus == 0) throw usage_error("--max-gpus: required with --train-tokens (the largest GPU count tried)");
     training_plan_request request;
-    request.layouts.base = opt.flags.build();
+    request.layouts.base = opt.flags.build().get();
     request.layouts.global_batch = opt.global_batch;
     request.layouts.max_micro_batch = opt.max_micro_batch;
     request.layouts.allow_offload = opt.offload;
@@ -57,16 +57,10 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     options.threads = opt.threads;
     const training_plan result = plan_training(request, options);
     const auto& s = request.layouts.base;
-    const auto command = [&](const gpu_count_plan& c) {
-        const training_setup t = setup_of(request, c);
-        return predict_command(opt.flags.run_text(t), t.layout);
-    };
+    const command_of command = predict_command_of(opt.flags);
     if (opt.csv) return print_csv(out, training_plan_table(request, result));
     if (opt.json) {
-        nlohmann::json j = to_json(request, result);
-        for (std::size_t i = 0; i < result.counts.size(); ++i)
-            if (result.counts[i].best) j["counts"][i]["predict_command"] = command(result.counts[i]);
-        print_json(out, j);
+        print_json(out, to_json(request, result, predict_command_of(opt.flags)));
         return;
     }
     out << "trainperf plan: " << s.model.name << " on " << s.cluster.gpu.name << " (" << s.framework.name << ", "
@@ -97,7 +91,7 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
             << describe_changes(c.best->switches, s.framework) << "\n  " << days_text(*c.run)
             << " days, " << fixed(c.run->gpu_hours, 0) << " GPU-hours, " << mwh_text(*c.run) << " MWh";
         if (request.price_per_gpu_hour > 0) out << ", cost " << fixed(c.run->cost, 0) << " (GPU-hours x price)";
-        out << "\n  " << command(c) << "\n";
+        out << "\n  " << command(setup_of(request, c)) << "\n";
     };
     if (!result.cheapest) {
         out << "\nNo GPU count up to " << request.max_gpus << " meets the deadline"
@@ -118,7 +112,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     for (const char* flag : {"--deadline-days", "--price-per-gpu-hour", "--max-gpus"})
         if (sub->get_option(flag)->count() > 0) throw usage_error(std::string(flag) + ": needs --train-tokens");
     plan_request request;
-    request.base = opt.flags.build();
+    request.base = opt.flags.build().get();
     request.gpus = request.base.layout.gpus();
     request.global_batch = opt.global_batch;
     request.max_micro_batch = opt.max_micro_batch;
@@ -140,11 +134,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
         return;
     }
     if (opt.json) {
-        nlohmann::json j = to_json(request, result);
-        for (std::size_t i = 0; i < result.best.size(); ++i)
-            j["best"][i]["predict_command"] =
-                predict_command(opt.flags.run_text(setup_of(s, result.best[i])), result.best[i].layout);
-        print_json(out, j);
+        print_json(out, to_json(request, result, predict_command_of(opt.flags)));
         return;
     }
     out << "trainperf plan: " << s.model.name << " on " << request.gpus << " x " << s.cluster.gpu.name << " ("

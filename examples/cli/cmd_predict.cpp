@@ -135,8 +135,9 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
                     "Also estimate a whole run on this many tokens, e.g. 2e12 or 2T");
     sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
     sub->callback([opt, sub, &out] {
-        const training_setup s = opt->flags.build();
-        const step_report r = predict(s);
+        const checked_setup checked = opt->flags.build();
+        const training_setup& s = checked;
+        const step_report r = predict(checked);
         const bool tokens_given = sub->get_option("--train-tokens")->count() > 0;
         const double train_tokens = tokens_given ? parse_count("--train-tokens", opt->train_tokens) : 0.0;
         if (tokens_given && !(train_tokens >= 1))
@@ -158,23 +159,9 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
             plot_step(opt->plot, row);
         }
         if (opt->json) {
-            nlohmann::json j = to_json(s, r);
-            if (run) j.update(to_json(*run));
-            if (r.fits) {
-                const speed_advice advice = advise_speed(s);
-                j.update(to_json(advice));
-                for (std::size_t i = 0; i < advice.options.size(); ++i)
-                    j["ways_to_speed_up"][i]["predict_command"] =
-                        predict_command(opt->flags.run_text(advice.options[i].setup), advice.options[i].setup.layout);
-            }
-            if (!r.fits) {
-                const fit_advice advice = advise_fit(s);
-                j.update(to_json(advice));
-                for (std::size_t i = 0; i < advice.options.size(); ++i)
-                    j["ways_to_fit"][i]["predict_command"] =
-                        predict_command(opt->flags.run_text(advice.options[i].setup), advice.options[i].setup.layout);
-            }
-            print_json(out, j);
+            const command_of command = predict_command_of(opt->flags);
+            print_json(out, r.fits ? predict_to_json(s, r, run, advise_speed(s), command)
+                                   : predict_to_json(s, r, run, advise_fit(s), command));
         } else if (opt->csv) {
             print_csv(out, row);
         } else {

@@ -56,7 +56,7 @@ struct scale_options {
 void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI::Option* r_flag) {
     if (r_flag->count() > 0) throw usage_error("--r: give either --r or --gpu/--model, not both");
     if (opt.flags.gpus < 2) throw usage_error("--gpus: at least 2 GPUs are needed to derive r");
-    const training_setup s = opt.flags.build();
+    const training_setup s = opt.flags.build().get();
     const int replicas = s.layout.dp;
     const engine_scaling scaling = data_parallel_scaling(s, replicas);  // sets dp = 1…replicas
     const report_table curve = scaling_table(scaling);

@@ -197,8 +197,8 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
                             "must be at least 1, with dp x tp x cp x pp at most 2^22");
                     f.gpus = int(gpus);
                 }
-                const training_setup s = f.build();
-                if (t.rows().empty()) first_setup = s;
+                const checked_setup s = f.build();
+                if (t.rows().empty()) first_setup = s.get();
                 add_step(t, s, predict(s));
             } catch (const std::invalid_argument& e) {
                 throw usage_error("sweep at " + at + ": " + e.what());
@@ -211,7 +211,7 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
     for (const auto& a : axes) varied.push_back(column_of(a.parameter));
     if (!opt.plot.empty()) plot_sweep(opt.plot, t, varied);
     if (opt.json) {
-        print_json(out, {{"vary", opt.vary}, {"points", to_json(t)}});
+        print_json(out, sweep_to_json(opt.vary, t));
         return;
     }
     if (opt.csv) {

@@ -59,8 +59,16 @@ void print_trap(std::ostream& out) {
     memory_breakdown mb[3];
     int max_batch[3];
     for (int i = 0; i < 3; ++i) {
-        mb[i] = memory_per_gpu(m, recipe(kinds[i]), optimizer_kind::adamw, p, seq);
-        max_batch[i] = max_micro_batch(g, m, recipe(kinds[i]), optimizer_kind::adamw, p, seq);
+        // One GPU under plain PyTorch (memory_of: the path predict and plan take).
+        const checked_setup s(training_setup{.cluster = standard_cluster(g, 1),
+                                             .model = m,
+                                             .precision = recipe(kinds[i]),
+                                             .optimizer = optimizer_kind::adamw,
+                                             .layout = p,
+                                             .seq = seq,
+                                             .framework = pytorch_eager_profile});
+        mb[i] = memory_of(s).breakdown;
+        max_batch[i] = max_micro_batch(s);
     }
     out << "== Part C: the mixed-precision trap: " << m.name << " ("
         << fixed(parameter_count(m) / 1e9, 2) << " B parameters), AdamW, batch " << batch

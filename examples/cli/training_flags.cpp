@@ -152,7 +152,9 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     sub->add_flag("--no-prefetch", no_prefetch, "Load and copy before each step instead of overlapping it");
 }
 
-training_setup training_flags::build_without_model() const {
+// The setup the flags describe, parsed but not yet checked as a whole (build makes a
+// checked_setup of it; build_without_model checks what a bare parameter count needs).
+training_setup training_flags::assemble() const {
     training_setup s;
     if (gpu.empty() && gpu_file.empty()) throw usage_error("--gpu or --gpu-file: required");
     const gpu_spec g = gpu_file.empty() ? lookup_gpu(gpu) : io::load_gpu_file(gpu_file);
@@ -164,16 +166,13 @@ training_setup training_flags::build_without_model() const {
                 .schedule = parse_enum<pipeline_schedule>("schedule", schedule),
                 .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers,
                 .shard_group = shard_group};
-    validate(s.layout);
     s.precision = parse_precision(precision);
     s.precision.scaling = parse_enum<fp8_scaling>("fp8-scaling", scaling);
     require(fp8_linears(s.precision) || s.precision.scaling == fp8_scaling::delayed, "fp8-scaling", scaling,
             "applies to --precision fp8 only");
-    check_supported(g, s.precision);
     s.optimizer = parse_optimizer(optimizer);
     s.finetune = {.mode = parse_enum<finetune_mode>("finetune", finetune), .rank = lora_rank,
                   .targets = parse_lora_targets(lora_targets)};
-    validate(s.finetune);
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
     if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
     if (!grad_reduce_dtype.empty()) set_gradient_format(s, parse_enum<dtype>("grad-reduce-dtype", grad_reduce_dtype));
@@ -222,14 +221,21 @@ training_setup training_flags::build_without_model() const {
     return s;
 }
 
-training_setup training_flags::build() const {
+training_setup training_flags::build_without_model() const {
+    training_setup s = assemble();
+    validate(s.layout);
+    validate(s.finetune);
+    check_supported(s.cluster.gpu, s.precision);
+    return s;
+}
+
+checked_setup training_flags::build() const {
     const transformer_config m = model.build(seq);
-    training_setup s = build_without_model();
+    training_setup s = assemble();
     s.model = m;
-    validate(s.layout, s.model);
     s.seq = seq;
     if (s.seq == 0) require(s.model.max_seq > 0, "seq", seq, "is required: the model has no max_seq");
-    return s;
+    return checked_setup(std::move(s));
 }
 
 namespace {
@@ -329,6 +335,10 @@ std::string training_flags::run_text(const training_setup& s) const {
 
 std::string predict_command(const std::string& run, const parallel_layout& layout) {
     return "trainperf predict " + run + " " + to_string(layout);
+}
+
+std::function<std::string(const training_setup&)> predict_command_of(const training_flags& flags) {
+    return [&flags](const training_setup& s) { return predict_command(flags.run_text(s), s.layout); };
 }
 
 }  // namespace trainperf::cli

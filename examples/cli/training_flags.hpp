@@ -8,6 +8,7 @@
 #include <trainperf/cost/memory.hpp>
 #include <trainperf/cost/step.hpp>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,8 +45,9 @@ struct training_flags {
     // Adds the flags to a subcommand; `require_model` makes a GPU (--gpu or --gpu-file)
     // and a model (--model or --model-file) required.
     void add_to(CLI::App* sub, bool require_model = true, flag_set set = flag_set::all);
-    // Builds the setup; throws usage_error / trainperf::invalid_argument on bad input.
-    training_setup build() const;
+    // Builds the setup and checks it once; throws usage_error / trainperf::invalid_argument
+    // on bad input.
+    checked_setup build() const;
     // Everything but the model (for a bare parameter count): system, recipe,
     // framework and layout, validated without the model's shape.
     training_setup build_without_model() const;
@@ -55,6 +57,9 @@ struct training_flags {
     // bandwidth, calibration and input-pipeline flags that were given. With
     // to_string(s.layout) after it, `trainperf predict` rebuilds s.
     std::string run_text(const training_setup& s) const;
+
+private:
+    training_setup assemble() const;
 };
 
 // The flags of a setup's GPU, model (a catalog name, or custom with its sizes),
@@ -64,5 +69,9 @@ std::string setup_flags(const training_setup& s);
 // `trainperf predict` with the flags that rebuild a setup: `run` (setup_flags or
 // run_text) and the layout's text.
 std::string predict_command(const std::string& run, const parallel_layout& layout);
+
+// The `trainperf predict` line of a setup built from `flags` (a JSON writer's
+// command_of, io/report_json.hpp): `flags` must outlive it.
+std::function<std::string(const training_setup&)> predict_command_of(const training_flags& flags);
 
 }  // namespace trainperf::cli

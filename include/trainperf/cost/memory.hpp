@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <string_view>
+#include <utility>
 
 #include "../core/dtype.hpp"
 #include "../core/enum_names.hpp"
@@ -22,6 +23,7 @@
 #include "../spec/optimizer.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 
 namespace trainperf {
@@ -728,36 +730,32 @@ struct memory_report {
     constexpr double fraction() const { return breakdown.total() / capacity; }
 };
 
-namespace memory_detail {
-// The report of a setup whose inputs are already validated.
-constexpr memory_report report_of(const memory_breakdown& busiest, bytes capacity) {
+// A busiest stage's breakdown against what the device can use.
+constexpr memory_report memory_report_of(const memory_breakdown& busiest, bytes capacity) {
     return {busiest, capacity, busiest.total() <= capacity};
 }
-
-constexpr memory_report report_of(const training_setup& s, const model_state& state) {
-    return report_of(busiest_stage(state, s.model, stored_precision(s), s.layout, sequence_length(s), s.framework,
-                                   s.finetune),
-                     usable_memory(s.cluster.gpu, s.framework));
-}
-}  // namespace memory_detail
 
 // Peak memory per GPU as the setup's framework holds it (its stored precision, e.g.
 // fp32 main gradients, and its overheads), against what the device can use. `state`
 // is model_state_of(s), which no layout changes.
-constexpr memory_report memory_of(const training_setup& s, const model_state& state) {
-    validate(s);
-    return memory_detail::report_of(s, state);
+constexpr memory_report memory_of(checked_view c, const model_state& state) {
+    const training_setup& s = c;
+    return memory_report_of(memory_detail::busiest_stage(state, s.model, stored_precision(s), s.layout,
+                                                         sequence_length(s), s.framework, s.finetune),
+                            usable_memory(s.cluster.gpu, s.framework));
 }
 
-constexpr memory_report memory_of(const training_setup& s) { return memory_of(s, model_state_of(s)); }
+constexpr memory_report memory_of(checked_view s) { return memory_of(s, model_state_of(s)); }
 
-// The largest micro-batch of the setup that fits (its layout.micro_batch is ignored).
-constexpr int max_micro_batch(training_setup s) {
+// The largest micro-batch of the setup that fits (whatever its layout.micro_batch):
+// each micro-batch tried checks only the layout again.
+constexpr int max_micro_batch(checked_view s) {
     const model_state state = model_state_of(s);
+    parallel_layout l = s->layout;
     return memory_detail::largest_fitting_batch(
         [&](int b) {
-            s.layout.micro_batch = b;
-            return memory_of(s, state).fits;
+            l.micro_batch = b;
+            return memory_of(s.with_layout(l), state).fits;
         },
         limits::max_micro_batch_for(sequence_length(s)));
 }

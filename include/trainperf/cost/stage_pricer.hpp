@@ -21,6 +21,7 @@
 #include "../spec/hardware.hpp"
 #include "../spec/host.hpp"
 #include "../spec/parallel.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "../workload/ops.hpp"
 #include "../workload/step_ops.hpp"
@@ -90,6 +91,94 @@ constexpr double host_call_cost(const eager_host_costs& c, host_call call) {
     return c.op;
 }
 
+// Transformer Engine's default overlap method per GEMM (transformer_engine/pytorch/
+// module/base.py initialize_ub@d0067d0d): ring_exchange (QKV and FC1 forward,
+// their input all-gathered chunk by chunk; proj and FC2 dgrad) splits the GEMM
+// into tp chunks and drives the ring with 1 SM; pipeline (proj and FC2 forward,
+// reduce-scattered chunk by chunk) splits it into 4 and gives the communication 16
+// SMs; bulk (QKV and FC1 dgrad and wgrad) overlaps a whole collective with an
+// unsplit GEMM on 16 SMs; the proj/FC2 wgrad overlaps nothing of its own.
+struct tp_overlap_method {
+    double chunks = 0;     // 0: not overlapped
+    double comm_sms = 0;   // SMs the communication kernels hold meanwhile
+};
+constexpr tp_overlap_method tp_overlap_method_of(const gemm_op& g, int tp) {
+    const std::string_view n = g.name;
+    const bool column = n == "qkv" || n == "q" || n == "k" || n == "v" || n == "ffn_up" || n == "ffn_gate";
+    const bool row = n == "attention_out" || n == "ffn_down";
+    if (g.phase == op_phase::forward) {
+        if (column) return {double(tp), 1};
+        if (row) return {4, 16};
+    } else if (g.phase == op_phase::backward_data) {
+        if (row) return {double(tp), 1};
+        if (column) return {1, 16};
+    } else if (g.phase == op_phase::backward_weight && column) {
+        return {1, 16};
+    }
+    return {};
+}
+
+// A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
+// core's batched GEMMs share theirs) and transposes (the kernel model prices m × n
+// and n × m alike: it tries every tile in both orientations, and the bytes are
+// symmetric; tests/test_kernel_model.cpp holds it to that): each distinct shape, m
+// and n in either order, is priced once, remembered in a small open-addressed table
+// (a slot holds a shape once its bit in `filled_` is set; a shape looks from its hash
+// slot on; a full table prices anew). The slots are written before they are read, so
+// the table needs no initialisation beyond its mask; a copy starts with an empty table
+// (a stage pricer's priced parts are what a copy of it is for).
+class gemm_price_memo {
+public:
+    gemm_price_memo() = default;
+    gemm_price_memo(const gemm_price_memo&) {}
+    gemm_price_memo& operator=(const gemm_price_memo&) {
+        filled_ = 0;
+        return *this;
+    }
+
+    template <class Price>
+    seconds time(const gemm_shape& g, Price&& price) {
+        constexpr std::size_t slots = std::size_t(1) << slot_bits;
+        const double lo = std::min(g.m, g.n), hi = std::max(g.m, g.n);
+        std::size_t slot = slot_of(lo, hi, g);
+        for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
+            priced& p = slots_[slot];
+            const std::uint32_t bit = std::uint32_t(1) << slot;
+            if (!(filled_ & bit)) {
+                const seconds t = price(g);
+                p = {lo, hi, g.k, g.batch, g.math, t.value()};
+                filled_ |= bit;
+                return t;
+            }
+            if (p.lo == lo && p.hi == hi && p.k == g.k && p.batch == g.batch && p.math == g.math)
+                return seconds_of(p.time);
+        }
+        return price(g);
+    }
+
+private:
+    // The slot: the sides' bits mixed (the odd multipliers keep a shape apart from
+    // one with k and a side swapped; shapes that differ only in batch or math share
+    // a first slot and probe on), then Fibonacci hashing, the top bits of the
+    // product with 2^64/φ (Knuth, The Art of Computer Programming, Vol. 3, §6.4,
+    // multiplicative hashing).
+    static std::size_t slot_of(double lo, double hi, const gemm_shape& g) {
+        const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+        const std::uint64_t h = (bits(lo) ^ (bits(hi) * 3) ^ (bits(g.k) * 5)) * 0x9E3779B97F4A7C15ULL;
+        return std::size_t(h >> (64 - slot_bits));
+    }
+    static constexpr int slot_bits = 5;
+    static_assert(slot_bits <= 5, "filled_ holds one bit per slot in 32 bits");
+    // A priced shape: lo ≤ hi are its m and n in order.
+    struct priced {
+        double lo, hi, k, batch;
+        dtype math;
+        double time;
+    };
+    std::array<priced, std::size_t(1) << slot_bits> slots_;  // read only where filled_ has the bit
+    std::uint32_t filled_ = 0;
+};
+
 // Prices a stage's ops as the workload emits them. GEMMs one by one; memory-bound ops
 // are linear in their bytes and launches, so those are summed per part and priced
 // once; collectives on the links their group uses. The host's issue time is counted
@@ -106,6 +195,9 @@ constexpr double host_call_cost(const eager_host_costs& c, host_call call) {
 // layers are alike, so the rule per layer and per stage give the same sum. The
 // attention core's time is its GEMMs and memory-bound ops (op_region::attention_core),
 // or the fused attention kernel where the framework has one.
+class stage_pricer;
+inline stage_pricer price_stage_parts(checked_view s, const layout_groups& groups);
+
 class stage_pricer {
 public:
     stage_pricer(const gpu_spec& gpu, const kernel_params& k, const cluster_spec* cluster,
@@ -182,23 +274,6 @@ public:
         add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, host_call_cost(host_, h.op.call));
     }
 
-    // The sink for the ops of a setup that passes validate(training_setup)
-    // (step_detail::price_stage_parts): its GEMMs pass validate by construction (workload/ops.hpp
-    // checked_shape) and are priced without it; every other op as above.
-    class of_checked_setup {
-    public:
-        explicit of_checked_setup(stage_pricer& p) : p_(p) {}
-        void section(stage_section part) { p_.section(part); }
-        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<gemm_op>& g) { p_.price(g); }
-        template <class Op>
-        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<Op>& op) {
-            p_(op);
-        }
-
-    private:
-        stage_pricer& p_;
-    };
-
     // The micro-batch of the ops as they came (one stage, counts as emitted).
     micro_batch_times result() const {
         stage_sums all = sections_[0];
@@ -226,12 +301,30 @@ public:
     }
 
 private:
+    // The sink for the ops of a checked setup (price_stage_parts): its GEMMs pass
+    // validate by construction (workload/ops.hpp checked_shape) and are priced without
+    // it; every other op as the public operators do.
+    class checked_setup_sink {
+    public:
+        explicit checked_setup_sink(stage_pricer& p) : p_(p) {}
+        void section(stage_section part) { p_.section(part); }
+        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<gemm_op>& g) { p_.price(g); }
+        template <class Op>
+        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<Op>& op) {
+            p_(op);
+        }
+
+    private:
+        stage_pricer& p_;
+    };
+    friend stage_pricer price_stage_parts(checked_view s, const layout_groups& groups);
+
     // A GEMM whose shape passes validate.
     void price(const stage_op<gemm_op>& g) {
         // A projection whose tensor-parallel communication it overlaps: chunked, on
         // fewer SMs; never part of the attention core.
         if (tp_overlap_ > 1)
-            if (const tp_overlap_method method = tp_overlap_method_of(g.op); method.chunks > 0) {
+            if (const tp_overlap_method method = tp_overlap_method_of(g.op, tp_overlap_); method.chunks > 0) {
                 const seconds time = overlapped_gemm_time(g.op.shape, method);
                 sections_[at_][stage_sums::tp_overlap_capacity] += (g.count + g.recomputed) * time.value();
                 return add_gemm(g, time);
@@ -239,32 +332,6 @@ private:
         add_gemm(g, gemm_time(g.op.shape));
     }
 
-    // Transformer Engine's default overlap method per GEMM (transformer_engine/pytorch/
-    // module/base.py initialize_ub@d0067d0d): ring_exchange (QKV and FC1 forward,
-    // their input all-gathered chunk by chunk; proj and FC2 dgrad) splits the GEMM
-    // into tp chunks and drives the ring with 1 SM; pipeline (proj and FC2 forward,
-    // reduce-scattered chunk by chunk) splits it into 4 and gives the communication 16
-    // SMs; bulk (QKV and FC1 dgrad and wgrad) overlaps a whole collective with an
-    // unsplit GEMM on 16 SMs; the proj/FC2 wgrad overlaps nothing of its own.
-    struct tp_overlap_method {
-        double chunks = 0;     // 0: not overlapped
-        double comm_sms = 0;   // SMs the communication kernels hold meanwhile
-    };
-    tp_overlap_method tp_overlap_method_of(const gemm_op& g) const {
-        const std::string_view n = g.name;
-        const bool column = n == "qkv" || n == "q" || n == "k" || n == "v" || n == "ffn_up" || n == "ffn_gate";
-        const bool row = n == "attention_out" || n == "ffn_down";
-        if (g.phase == op_phase::forward) {
-            if (column) return {double(tp_overlap_), 1};
-            if (row) return {4, 16};
-        } else if (g.phase == op_phase::backward_data) {
-            if (row) return {double(tp_overlap_), 1};
-            if (column) return {1, 16};
-        } else if (g.phase == op_phase::backward_weight && column) {
-            return {1, 16};
-        }
-        return {};
-    }
     // The GEMM cut into `chunks` along its rows (tokens), each chunk priced by the
     // kernel model, on the SMs the communication leaves it.
     seconds overlapped_gemm_time(const gemm_shape& g, const tp_overlap_method& method) const {
@@ -275,66 +342,6 @@ private:
                (sms / std::max(1.0, sms - method.comm_sms));
     }
 
-    // A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
-    // core's batched GEMMs share theirs) and transposes (the kernel model prices m × n
-    // and n × m alike: it tries every tile in both orientations, and the bytes are
-    // symmetric; tests/test_kernel_model.cpp holds it to that): each distinct shape, m
-    // and n in either order, is priced once, remembered in a small open-addressed table
-    // (a slot holds a shape once its bit in `filled_` is set; a shape looks from its hash
-    // slot on; a full table prices anew). The slots are written before they are read, so
-    // the table needs no initialisation beyond its mask; a copy of the pricer starts with
-    // an empty table (its priced parts are what a copy is for).
-    class gemm_memo {
-    public:
-        gemm_memo() = default;
-        gemm_memo(const gemm_memo&) {}
-        gemm_memo& operator=(const gemm_memo&) {
-            filled_ = 0;
-            return *this;
-        }
-
-        template <class Price>
-        seconds time(const gemm_shape& g, Price&& price) {
-            constexpr std::size_t slots = std::size_t(1) << slot_bits;
-            const double lo = std::min(g.m, g.n), hi = std::max(g.m, g.n);
-            std::size_t slot = slot_of(lo, hi, g);
-            for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
-                priced& p = slots_[slot];
-                const std::uint32_t bit = std::uint32_t(1) << slot;
-                if (!(filled_ & bit)) {
-                    const seconds t = price(g);
-                    p = {lo, hi, g.k, g.batch, g.math, t.value()};
-                    filled_ |= bit;
-                    return t;
-                }
-                if (p.lo == lo && p.hi == hi && p.k == g.k && p.batch == g.batch && p.math == g.math)
-                    return seconds_of(p.time);
-            }
-            return price(g);
-        }
-
-    private:
-        // The slot: the sides' bits mixed (the odd multipliers keep a shape apart from
-        // one with k and a side swapped; shapes that differ only in batch or math share
-        // a first slot and probe on), then Fibonacci hashing, the top bits of the
-        // product with 2^64/φ (Knuth, The Art of Computer Programming, Vol. 3, §6.4,
-        // multiplicative hashing).
-        static std::size_t slot_of(double lo, double hi, const gemm_shape& g) {
-            const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-            const std::uint64_t h = (bits(lo) ^ (bits(hi) * 3) ^ (bits(g.k) * 5)) * 0x9E3779B97F4A7C15ULL;
-            return std::size_t(h >> (64 - slot_bits));
-        }
-        static constexpr int slot_bits = 5;
-        static_assert(slot_bits <= 5, "filled_ holds one bit per slot in 32 bits");
-        // A priced shape: lo ≤ hi are its m and n in order.
-        struct priced {
-            double lo, hi, k, batch;
-            dtype math;
-            double time;
-        };
-        std::array<priced, std::size_t(1) << slot_bits> slots_;  // read only where filled_ has the bit
-        std::uint32_t filled_ = 0;
-    };
 
     seconds gemm_time(const gemm_shape& g) {
         return memo_.time(g, [this](const gemm_shape& shape) { return kernels_.gemm_time(shape, checked_shape); });
@@ -469,7 +476,7 @@ private:
     std::array<double, 2> launch_cost_{};                                  // forward, backward
     double gemm_launch_cost_ = 0;
     int sms_ = 1;
-    gemm_memo memo_;
+    gemm_price_memo memo_;
     std::array<stage_sums, 4> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
     bool ring_ = false;                      // a KV ring's sends were priced
@@ -493,22 +500,17 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
 
 // The parts of a stage priced once (one layer, the head, the embedding, the stage's
 // own sends), from which stage_pricer::stage builds a stage of any number of layers.
-namespace step_detail {
-// For a setup that passes validate(s); `groups` must be groups_of(s) (workload/stage.hpp).
-inline stage_pricer price_stage_parts(const training_setup& s, const layout_groups& groups) {
+// `groups` must be groups_of(s) (workload/stage.hpp).
+inline stage_pricer price_stage_parts(checked_view s, const layout_groups& groups) {
     const kernel_params k = kernel_params_of(s);
-    stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
-    if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
-    if (s.framework.cuda_graphs) pricer.graph_layers();
-    for_each_stage_op(s, stage_shape{1, true, true}, groups, stage_pricer::of_checked_setup(pricer));
+    stage_pricer pricer(s->cluster.gpu, k, &s->cluster, s->framework.host, s->cluster.host.eager_op_time);
+    if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s->layout.tp);
+    if (s->framework.cuda_graphs) pricer.graph_layers();
+    for_each_stage_op(s, stage_shape{1, true, true}, groups, stage_pricer::checked_setup_sink(pricer));
     return pricer;
 }
-}  // namespace step_detail
 
-inline stage_pricer price_stage_parts(const training_setup& s) {
-    validate(s);
-    return step_detail::price_stage_parts(s, groups_of(s));
-}
+inline stage_pricer price_stage_parts(checked_view s) { return price_stage_parts(s, groups_of(s)); }
 
 // One micro-batch on each stage of the pipeline.
 struct pipeline_times {
@@ -546,7 +548,7 @@ inline pipeline_times pipeline_stage_times(const stage_pricer& parts, const trai
             .others_weight_gradient = others([](const micro_batch_times& t) { return t.gpu_weight_gradient; })};
 }
 
-inline pipeline_times price_pipeline(const training_setup& s) {
+inline pipeline_times price_pipeline(checked_view s) {
     const stage_pricer parts = price_stage_parts(s);
     return pipeline_stage_times(parts, s, parts.pipeline_comm());
 }
@@ -554,6 +556,6 @@ inline pipeline_times price_pipeline(const training_setup& s) {
 // Forward, backward and recompute of one micro-batch on the pipeline stage that paces
 // the step (the last one in an even split: head and loss), with the tensor-parallel
 // collectives and pipeline sends it waits for.
-inline micro_batch_times price_micro_batch(const training_setup& s) { return price_pipeline(s).bottleneck; }
+inline micro_batch_times price_micro_batch(checked_view s) { return price_pipeline(s).bottleneck; }
 
 }  // namespace trainperf

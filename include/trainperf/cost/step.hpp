@@ -23,6 +23,7 @@
 #include "../spec/hardware.hpp"
 #include "../spec/host.hpp"
 #include "../spec/parallel.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "../workload/flops.hpp"
 #include "../workload/ops.hpp"
@@ -193,9 +194,8 @@ constexpr bool skips_masked_attention(const training_setup& s) {
     return s.framework.flash_attention && s.model.causal;
 }
 
-namespace step_detail {
-// For a setup already validated (validate(s)).
-inline flop_counts flop_counts_of(const training_setup& s) {
+inline flop_counts flop_counts_of(checked_view c) {
+    const training_setup& s = c;
     const int seq = sequence_length(s);
     const flops model = flops_detail::palm_training_flops_per_sample(s.model, seq);
     const recompute_mode r = s.layout.recompute;
@@ -208,12 +208,6 @@ inline flop_counts flop_counts_of(const training_setup& s) {
         hardware -= flops_of(0.5 * core_forward * (3.0 + repeated));
     }
     return {model, hardware};
-}
-}  // namespace step_detail
-
-inline flop_counts flop_counts_of(const training_setup& s) {
-    flops_detail::check_seq(s.model, sequence_length(s));
-    return step_detail::flop_counts_of(s);
 }
 
 // The pipeline's fill and drain. 1F1B: the slowest stage paces m micro-batches and the
@@ -356,15 +350,13 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
 }
 
 // One training step of the setup, priced from its op lists.
-inline step_report predict(const training_setup& s) {
-    validate(s);
-    const model_state state = setup_detail::model_state_of(s);
+inline step_report predict(checked_view s) {
+    const model_state state = model_state_of(s);
     const layout_groups groups = groups_of(s);
-    const stage_pricer parts = step_detail::price_stage_parts(s, groups);
+    const stage_pricer parts = price_stage_parts(s, groups);
     step_report r = schedule(s, pipeline_stage_times(parts, s, parts.pipeline_comm()),
-                             step_detail::price_step(step_workload(s, state, groups), s, kernel_params_of(s)),
-                             memory_detail::report_of(s, state),
-                             step_detail::flop_counts_of(s));
+                             price_step(step_workload(s, state, groups), s),
+                             memory_of(s, state), flop_counts_of(s));
     if constexpr (TRAINPERF_CHECK_POSTCONDITIONS) check_postconditions(r);
     return r;
 }

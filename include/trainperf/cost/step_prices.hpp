@@ -15,6 +15,7 @@
 #include "../spec/hardware.hpp"
 #include "../spec/host.hpp"
 #include "../spec/parallel.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "../workload/ops.hpp"
 #include "../workload/step_ops.hpp"
@@ -103,26 +104,30 @@ constexpr offload_copies price_gradient_copies(const optimizer_work& w, const tr
     return c;
 }
 
-namespace step_detail {
-// price_optimizer and price_step below with the setup's kernel parameters
-// (kernel_params_of(s)) already checked, as validate(s) checks them.
 // An offloaded step from its two parts: the CPU's step, then the copy back.
 constexpr seconds offloaded_optimizer_time(seconds host_step, seconds weights_up, const training_setup& s) {
     return host_step + weights_up + s.framework.per_step_overhead;
 }
 
-inline seconds price_optimizer(const optimizer_work& w, const training_setup& s, const kernel_params& k) {
+// The optimizer step: on the GPU, or offloaded: the CPU's step, then the copy back
+// (ZeRO-Offload without the delayed parameter update runs them in order, before the
+// next forward). Plus the framework's per-step host overhead.
+inline seconds price_optimizer(const optimizer_work& w, checked_view c) {
+    const training_setup& s = c;
     if (w.offloaded)
         return offloaded_optimizer_time(host_step_time(w, s),
                                         host_transfer_time(w.weights_up, s.cluster.gpu, s.cluster.host), s);
     // The update's kernels are issued from Python (a per-tensor loop launches each one);
     // like a pass, it takes the larger of the GPU's time and the host's.
-    const seconds gpu = kernel_detail::memory_op_time(s.cluster.gpu, w.update, k);
+    const seconds gpu = kernel_detail::memory_op_time(s.cluster.gpu, w.update, kernel_params_of(s));
     const seconds host = w.update.launches * s.framework.host.op * s.cluster.host.eager_op_time;
     return std::max(gpu, host) + s.framework.per_step_overhead;
 }
 
-inline step_prices price_step(const step_ops& w, const training_setup& s, const kernel_params& k) {
+// The step's own ops (step_workload of the setup) priced: data-parallel
+// synchronisation by when it runs, the optimizer step and the offloaded copies.
+inline step_prices price_step(const step_ops& w, checked_view c) {
+    const training_setup& s = c;
     const bool offloaded = w.optimizer.offloaded;
     const offload_copies gradient_copies = offloaded ? price_gradient_copies(w.optimizer, s) : offload_copies{};
     const seconds host_step = offloaded ? host_step_time(w.optimizer, s) : seconds_of(0.0);
@@ -147,38 +152,15 @@ inline step_prices price_step(const step_ops& w, const training_setup& s, const 
         }
     }
     return {.sync = sync,
-            .optimizer = offloaded ? offloaded_optimizer_time(host_step, weights_up, s)
-                                   : price_optimizer(w.optimizer, s, k),
+            .optimizer = offloaded ? offloaded_optimizer_time(host_step, weights_up, s) : price_optimizer(w.optimizer, c),
             .offloaded = offloaded,
             .gradient_copies = gradient_copies,
             .host_step = host_step,
             .weights_up = weights_up};
 }
-}  // namespace step_detail
-
-// The optimizer step: on the GPU, or offloaded: the CPU's step, then the copy back
-// (ZeRO-Offload without the delayed parameter update runs them in order, before the
-// next forward). Plus the framework's per-step host overhead. The setup's kernel
-// parameters are checked first, whether or not the update runs on the GPU.
-inline seconds price_optimizer(const optimizer_work& w, const training_setup& s) {
-    const kernel_params k = kernel_params_of(s);
-    validate(k);
-    return step_detail::price_optimizer(w, s, k);
-}
-
-// The step's own ops priced: data-parallel synchronisation by when it runs, the
-// optimizer step and the offloaded copies. The setup's kernel parameters are checked
-// first.
-inline step_prices price_step(const step_ops& w, const training_setup& s) {
-    const kernel_params k = kernel_params_of(s);
-    validate(k);
-    return step_detail::price_step(w, s, k);
-}
 
 // The optimizer step on one GPU (or on its host when offloaded).
-inline seconds optimizer_step_time(const training_setup& s) {
-    validate(s);
-    return step_detail::price_optimizer(optimizer_workload(s), s, kernel_params_of(s));
-}
+inline seconds optimizer_step_time(checked_view s) { return price_optimizer(optimizer_workload(s), s); }
+
 
 }  // namespace trainperf

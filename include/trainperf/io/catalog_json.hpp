@@ -29,4 +29,13 @@ inline nlohmann::json to_json(const link_spec& l) {
 inline nlohmann::json to_json(const gpu_spec& g) { return io::gpu_to_json(g); }
 inline nlohmann::json to_json(const transformer_config& m) { return io::model_to_json(m); }
 
+// A whole catalog (`trainperf gpus --json`, `models --json`, `frameworks --json`):
+// {"NAME": [each entry as describe writes it]}.
+template <class Catalog, class Describe>
+nlohmann::json catalog_to_json(const std::string& name, const Catalog& catalog, Describe describe) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& entry : catalog) list.push_back(describe(entry));
+    return {{name, list}};
+}
+
 }  // namespace trainperf

@@ -30,9 +30,14 @@ inline nlohmann::json to_json(const plan_candidate& c) {
     return j;
 }
 
-inline nlohmann::json to_json(const plan_request& request, const plan_result& result) {
+// With `command`, each of the best layouts has its predict_command (report_json.hpp).
+inline nlohmann::json to_json(const plan_request& request, const plan_result& result,
+                              const command_of& command = {}) {
     nlohmann::json best = nlohmann::json::array();
-    for (const plan_candidate& c : result.best) best.push_back(to_json(c));
+    for (const plan_candidate& c : result.best) {
+        best.push_back(to_json(c));
+        if (command) best.back()["predict_command"] = command(setup_of(request.base, c));
+    }
     const training_setup& s = request.base;
     return {{"gpu", std::string(s.cluster.gpu.name)},
             {"model", std::string(s.model.name)},
@@ -49,12 +54,15 @@ inline nlohmann::json to_json(const plan_request& request, const plan_result& re
 // An end-to-end plan: the request, every GPU count tried with its fastest layout and
 // whole run (train_* keys, report_json.hpp), and which counts are the cheapest and
 // the fastest that meet the deadline (their gpus, or null).
-inline nlohmann::json to_json(const training_plan_request& request, const training_plan& plan) {
+// With `command`, each count's fastest layout has its predict_command (report_json.hpp).
+inline nlohmann::json to_json(const training_plan_request& request, const training_plan& plan,
+                              const command_of& command = {}) {
     nlohmann::json counts = nlohmann::json::array();
     for (const gpu_count_plan& c : plan.counts) {
         nlohmann::json j{{"gpus", c.gpus}, {"evaluated", c.evaluated}, {"fits", c.best.has_value()}};
         if (c.best) {
             j["best"] = to_json(*c.best);
+            if (command) j["predict_command"] = command(setup_of(request, c));
             j.update(to_json(*c.run));
             j["train_days"] = c.run->days();
             j["meets_deadline"] = c.meets_deadline;

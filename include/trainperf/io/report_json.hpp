@@ -4,6 +4,8 @@
 // units (seconds, bytes); time_breakdown holds fractions of the step.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -102,37 +104,55 @@ inline nlohmann::json to_json(const training_run& run) {
             {"train_cost", run.cost > 0 ? nlohmann::json(run.cost) : nlohmann::json(nullptr)}};  // null: no price
 }
 
+// The command that reproduces a setup, written beside each setup a document suggests as
+// "predict_command" (the CLI passes its `trainperf predict` line; empty: no such key).
+using command_of = std::function<std::string(const training_setup&)>;
+
 namespace report_json_detail {
 // One suggested change: its kind, layout and what it predicts.
-inline nlohmann::json option_json(const fit_option& o) {
-    return {{"change", std::string(to_string(o.change))},
-            {"layout", to_json(o.setup.layout)},
-            {"memory_per_gpu_bytes", o.report.memory.total().value()},
-            {"step_time_seconds", o.report.step_time.value()},
-            {"tokens_per_second", o.report.tokens_per_second},
-            {"global_batch", o.report.global_batch}};
+inline nlohmann::json option_json(const fit_option& o, const command_of& command) {
+    nlohmann::json j{{"change", std::string(to_string(o.change))},
+                     {"layout", to_json(o.setup.layout)},
+                     {"memory_per_gpu_bytes", o.report.memory.total().value()},
+                     {"step_time_seconds", o.report.step_time.value()},
+                     {"tokens_per_second", o.report.tokens_per_second},
+                     {"global_batch", o.report.global_batch}};
+    if (command) j["predict_command"] = command(o.setup);
+    return j;
 }
 }  // namespace report_json_detail
 
 // How far over the memory a setup is, and each change that makes it fit.
-inline nlohmann::json to_json(const fit_advice& a) {
+inline nlohmann::json to_json(const fit_advice& a, const command_of& command = {}) {
     nlohmann::json options = nlohmann::json::array();
-    for (const fit_option& o : a.options) options.push_back(report_json_detail::option_json(o));
+    for (const fit_option& o : a.options) options.push_back(report_json_detail::option_json(o, command));
     return {{"memory_excess_bytes", a.excess().value()}, {"ways_to_fit", options}};
 }
 
 // What would make a setup that fits faster: its largest cost other than compute, and
 // each faster layout with its gain in tokens/s per GPU (a fraction: 0.25 = 25 % more).
-inline nlohmann::json to_json(const speed_advice& a) {
+inline nlohmann::json to_json(const speed_advice& a, const command_of& command = {}) {
     nlohmann::json options = nlohmann::json::array();
     for (const fit_option& o : a.options) {
-        options.push_back(report_json_detail::option_json(o));
+        options.push_back(report_json_detail::option_json(o, command));
         options.back()["tokens_per_second_per_gpu_gain"] = o.gain;
     }
     return {{"largest_cost", std::string(to_string(a.largest))},
             {"largest_cost_share", a.largest_share},
             {"dominated", a.dominated()},
             {"ways_to_speed_up", options}};
+}
+
+// `trainperf predict --json`: the setup and its step, the whole run where one was
+// estimated, and the advice (ways to speed up a setup that fits, ways to fit one that
+// does not), each suggested setup with its predict_command when `command` is given.
+template <class Advice>
+nlohmann::json predict_to_json(const training_setup& s, const step_report& r, const std::optional<training_run>& run,
+                               const Advice& advice, const command_of& command = {}) {
+    nlohmann::json j = to_json(s, r);
+    if (run) j.update(to_json(*run));
+    j.update(to_json(advice, command));
+    return j;
 }
 
 }  // namespace trainperf

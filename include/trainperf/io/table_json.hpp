@@ -5,6 +5,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,12 @@ inline nlohmann::json to_json(const report_table& t) {
         rows.push_back(std::move(j));
     }
     return rows;
+}
+
+// A sweep (`trainperf sweep --json`): what was varied, as given (e.g. "batch=1,2,4"),
+// and one flat object per point.
+inline nlohmann::json sweep_to_json(const std::vector<std::string>& vary, const report_table& points) {
+    return {{"vary", vary}, {"points", to_json(points)}};
 }
 
 }  // namespace trainperf

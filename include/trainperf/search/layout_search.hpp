@@ -29,6 +29,7 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,6 +41,7 @@
 #include "../cost/memory.hpp"
 #include "../cost/step.hpp"
 #include "../spec/parallel.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "../workload/placement.hpp"
 #include "../workload/step_ops.hpp"
@@ -360,15 +362,23 @@ struct worker_result {
     long long evaluated = 0, pruned = 0, fitting = 0;
 };
 
-// A unit's stage parts, priced per micro-batch when first needed.
+// A unit's stage parts, priced per micro-batch when first needed: for the unit's
+// setup with the layout `layout` of that micro-batch, checked again (the parts refer to
+// the setup they were priced for, which is kept with them).
 struct priced_parts {
-    std::vector<std::pair<int, stage_pricer>> by_micro_batch;
+    struct priced {
+        std::unique_ptr<const checked_setup> setup;
+        stage_pricer parts;
+    };
+    std::vector<std::pair<int, priced>> by_micro_batch;
 
-    const stage_pricer& of(const training_setup& s) {
-        const int b = s.layout.micro_batch;
-        for (const auto& [batch, parts] : by_micro_batch)
-            if (batch == b) return parts;
-        return by_micro_batch.emplace_back(b, price_stage_parts(s)).second;
+    const stage_pricer& of(const checked_setup& unit, const parallel_layout& layout) {
+        const int b = layout.micro_batch;
+        for (const auto& [batch, p] : by_micro_batch)
+            if (batch == b) return p.parts;
+        auto setup = std::make_unique<const checked_setup>(unit.with_layout(layout));
+        stage_pricer parts = price_stage_parts(*setup);
+        return by_micro_batch.emplace_back(b, priced{std::move(setup), std::move(parts)}).second.parts;
     }
 };
 
@@ -416,8 +426,10 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
     s.framework.flash_attention = u.flash_attention;
     s.framework.tensor_parallel_overlap = u.tensor_parallel_overlap;
     s.layout = {.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp, .sp = u.sp, .recompute = u.recompute};
-    const flop_counts flop = flop_counts_of(s);
-    const model_state state = model_state_of(s);
+    // Checked once for the unit at this depth; each micro-batch's layout again below.
+    const checked_setup unit_setup(s);
+    const flop_counts flop = flop_counts_of(unit_setup);
+    const model_state state = model_state_of(unit_setup);
     const int seq = sequence_length(s);
     const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
@@ -428,7 +440,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
             s.layout.zero = z.zero;
             s.layout.shard_group = z.shard_group;
             s.layout.offload = offload;
-            step_costs.push_back(price_step(step_workload(s, state), s));
+            step_costs.push_back(price_step(step_workload(s, state, groups_of(s)), unit_setup.with_layout(s.layout)));
         }
     // Whether a (pipeline configuration, ZeRO, offload) did not fit at a smaller
     // micro-batch (a batch whose grad-accum rules interleaving out leaves the entries of
@@ -457,7 +469,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
         // stage's ops depend on none of what the loops below vary but the split.
         const stage_pricer* parts = nullptr;
         const auto priced_parts = [&]() -> const stage_pricer& {
-            if (parts == nullptr) parts = &priced.of(s);
+            if (parts == nullptr) parts = &priced.of(unit_setup, s.layout);
             return *parts;
         };
         // Bound: some stage holds ⌈L/p⌉ layers or more, so every candidate of this
@@ -535,7 +547,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                             at_overlap.fits = false;
                             return false;
                         }
-                        at_overlap = memory_detail::report_of(
+                        at_overlap = memory_report_of(
                             memory_detail::busiest_stage(held, state_part, s.framework.memory), capacity);
                         return at_overlap.fits;
                     };

@@ -101,28 +101,6 @@ constexpr int gpus_sharing_a_host(const training_setup& s) {
     return s.layout.gpus() < s.cluster.gpus_per_node ? s.layout.gpus() : s.cluster.gpus_per_node;
 }
 
-// What the setup's model and optimizer hold whatever the layout. Fine-tuning with
-// adapters trains only them: the optimizer state is theirs (fp32, spec/finetune.hpp), and
-// the trainable parameters and tensors are the adapters' A and B of every layer.
-namespace setup_detail {
-// For a setup already validated (validate(s)).
-constexpr model_state model_state_of(const training_setup& s) {
-    model_state r = optimizer_detail::model_state_of(s.optimizer, s.model, s.precision.optimizer_state);
-    if (s.finetune.freezes_base()) {
-        r.trainable_parameters = adapter_parameters(s.model, s.finetune);
-        r.trainable_tensors = 2 * s.model.layers * adapted_matrices_per_layer(s.model, s.finetune);
-        r.optimizer_state = adapter_optimizer_state_bytes(s.optimizer, s.model, s.finetune);
-    }
-    return r;
-}
-}  // namespace setup_detail
-
-constexpr model_state model_state_of(const training_setup& s) {
-    validate(s.model);
-    if (s.finetune.freezes_base()) validate(s.finetune);
-    return setup_detail::model_state_of(s);
-}
-
 // A layout asks only for what its framework's software runs (spec/framework.hpp).
 namespace setup_detail {
 // The catalog frameworks that offer what `offers` says, for the message.
@@ -182,31 +160,21 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
                              [](const framework_profile& f) { return f.optimizer_offload; });
 }
 
-constexpr void validate(const training_setup& s) {
-    validate(s.cluster);
-    validate(s.model);
-    validate(s.layout, s.model);
-    validate(s.framework);
-    if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
-    validate(s.finetune);
-    check_supported(s.cluster.gpu, s.precision);
+// What a setup's layout must satisfy given the rest of the setup (which validate_fixed
+// checks): the layout alone and against the model, the sequence and the cluster, what
+// no framework runs with it, and what the setup's framework runs. A planner that keeps
+// everything but the layout re-checks only this (checked_setup::with_layout).
+constexpr void validate_layout(const training_setup& s) {
     const auto& l = s.layout;
+    validate(l, s.model);
     require(l.interleave <= s.model.layers, "interleave", l.interleave, "must not exceed the number of layers");
-    require(s.seq >= 0, "seq", s.seq, "must not be negative (0: the model's max_seq)");
-    require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
-    require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
     require(1LL * l.micro_batch * sequence_length(s) <= limits::max_micro_batch_tokens, "batch", l.micro_batch,
             "micro-batch x seq must be at most 2^31 tokens");
-    require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
-            "seq", sequence_length(s), "exceeds the model's learned position table (max_seq)");
     require_cp_splits_sequence(sequence_length(s), l.cp);
-    require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
     require(l.tp <= s.cluster.gpus_per_node, "tp", l.tp,
             "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
-    require_in(s.data_loading.value(), limits::step_time, "data_loading_s");
-    require_in(s.host_to_device.value(), limits::step_time, "host_to_device_s");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
             "optimizer", "this GPU has no host link (gpu.host_link) to copy gradients and weights over");
     require(!(s.finetune.freezes_base() && l.offload == offload_mode::optimizer), "offload", "optimizer",
@@ -221,6 +189,33 @@ constexpr void validate(const training_setup& s) {
     }
     // What the framework's software runs, once what no framework runs is refused.
     require_framework_runs(s.framework, l);
+    // An adapter's GEMMs run on the projection's part per rank (workload/stage.hpp
+    // for_each_adapter_op): at least one column of it.
+    if (s.finetune.freezes_base())
+        for (const lora_matrix& x : lora_matrices(s.model))
+            if (x.present && s.finetune.adapts(x.target))
+                require((x.column_parallel ? x.d_out : x.d_in) >= l.tp, "tp", l.tp,
+                        "must not exceed the width of an adapted projection's part per rank (lora_targets)");
+}
+
+// Everything of a setup but its layout: the system, the model and its sequence, the
+// recipe on the GPU, the framework, the kernel parameters, fine-tuning and the input
+// pipeline.
+constexpr void validate_fixed(const training_setup& s) {
+    validate(s.cluster);
+    validate(s.model);
+    validate(s.framework);
+    if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
+    validate(s.finetune);
+    check_supported(s.cluster.gpu, s.precision);
+    require(s.seq >= 0, "seq", s.seq, "must not be negative (0: the model's max_seq)");
+    require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
+    require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
+    require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
+            "seq", sequence_length(s), "exceeds the model's learned position table (max_seq)");
+    require(s.cluster.gpus_per_node >= 1, "gpus_per_node", s.cluster.gpus_per_node, "must be at least 1");
+    require_in(s.data_loading.value(), limits::step_time, "data_loading_s");
+    require_in(s.host_to_device.value(), limits::step_time, "host_to_device_s");
     // The only projection a model can lack is the gate (no SwiGLU): targets that adapt
     // nothing are exactly {gate}.
     require(!s.finetune.freezes_base() || adapted_matrices_per_layer(s.model, s.finetune) > 0, "lora_targets",
@@ -229,13 +224,13 @@ constexpr void validate(const training_setup& s) {
     require(!s.framework.flash_attention || s.model.head_dim() <= limits::max_attention_head_dim,
             "attention_head_dim", s.model.head_dim(),
             "must be at most 4096 with a fused attention kernel (the framework's flash_attention)");
-    // An adapter's GEMMs run on the projection's part per rank (workload/stage.hpp
-    // for_each_adapter_op): at least one column of it.
-    if (s.finetune.freezes_base())
-        for (const lora_matrix& x : lora_matrices(s.model))
-            if (x.present && s.finetune.adapts(x.target))
-                require((x.column_parallel ? x.d_out : x.d_in) >= l.tp, "tp", l.tp,
-                        "must not exceed the width of an adapted projection's part per rank (lora_targets)");
+}
+
+// Every input of a prediction. Throws trainperf::invalid_argument naming the first field
+// that is wrong. spec/checked_setup.hpp keeps a setup that passed.
+constexpr void validate(const training_setup& s) {
+    validate_fixed(s);
+    validate_layout(s);
 }
 
 }  // namespace trainperf

@@ -18,6 +18,7 @@
 #include "../spec/optimizer.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "fp8.hpp"
 #include "layer.hpp"
@@ -293,29 +294,22 @@ constexpr void enter_section(Sink& sink, stage_section part) {
     if constexpr (requires { sink.section(part); }) sink.section(part);
 }
 
-// The ops of one micro-batch on a stage of the given shape. Tensor parallelism: 2
+// The ops of `layers` transformer layers for one micro-batch: the GEMMs, the fused
+// attention kernel, the memory-bound ops, the adapters', FP8's casts and amax history, the
+// host's calls, and the tensor-parallel collectives and the KV ring. Tensor parallelism: 2
 // all-reduces of the b·s·h activations per layer forward and 2 in backward (Megatron's
 // f/g operators); with sequence parallelism each becomes a reduce-scatter plus an
 // all-gather of the same volume, and the scattered input of each column-parallel GEMM
 // is all-gathered again in backward for its weight gradient: 2 more all-gathers per
-// layer (Korthikanti et al. 2022, §4.2.2). Full recompute repeats the forward's
-// collectives.
-//
-// The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
-// sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
-// `groups` must be groups_of(s), passed where the caller has it already.
+// layer (Korthikanti et al. 2022, §4.2.2). Full recompute repeats the forward's ops,
+// collectives included; selective recompute the attention core's.
 template <class Sink>
-constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, const layout_groups& groups,
-                                 Sink&& sink) {
+constexpr void for_each_layer_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
+                                 double layers, Sink&& sink) {
     const auto& m = s.model;
     const auto& l = s.layout;
     const auto& fw = s.framework;
-    const finetune_spec& ft = s.finetune;
-    const bool frozen = ft.freezes_base();
-    const layer_context ctx = layer_context_of(s);
-    const double layers = shape.layers;
-    enter_section(sink, stage_section::layer);
-    // Full recompute repeats every forward op, selective the attention core's.
+    const bool frozen = s.finetune.freezes_base();
     const double recomputed_core =
         l.recompute == recompute_mode::selective || l.recompute == recompute_mode::full ? layers : 0.0;
     const double recomputed_other = l.recompute == recompute_mode::full ? layers : 0.0;
@@ -360,9 +354,8 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
                                      forward ? step_part::forward : step_part::backward});
         }
     // Delayed scaling's amax-history update: its bytes grow with the stage's modules,
-    // its launch is the stage's (below).
-    const bool amax_history = ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed;
-    if (amax_history) {
+    // its launch is the stage's (for_each_stage_op).
+    if (ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed) {
         const double modules = fp8_linear_modules_per_layer(m, ctx.code);
         for (op_phase phase : {op_phase::forward, op_phase::backward}) {
             memory_op bytes_part = fp8_amax_update(modules, phase);
@@ -373,11 +366,8 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
     }
     for_each_layer_host_op(s, layers, forward_launches, sink);
 
-    // Tensor parallelism's collectives and the KV ring of context parallelism, per layer.
-    const double tokens = rank_tokens(ctx);
-    const double a = size_of(s.precision.activations);
     if (l.tp > 1) {
-        const bytes activation = bytes_of(tokens * m.hidden * a);
+        const bytes activation = bytes_of(rank_tokens(ctx) * m.hidden * size_of(s.precision.activations));
         const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
         const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
             sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, full,
@@ -390,69 +380,91 @@ constexpr void for_each_stage_op(const training_setup& s, const stage_shape& sha
             tensor_parallel("tensor_parallel_all_reduce", collective::all_reduce, 4);
         }
     }
-    for_each_kv_ring_op(s, groups, layers, recomputed(op_region::attention_core), sink);
+    for_each_kv_ring_op(s, groups, layers, recomputed_core, sink);
+}
 
-    // The stage's own: pipeline sends, the amax update's launch.
-    enter_section(sink, stage_section::stage);
-    if (l.pp > 1) sink(pipeline_sends(s, groups));
-    if (amax_history) {
-        for (op_phase phase : {op_phase::forward, op_phase::backward}) {
-            memory_op launch_part = fp8_amax_update(0, phase);
-            sink(stage_op<memory_op>{launch_part, 1, 0,
-                                     phase == op_phase::forward ? step_part::forward : step_part::backward});
-        }
+// Head and loss of one micro-batch: the logits GEMM over the vocabulary (split by tp)
+// and the loss's upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and
+// backward (b·s/cp tokens per rank with context parallelism).
+template <class Sink>
+constexpr void for_each_head_op(const training_setup& s, const layer_context& ctx, Sink&& sink) {
+    const auto& m = s.model;
+    const auto& l = s.layout;
+    const auto& fw = s.framework;
+    const double tokens = rank_tokens(ctx);
+    const double a = size_of(s.precision.activations);
+    // The head stays 16-bit under fp8 (spec/precision.hpp fp8_linears).
+    const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
+    sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
+    sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
+    if (!s.finetune.freezes_base())  // the output head is frozen too when fine-tuning with adapters
+        sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
+    const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
+    // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
+    constexpr double loss_passes = 4.0;
+    const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
+    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
+    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
+    if (s.precision.autocast) {
+        // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
+        // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
+        // into it; each cast reads 4 B and writes 2 B per element.
+        const auto cast = [&](std::string_view name, double elements) {
+            const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
+                                    op_region::other, 1, layer_block::other, true};
+            sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
+            sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
+        };
+        if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
+        cast("autocast_cast_head_input", tokens * m.hidden);
     }
+}
 
-    // Head and loss: the logits GEMM over the vocabulary (split by tp) and the loss's
-    // upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and backward
-    // (b·s/cp tokens per rank with context parallelism).
+// Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION: 3
+// passes over b·s·h (read the rows, read the positions, write the sum), in the residual
+// stream's format (fp32 under autocast: embedding is on no autocast list).
+template <class Sink>
+constexpr void for_each_embedding_op(const training_setup& s, const layer_context& ctx, Sink&& sink) {
+    const bytes embedding =
+        bytes_of(3.0 * rank_tokens(ctx) * s.model.hidden * size_of(activation_formats_of(s.precision).residual));
+    sink(stage_op<memory_op>{{"embedding", embedding, op_phase::forward}, 1, 0, step_part::forward});
+    sink(stage_op<memory_op>{{"embedding", embedding, op_phase::backward}, 1, 0, step_part::backward});
+}
+
+// The ops of one micro-batch on a stage of the given shape, section by section
+// (workload/stage.hpp stage_section): its layers (for_each_layer_op), the stage's own
+// (pipeline sends, the FP8 amax update's launch), the head and loss on the last stage,
+// the embedding on the first.
+//
+// The ops go to sink(const stage_op<gemm_op>&), sink(const stage_op<memory_op>&) and
+// sink(const stage_op<collective_op>&) one by one; micro_batch_workload collects them.
+// `groups` must be groups_of(s), passed where the caller has it already.
+template <class Sink>
+constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape, const layout_groups& groups,
+                                 Sink&& sink) {
+    const training_setup& s = checked;
+    const layer_context ctx = layer_context_of(s);
+    enter_section(sink, stage_section::layer);
+    for_each_layer_op(s, ctx, groups, shape.layers, sink);
+
+    enter_section(sink, stage_section::stage);
+    if (s.layout.pp > 1) sink(pipeline_sends(s, groups));
+    if (ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed)
+        for (op_phase phase : {op_phase::forward, op_phase::backward})
+            sink(stage_op<memory_op>{fp8_amax_update(0, phase), 1, 0,
+                                     phase == op_phase::forward ? step_part::forward : step_part::backward});
     if (shape.head) {
         enter_section(sink, stage_section::head);
-        // The head stays 16-bit under fp8 (spec/precision.hpp fp8_linears).
-        const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1,
-                                high_precision_math(s.precision)};
-        sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
-        sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
-        if (!frozen)  // the output head is frozen too when fine-tuning with adapters
-            sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0,
-                                   step_part::backward});
-        const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
-        // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
-        constexpr double loss_passes = 4.0;
-        const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
-        sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
-        sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
-        if (s.precision.autocast) {
-            // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
-            // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
-            // into it; each cast reads 4 B and writes 2 B per element.
-            const auto cast = [&](std::string_view name, double elements) {
-                const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
-                                        op_region::other, 1, layer_block::other, true};
-                sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
-                sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
-            };
-            if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
-            cast("autocast_cast_head_input", tokens * m.hidden);
-        }
+        for_each_head_op(s, ctx, sink);
     }
     if (shape.embedding) {
         enter_section(sink, stage_section::embedding);
-        // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION:
-        // 3 passes over b·s·h (read the rows, read the positions, write the sum), in the
-        // residual stream's format (fp32 under autocast: embedding is on no autocast list).
-        const bytes embedding =
-            bytes_of(3.0 * tokens * m.hidden * size_of(activation_formats_of(s.precision).residual));
-        sink(stage_op<memory_op>{{"embedding", embedding, op_phase::forward}, 1, 0,
-                                 step_part::forward});
-        sink(stage_op<memory_op>{{"embedding", embedding, op_phase::backward}, 1, 0,
-                                 step_part::backward});
+        for_each_embedding_op(s, ctx, sink);
     }
-
 }
 
 template <class Sink>
-constexpr void for_each_stage_op(const training_setup& s, const stage_shape& shape, Sink&& sink) {
+constexpr void for_each_stage_op(checked_view s, const stage_shape& shape, Sink&& sink) {
     for_each_stage_op(s, shape, groups_of(s), sink);
 }
 
@@ -463,11 +475,11 @@ constexpr stage_shape last_stage_shape(const training_setup& s) {
 }
 
 template <class Sink>
-constexpr void for_each_stage_op(const training_setup& s, Sink&& sink) {
+constexpr void for_each_stage_op(checked_view s, Sink&& sink) {
     for_each_stage_op(s, last_stage_shape(s), sink);
 }
 
-inline stage_workload micro_batch_workload(const training_setup& s) {
+inline stage_workload micro_batch_workload(checked_view s) {
     stage_workload w;
     struct collect {
         stage_workload& w;

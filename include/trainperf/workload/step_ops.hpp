@@ -16,6 +16,7 @@
 #include "../spec/optimizer.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
+#include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "ops.hpp"
 #include "placement.hpp"
@@ -319,11 +320,9 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     return w;
 }
 
-inline optimizer_work optimizer_workload(const training_setup& s) { return optimizer_workload(s, model_state_of(s)); }
-constexpr step_ops step_workload(const training_setup& s, const model_state& model) {
-    return step_workload(s, model, groups_of(s));
-}
+inline optimizer_work optimizer_workload(checked_view s) { return optimizer_workload(s, model_state_of(s)); }
 
-inline step_ops step_workload(const training_setup& s) { return step_workload(s, model_state_of(s)); }
+inline step_ops step_workload(checked_view s, const model_state& model) { return step_workload(s, model, groups_of(s)); }
+inline step_ops step_workload(checked_view s) { return step_workload(s, model_state_of(s)); }
 
 }  // namespace trainperf
