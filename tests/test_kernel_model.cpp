@@ -207,7 +207,7 @@ TEST_CASE("the pruned tile search gives what trying every tiling gives", "[kerne
 
 TEST_CASE("a GEMM and its transpose (m and n swapped) take the same time", "[kernel_model]") {
     // Every tile is tried in both orientations and the bytes are symmetric: the stage
-    // pricer remembers one price for both (cost/stage_pricer.hpp stage_pricer::gemm_memo).
+    // pricer remembers one price for both (cost/stage_pricer.hpp gemm_price_memo).
     random_gemm_shapes shapes(20261205);
     const kernel_params odd_tile = odd_tile_params();
     // Sides whose products round (neither powers of two nor whole numbers): the launched

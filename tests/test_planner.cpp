@@ -518,3 +518,18 @@ TEST_CASE("the planner offers only layouts the framework's software runs", "[pla
         if (!fw.optimizer_offload) CHECK_FALSE(offloaded);
     }
 }
+
+TEST_CASE("the planner offers no optimizer offload to a GPU without a host link", "[planner][framework]") {
+    // validate_layout refuses offload without a host link; the planner must not offer it
+    // (it prices each micro-batch's layout through a checked setup, so it would throw).
+    auto request = llama_on_h100s(8, 16);
+    request.base.framework = deepspeed_profile;  // runs optimizer offload
+    request.base.cluster.gpu.host_link = link_spec{};
+    REQUIRE(request.base.cluster.gpu.host_link.kind == link_kind::none);
+    request.allow_offload = true;
+    plan_options every;
+    every.top = 1u << 20;
+    const plan_result result = plan(request, every);
+    REQUIRE(!result.best.empty());
+    for (const plan_candidate& c : result.best) CHECK(c.layout.offload == offload_mode::none);
+}

@@ -610,7 +610,7 @@ constexpr memory_breakdown busiest_stage(const candidate_stages& c, StatePart&& 
 // Whether some candidate stage certainly needs more than `capacity` (so the busiest does
 // not fit), from stage_total, without building a breakdown: a total within a relative
 // 1e-9 of the capacity is left to the full report, so this verdict agrees with
-// report_of(busiest_stage(...)).fits however a compiler rounds the two computations.
+// memory_report_of(busiest_stage(...)).fits however a compiler rounds the two computations.
 template <class StatePart>
 constexpr bool certainly_exceeds(const candidate_stages& c, StatePart&& state_part_of, const memory_overheads& o,
                                  bytes capacity) {
@@ -747,8 +747,8 @@ constexpr memory_report memory_of(checked_view c, const model_state& state) {
 
 constexpr memory_report memory_of(checked_view s) { return memory_of(s, model_state_of(s)); }
 
-// The largest micro-batch of the setup that fits (whatever its layout.micro_batch):
-// each micro-batch tried checks only the layout again.
+// The largest micro-batch of the setup that fits (its own micro-batch is checked with
+// the setup, then replaced): each micro-batch tried checks only the layout again.
 constexpr int max_micro_batch(checked_view s) {
     const model_state state = model_state_of(s);
     parallel_layout l = s->layout;

@@ -14,7 +14,7 @@
 namespace trainperf {
 
 struct fit_table_request {
-    training_setup base{};               // its micro-batch is ignored
+    training_setup base{};               // checked as given; its micro-batch is then varied
     bool only_base_precision = false;    // one column: base.precision's recipe
     bool only_base_optimizer = false;    // one row: base.optimizer
 };

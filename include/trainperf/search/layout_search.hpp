@@ -144,8 +144,9 @@ struct plan_result {
     seconds wall = seconds_of(0.0);    // time the search took
 };
 
-// Everything but the layout is checked once, as predict() checks it; the search
-// builds only valid layouts, so it does not check each again.
+// Everything but the layout is checked once, as predict() checks it; the search builds
+// only valid layouts and checks again only the layout of each micro-batch it prices
+// (checked_setup::with_layout).
 inline void validate(const plan_request& r) {
     require(r.gpus >= 1 && r.gpus <= max_gpus, "gpus", r.gpus, "must be between 1 and 2^22");
     // The search offers full recompute, ZeRO-3 and offload, which graphs refuse (spec/setup.hpp).
@@ -296,8 +297,10 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp =
                 if (shard >= 2 && shard < ranks && shard % cp == 0) c.zeros.push_back({z, int(shard)});
     }
     c.offloads.push_back(offload_mode::none);
+    // What validate_layout refuses is never offered: offload needs a GPU with its own
+    // memory and a host link, and full training.
     if (r.allow_offload && fw.optimizer_offload && !r.base.cluster.gpu.memory_shared_with_host &&
-        !r.base.finetune.freezes_base())
+        r.base.cluster.gpu.host_link.kind != link_kind::none && !r.base.finetune.freezes_base())
         c.offloads.push_back(offload_mode::optimizer);
     if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
