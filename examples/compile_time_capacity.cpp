@@ -9,26 +9,34 @@
 
 using namespace trainperf;
 
-constexpr precision_recipe fp32 = recipe(precision_kind::fp32);
-constexpr parallel_layout one_gpu{.micro_batch = 1};
+// One H100 node (8 per node) training `model` in fp32 with AdamW under plain PyTorch,
+// the framework whose memory these checks describe; memory_of is the same path the CLI's
+// memory, fit, predict and plan take, evaluated by the compiler.
+constexpr training_setup fp32_on_h100(const transformer_config& model, int seq,
+                                      parallel_layout layout = {.micro_batch = 1}) {
+    return {.cluster = standard_cluster(h100_sxm::spec),
+            .model = model,
+            .precision = recipe(precision_kind::fp32),
+            .optimizer = optimizer_kind::adamw,
+            .layout = layout,
+            .seq = seq,
+            .framework = pytorch_eager_profile};
+}
 
 // llama2-7b in fp32 with AdamW needs 16 B × 6.74e9 ≈ 108 GB of static state alone.
-static_assert(!fits(h100_sxm{}, llama2_7b{}, fp32, optimizer_kind::adamw, one_gpu, 4096),
+static_assert(!memory_of(fp32_on_h100(llama2_7b::config, 4096)).fits,
               "llama2-7b + AdamW in fp32 must not fit on an 80 GB H100");
 // A 1.3B model (≈ 21 GB static state + activations at its full 2048 context) does.
-static_assert(fits(h100_sxm{}, gpt_neo_1_3b{}, fp32, optimizer_kind::adamw, one_gpu, 2048),
+static_assert(memory_of(fp32_on_h100(gpt_neo_1_3b::config, 2048)).fits,
               "gpt-neo-1.3b + AdamW in fp32 must fit on an 80 GB H100");
 // ZeRO-3 over 8 GPUs shards all of llama2-7b's static state, and full recompute
 // keeps only each layer's input: then it fits.
-static_assert(fits(h100_sxm{}, llama2_7b{}, fp32, optimizer_kind::adamw,
-                   parallel_layout{.dp = 8, .zero = 3, .micro_batch = 1,
-                                   .recompute = recompute_mode::full},
-                   4096));
+static_assert(memory_of(fp32_on_h100(llama2_7b::config, 4096,
+                                     {.dp = 8, .zero = 3, .micro_batch = 1, .recompute = recompute_mode::full}))
+                  .fits);
 
-constexpr memory_breakdown llama = memory_per_gpu(llama2_7b::config, fp32, optimizer_kind::adamw,
-                                                  one_gpu, 4096);
-constexpr int neo_batch = max_micro_batch(h100_sxm{}, gpt_neo_1_3b{}, fp32, optimizer_kind::adamw,
-                                          one_gpu, 2048);
+constexpr memory_breakdown llama = memory_of(fp32_on_h100(llama2_7b::config, 4096)).breakdown;
+constexpr int neo_batch = max_micro_batch(fp32_on_h100(gpt_neo_1_3b::config, 2048));
 static_assert(neo_batch >= 1);
 
 int main() {

@@ -6,8 +6,12 @@
 using namespace trainperf;
 
 // Compile time: a 7B model with Adam in fp32 does not fit on one 80 GB H100.
-static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), optimizer_kind::adamw,
-                    parallel_layout{}, 2048));
+constexpr training_setup fp32_llama{.cluster = standard_cluster(h100_sxm::spec),
+                                    .model = llama2_7b::config,
+                                    .precision = recipe(precision_kind::fp32),
+                                    .seq = 2048,
+                                    .framework = pytorch_eager_profile};
+static_assert(!memory_of(fp32_llama).fits);
 
 int main() {
     training_setup s;

@@ -11,12 +11,15 @@
 #include <trainperf/cost/step.hpp>
 #include <trainperf/workload/step_ops.hpp>
 
+#include "memory_setup.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <string_view>
 
 using namespace trainperf;
+using trainperf_tests::memory_at;
 
 namespace {
 // A tiny GPT layer: h = 64, a = 4 heads, f = 256, GELU, 2 layers.
@@ -199,13 +202,13 @@ TEST_CASE("fp8 memory: FP8 weight copies and FP8-saved Linear inputs", "[fp8][me
     CHECK_FALSE(fp8_blackwell.fp8_transposes);
     // Projection matrices per layer: 64·192 + 64·64 + 2·64·256 = 49152; 2 layers:
     // 98304 parameters. Hopper: 2 B each = 196608 B; Blackwell 1 B = 98304 B; bf16 none.
-    CHECK(memory_per_gpu(tiny, fp8, optimizer_kind::adamw, one, 32).weight_copies.value() == 196608);
-    CHECK(memory_per_gpu(tiny, fp8_blackwell, optimizer_kind::adamw, one, 32).weight_copies.value() == 98304);
-    CHECK(memory_per_gpu(tiny, recipe(precision_kind::bf16), optimizer_kind::adamw, one, 32)
+    CHECK(memory_at(tiny, fp8, optimizer_kind::adamw, one, 32).weight_copies.value() == 196608);
+    CHECK(memory_at(tiny, fp8, optimizer_kind::adamw, one, 32, pytorch_eager_profile, b200::spec).weight_copies.value() == 98304);
+    CHECK(memory_at(tiny, recipe(precision_kind::bf16), optimizer_kind::adamw, one, 32)
               .weight_copies.value() == 0);
     // Weights, gradients and master as bf16 mixed: 2 + 2 + 4 B per parameter.
-    CHECK(memory_per_gpu(tiny, fp8, optimizer_kind::adamw, one, 32).weights.value() ==
-          memory_per_gpu(tiny, recipe(precision_kind::bf16), optimizer_kind::adamw, one, 32).weights.value());
+    CHECK(memory_at(tiny, fp8, optimizer_kind::adamw, one, 32).weights.value() ==
+          memory_at(tiny, recipe(precision_kind::bf16), optimizer_kind::adamw, one, 32).weights.value());
 
     // Activations per layer, s = 32, b = 2, h = 64, a = 4: sbh = 4096, 5·a·s²·b = 40960.
     // bf16 (Korthikanti): 34·4096 + 40960 = 180224 B. FP8 keeps the QKV, FFN,

@@ -1,4 +1,6 @@
 // Memory per GPU: static state, Korthikanti activations, ZeRO, fits and max batch.
+#include "memory_setup.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <trainperf/cost/fit_margin.hpp>
@@ -15,6 +17,8 @@
 #include <stdexcept>
 
 using namespace trainperf;
+using trainperf_tests::memory_at;
+using trainperf_tests::memory_setup;
 
 namespace {
 // GPT layer: h 1024, 16 heads, f 4h, s 1024.
@@ -95,7 +99,7 @@ TEST_CASE("Korthikanti et al. 2022 activations per layer, by hand", "[memory]") 
 
 TEST_CASE("memory_per_gpu adds up by hand for one GPU", "[memory]") {
     const parallel_layout p{.micro_batch = 2};
-    const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024, bare);
+    const memory_breakdown m = memory_at(gpt, bf16, optimizer_kind::adamw, p, 1024, bare);
     const double params = parameter_count(gpt);
     CHECK(m.weights.value() == 2 * params);
     CHECK(m.gradients.value() == 2 * params);
@@ -110,20 +114,20 @@ TEST_CASE("memory_per_gpu adds up by hand for one GPU", "[memory]") {
 
     // The default profile (pytorch-eager): fp32 logits with two loss buffers and a
     // 32 MiB workspace.
-    const memory_breakdown d = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024);
+    const memory_breakdown d = memory_at(gpt, bf16, optimizer_kind::adamw, p, 1024);
     CHECK(d.logits.value() == 2.0 * 1024 * 50257 * (2 + 2 * 4));
     CHECK(d.workspace.value() == 32.0 * 1048576);
 
     // Full recompute keeps each layer's input plus one layer rebuilt in backward.
     const parallel_layout full{.micro_batch = 2, .recompute = recompute_mode::full};
-    CHECK(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, full, 1024, bare).activations.value() ==
+    CHECK(memory_at(gpt, bf16, optimizer_kind::adamw, full, 1024, bare).activations.value() ==
           24 * 2 * sbh + 114 * sbh + sbh + 4 * sbh);
 }
 
 TEST_CASE("tensor and pipeline parallelism split, ZeRO shards the right parts", "[memory]") {
     const double params = parameter_count(gpt);
     const auto at = [&](parallel_layout p) {
-        return memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024, bare);
+        return memory_at(gpt, bf16, optimizer_kind::adamw, p, 1024, bare);
     };
     const memory_breakdown z0 = at({.dp = 4});
     const memory_breakdown z1 = at({.dp = 4, .zero = 1});
@@ -146,7 +150,7 @@ TEST_CASE("tensor and pipeline parallelism split, ZeRO shards the right parts", 
     // Kept gathered from forward to backward (SHARD_GRAD_OP): all 24 layers, 16-bit.
     framework_profile kept = bare;
     kept.reshard_after_forward = false;
-    const memory_breakdown z3_kept = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.dp = 4, .zero = 3}, 1024, kept);
+    const memory_breakdown z3_kept = memory_at(gpt, bf16, optimizer_kind::adamw, {.dp = 4, .zero = 3}, 1024, kept);
     CHECK(z3_kept.buffers.value() == 24 * 2 * layer_parameters(gpt));
     CHECK(z3_kept.static_state() == z3.static_state());
     CHECK(z3_kept.activations == z3.activations);
@@ -174,51 +178,64 @@ TEST_CASE("tensor and pipeline parallelism split, ZeRO shards the right parts", 
     CHECK(few.activations.value() == 6 * 2 * 114 * sbh + 2 * sbh);
 }
 
-TEST_CASE("fits and max_micro_batch", "[memory]") {
-    static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), optimizer_kind::adamw,
-                        {}, 4096));
-    static_assert(fits(h100_sxm{}, gpt_neo_1_3b{}, recipe(precision_kind::fp32),
-                       optimizer_kind::adamw, {}, 2048));
+namespace {
+// One H100 under plain PyTorch, as a compile-time setup.
+constexpr training_setup on_h100(const transformer_config& m, precision_kind k, int seq, int batch = 1) {
+    return {.cluster = standard_cluster(h100_sxm::spec, 1),
+            .model = m,
+            .precision = recipe(k),
+            .layout = {.micro_batch = batch},
+            .seq = seq,
+            .framework = pytorch_eager_profile};
+}
+}  // namespace
+
+TEST_CASE("whether a setup fits, and its largest micro-batch", "[memory]") {
+    static_assert(!memory_of(on_h100(llama2_7b::config, precision_kind::fp32, 4096)).fits);
+    static_assert(memory_of(on_h100(gpt_neo_1_3b::config, precision_kind::fp32, 2048)).fits);
     const gpu_spec& g = h100_sxm::spec;
     const transformer_config& m = gpt2_xl::config;
     for (precision_kind k : {precision_kind::fp32, precision_kind::bf16, precision_kind::bf16_pure}) {
-        const int b = max_micro_batch(g, m, recipe(k), optimizer_kind::adamw, {}, 1024);
+        const int b = max_micro_batch(on_h100(m, k, 1024));
         INFO(to_string(k) << ": " << b);
         REQUIRE(b >= 1);
-        CHECK(fits(g, m, recipe(k), optimizer_kind::adamw, {.micro_batch = b}, 1024));
-        CHECK_FALSE(fits(g, m, recipe(k), optimizer_kind::adamw, {.micro_batch = b + 1}, 1024));
+        CHECK(memory_of(on_h100(m, k, 1024, b)).fits);
+        CHECK_FALSE(memory_of(on_h100(m, k, 1024, b + 1)).fits);
+        // Whatever micro-batch the setup had.
+        CHECK(max_micro_batch(on_h100(m, k, 1024, b + 7)) == b);
     }
-    CHECK(max_micro_batch(g, llama2_7b::config, fp32, optimizer_kind::adamw, {}, 4096) == 0);
-    CHECK(max_micro_batch(h100_sxm{}, gpt2_medium{}, bf16, optimizer_kind::adamw, {}, 1024) > 8);
+    CHECK(max_micro_batch(on_h100(llama2_7b::config, precision_kind::fp32, 4096)) == 0);
+    CHECK(max_micro_batch(on_h100(gpt2_medium::config, precision_kind::bf16, 1024)) > 8);
     // bf16 on V100 is an error, not a "does not fit".
-    CHECK_THROWS_WITH(fits(v100_sxm2_32gb::spec, gpt2_medium::config, bf16, optimizer_kind::adamw, {},
-                           1024),
-                      "precision = bf16: not supported by v100-sxm2-32gb (no bf16 tensor cores)");
+    training_setup v100 = on_h100(gpt2_medium::config, precision_kind::bf16, 1024);
+    v100.cluster = standard_cluster(v100_sxm2_32gb::spec, 1);
+    CHECK_THROWS_WITH(memory_of(v100), "precision = bf16: not supported by v100-sxm2-32gb (no bf16 tensor cores)");
     // Usable: the device's memory as its driver reports it, less the CUDA context
     // (500 MiB); shared memory (Jetson) also less the OS reserve (2 GB).
     const gpu_spec& jetson = jetson_orin_nx_16gb::spec;
-    CHECK(usable_memory(jetson).value() == 16 * 1073741824.0 - 500 * 1048576.0 - 2e9);
-    CHECK(usable_memory(g).value() == (81559 - 500) * 1048576.0);  // H100 SXM: 81,559 MiB reported
+    const framework_profile& eager = pytorch_eager_profile;
+    CHECK(usable_memory(jetson, eager).value() == 16 * 1073741824.0 - 500 * 1048576.0 - 2e9);
+    CHECK(usable_memory(g, eager).value() == (81559 - 500) * 1048576.0);  // H100 SXM: 81,559 MiB reported
     // More than the datasheet's decimal "80 GB": 85.0 GB can be allocated.
-    CHECK(usable_memory(g) > g.memory_capacity);
+    CHECK(usable_memory(g, eager) > g.memory_capacity);
     // A GPU described without a reported figure falls back to the datasheet's.
     gpu_spec custom = g;
     custom.memory_reported = bytes_of(0);
-    CHECK(usable_memory(custom).value() == 80e9 - 500 * 1048576.0);
+    CHECK(usable_memory(custom, eager).value() == 80e9 - 500 * 1048576.0);
 }
 
 TEST_CASE("memory inputs are validated naming the field", "[memory]") {
-    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.micro_batch = 0}, 1024),
+    CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {.micro_batch = 0}, 1024),
                       "batch = 0: must be at least 1");
-    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 0),
-                      "seq = 0: must be at least 1");
-    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 2048),
+    CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {}, -1),
+                      "seq = -1: must not be negative (0: the model's max_seq)");
+    CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {}, 2048),
                       "seq = 2048: exceeds the model's learned position table (max_seq)");
-    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.tp = 3}, 1024),
+    CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {.tp = 3}, 1024),
                       "tp = 3: must divide the number of attention heads");
-    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {.zero = 5}, 1024),
+    CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {.zero = 5}, 1024),
                       "zero = 5: must be 0, 1, 2 or 3");
-    CHECK_THROWS_WITH(memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 1024,
+    CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {}, 1024,
                                      holding({.fragmentation = 1.5})),
                       "fragmentation = 1.5: must be in [0, 1)");
 }
@@ -226,13 +243,13 @@ TEST_CASE("memory inputs are validated naming the field", "[memory]") {
 TEST_CASE("fragmentation and optimizer temporaries", "[memory]") {
     framework_profile o = bare;
     o.memory.fragmentation = 0.1;
-    const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, {}, 1024, o);
+    const memory_breakdown m = memory_at(gpt, bf16, optimizer_kind::adamw, {}, 1024, o);
     CHECK(m.fragmentation.value() == Approx(0.1 * m.peak_allocated().value()).epsilon(1e-14));
     CHECK(m.total().value() == Approx(1.1 * m.peak_allocated().value()).epsilon(1e-14));
     // Large step temporaries with tiny activations move the peak to the optimizer step.
     framework_profile step = bare;
     step.memory.optimizer_temporaries = 2.0;
-    const memory_breakdown s = memory_per_gpu(gpt, bf16, optimizer_kind::adamw,
+    const memory_breakdown s = memory_at(gpt, bf16, optimizer_kind::adamw,
                                               {.recompute = recompute_mode::full}, 128, step);
     CHECK(s.optimizer_temporaries.value() == 2 * 4 * parameter_count(gpt));
     CHECK(s.peak_phase() == memory_phase::optimizer_step);
@@ -243,7 +260,7 @@ TEST_CASE("DDP's bucket copy of the gradients exists only while gradients are wh
     const framework_profile& eager = pytorch_eager_profile;  // 25 MB buckets, copy 1.0
     for (int zero = 0; zero <= 3; ++zero) {
         const parallel_layout p{.dp = 8, .zero = zero, .micro_batch = 1};
-        const memory_breakdown m = memory_per_gpu(gpt, bf16, optimizer_kind::adamw, p, 1024, eager);
+        const memory_breakdown m = memory_at(gpt, bf16, optimizer_kind::adamw, p, 1024, eager);
         INFO("ZeRO " << zero);
         const double gathered = zero == 3 ? 2 * layer_parameters(gpt) * 2 : 0.0;  // two bf16 layers
         const double copy = zero <= 1 ? m.gradients.value() : 0.0;
@@ -333,7 +350,7 @@ TEST_CASE("activations of a small GPT-2-like layer: autocast vs Megatron fp16 vs
 
 TEST_CASE("memory_per_gpu under autocast adds up by hand", "[memory][amp]") {
     const parallel_layout p{.micro_batch = 2};
-    const memory_breakdown m = memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw, p, 1024, bare);
+    const memory_breakdown m = memory_at(gpt, fp16_amp, optimizer_kind::adamw, p, 1024, bare);
     const double params = parameter_count(gpt);
     CHECK(m.weights.value() == 4 * params);
     CHECK(m.gradients.value() == 4 * params);
@@ -358,13 +375,13 @@ TEST_CASE("memory_per_gpu under autocast adds up by hand", "[memory][amp]") {
     CHECK(m.optimizer_step_peak().value() == m.static_state().value());
 
     // TP splits the copies; ZeRO-3 does not shard them (they are cast from gathered weights).
-    CHECK(memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw, {.tp = 2, .micro_batch = 2}, 1024, bare)
+    CHECK(memory_at(gpt, fp16_amp, optimizer_kind::adamw, {.tp = 2, .micro_batch = 2}, 1024, bare)
               .weight_copies.value() == 353674240.0);
-    CHECK(memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw, {.dp = 4, .zero = 3, .micro_batch = 2}, 1024, bare)
+    CHECK(memory_at(gpt, fp16_amp, optimizer_kind::adamw, {.dp = 4, .zero = 3, .micro_batch = 2}, 1024, bare)
               .weight_copies.value() == 2.0 * 353674240);
     // Megatron's fp16 and .half() hold no copies.
-    CHECK(memory_per_gpu(gpt, fp16_mixed, optimizer_kind::adamw, p, 1024, bare).weight_copies.value() == 0);
-    const memory_breakdown pure = memory_per_gpu(gpt, fp16_pure, optimizer_kind::adamw, p, 1024, bare);
+    CHECK(memory_at(gpt, fp16_mixed, optimizer_kind::adamw, p, 1024, bare).weight_copies.value() == 0);
+    const memory_breakdown pure = memory_at(gpt, fp16_pure, optimizer_kind::adamw, p, 1024, bare);
     CHECK(pure.weight_copies.value() == 0);
     CHECK(pure.static_state().value() == 8 * params);  // 2 + 2 + fp16 moments 4
     CHECK(pure.activations.value() == 24 * 114 * sbh + sbh + 4 * sbh);  // as bf16 above
@@ -372,7 +389,7 @@ TEST_CASE("memory_per_gpu under autocast adds up by hand", "[memory][amp]") {
     // When the optimizer step peaks, the copies are not part of the peak.
     framework_profile step = bare;
     step.memory.optimizer_temporaries = 2.0;
-    const memory_breakdown s = memory_per_gpu(gpt, fp16_amp, optimizer_kind::adamw,
+    const memory_breakdown s = memory_at(gpt, fp16_amp, optimizer_kind::adamw,
                                               {.recompute = recompute_mode::full}, 128, step);
     REQUIRE(s.peak_phase() == memory_phase::optimizer_step);
     double sum = 0;

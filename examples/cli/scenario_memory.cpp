@@ -25,7 +25,8 @@ void print_budget(std::ostream& out) {
         << "activation; 'fits' compares it with what a process can allocate on the GPU (the\n"
         << "device's memory as its driver reports it, less the CUDA context), so 'yes' is\n"
         << "necessary, not sufficient.\n\n";
-    const bytes h100_usable = usable_memory(h100), a100_usable = usable_memory(a100);
+    const bytes h100_usable = usable_memory(h100, pytorch_eager_profile),
+                a100_usable = usable_memory(a100, pytorch_eager_profile);
     table t({"optimizer", "precision", "B/param", "GB", "GiB",
              std::string(h100.name) + " (" + gib(h100_usable) + " GiB usable)",
              std::string(a100.name) + " (" + gib(a100_usable) + " GiB usable)"});

@@ -251,17 +251,6 @@ constexpr double autocast_cast_parameters(const transformer_config& m, double la
 
 namespace memory_detail {
 
-constexpr void check_inputs(const transformer_config& m, const parallel_layout& p, int seq,
-                            const framework_profile& fw) {
-    validate(m);
-    validate(p, m);
-    validate(fw);
-    require(seq >= 1, "seq", seq, "must be at least 1");
-    require(m.positions != position_kind::learned || m.max_seq == 0 || seq <= m.max_seq, "seq",
-            seq, "exceeds the model's learned position table (max_seq)");
-    require_cp_splits_sequence(seq, p.cp);
-}
-
 // Weights, gradients, master copy and optimizer state of `local` parameters (after
 // tp·pp splitting) whose whole optimizer state is `state`, sharded by ZeRO over dp × cp
 // (the cp ranks of a replica hold the same weights; Megatron-Core's distributed
@@ -643,41 +632,12 @@ constexpr memory_breakdown busiest_stage(const model_state& state, const transfo
 }
 }  // namespace memory_detail
 
-constexpr memory_breakdown memory_per_gpu(const model_state& state, const transformer_config& m,
-                                          const precision_recipe& r, const parallel_layout& p, int seq,
-                                          const framework_profile& fw) {
-    memory_detail::check_inputs(m, p, seq, fw);
-    return memory_detail::busiest_stage(state, m, r, p, seq, fw);
-}
-
-constexpr memory_breakdown memory_per_gpu(const transformer_config& m, const precision_recipe& r,
-                                          optimizer_kind k, const parallel_layout& p, int seq,
-                                          const framework_profile& fw = pytorch_eager_profile) {
-    validate(m);
-    return memory_per_gpu(model_state_of(k, m, r.optimizer_state), m, r, p, seq, fw);
-}
-
 // Memory the training process may allocate: the device's memory as its driver
 // reports it, less the CUDA context; on devices that share DRAM with the CPU (Jetson)
 // also less what the OS and the CPU side keep.
-constexpr bytes usable_memory(const gpu_spec& g, const framework_profile& fw = pytorch_eager_profile) {
+constexpr bytes usable_memory(const gpu_spec& g, const framework_profile& fw) {
     const bytes device = g.device_memory() - fw.memory.cuda_context;
     return g.memory_shared_with_host ? device - fw.memory.host_reserve : device;
-}
-
-// Also checks that the GPU can run the recipe (bf16 on V100 throws).
-constexpr bool fits(const gpu_spec& g, const transformer_config& m, const precision_recipe& r,
-                    optimizer_kind k, const parallel_layout& p, int seq,
-                    const framework_profile& fw = pytorch_eager_profile) {
-    check_supported(g, r);
-    return memory_per_gpu(m, precision_on(r, g), k, p, seq, fw).total() <= usable_memory(g, fw);
-}
-
-// Tag types: static_assert(!fits(h100_sxm{}, llama2_7b{}, recipe(precision_kind::fp32), ...)).
-template <hardware H, model M>
-constexpr bool fits(H, M, const precision_recipe& r, optimizer_kind k, const parallel_layout& p,
-                    int seq, const framework_profile& fw = pytorch_eager_profile) {
-    return fits(H::spec, M::config, r, k, p, seq, fw);
 }
 
 namespace memory_detail {
@@ -700,25 +660,6 @@ constexpr int largest_fitting_batch(Fits fits_batch, int limit) {
     return good;
 }
 }  // namespace memory_detail
-
-// The largest micro-batch that fits (layout.micro_batch is ignored), 0 when even a
-// micro-batch of 1 does not.
-constexpr int max_micro_batch(const gpu_spec& g, const transformer_config& m,
-                              const precision_recipe& r, optimizer_kind k, parallel_layout p,
-                              int seq, const framework_profile& fw = pytorch_eager_profile) {
-    return memory_detail::largest_fitting_batch(
-        [&](int b) {
-            p.micro_batch = b;
-            return fits(g, m, r, k, p, seq, fw);
-        },
-        limits::max_micro_batch_for(seq > 0 ? seq : m.max_seq));
-}
-
-template <hardware H, model M>
-constexpr int max_micro_batch(H, M, const precision_recipe& r, optimizer_kind k,
-                              const parallel_layout& p, int seq, const framework_profile& fw = pytorch_eager_profile) {
-    return max_micro_batch(H::spec, M::config, r, k, p, seq, fw);
-}
 
 // ---- A training setup's memory: the one path `memory`, `fit`, `predict` and `plan` take
 
