@@ -990,3 +990,22 @@ TEST_CASE("an unknown flag is named first, with the flag it probably meant", "[c
           run_json("predict --gpu h100-sxm --model gpt2 --batch 2 --json"));
     CHECK(run_json("memory --gpu h100-sxm --model gpt2 --micro-batch 3 --json")["batch"] == 3);
 }
+
+TEST_CASE("the default sequence is the model's training length, and a config file's is announced", "[cli]") {
+    // Llama 3.1 405B: pre-trained on 8192 tokens, 131072 positions.
+    CHECK(run_json("predict --gpu h100-sxm --model llama3.1-405b --gpus 64 --framework megatron-core --tp 8 "
+                   "--pp 8 --json")["seq"] == 8192);
+    CHECK(run_json("flops --model llama3.1-405b --json")["seq"] == 8192);
+    // A Hugging Face config allowing 32768 positions: 4096, said once on stderr.
+    const std::string mistral = trainperf_test::quoted(std::string(TRAINPERF_TEST_DATA_DIR) + "/hf_configs/Mistral-7B-v0.1.json");
+    const trainperf_test::run_result r = run_cli("predict --gpu h100-sxm --model-file " + mistral + " --gpus 8 --json");
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.out)["seq"] == 4096);
+    CHECK(r.err.find("notice: --seq not given: 4096 tokens") != std::string::npos);
+    CHECK(r.err.find("positions allow 32768") != std::string::npos);
+    // Given, nothing is announced.
+    const trainperf_test::run_result given = run_cli("predict --gpu h100-sxm --model-file " + mistral + " --gpus 8 --seq 8192 --json");
+    REQUIRE(given.exit_code == 0);
+    CHECK(given.err.empty());
+    CHECK(nlohmann::json::parse(given.out)["seq"] == 8192);
+}

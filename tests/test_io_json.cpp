@@ -554,6 +554,21 @@ TEST_CASE("Hugging Face configs map onto the architecture options", "[descriptio
     CHECK_FALSE(tiny.tied_embeddings);
     CHECK_FALSE(tiny.dropout);
     CHECK(tiny.max_seq == 2048);
+    CHECK(training_length(tiny) == 2048);
+    // The training length: rope_scaling's length before extension (Llama 3.1), else the
+    // positions up to 4096 (io/hf_config.hpp default_training_length).
+    const auto llama31 = io::load_model_file(hf_config("Llama-3.1-8B.json"));
+    CHECK(llama31.max_seq == 131072);
+    CHECK(llama31.train_seq == 8192);
+    const auto mistral = io::load_model_file(hf_config("Mistral-7B-v0.1.json"));
+    CHECK(mistral.max_seq == 32768);
+    CHECK(mistral.train_seq == 4096);
+    CHECK(io::load_model_file(hf_config("gpt2.json")).train_seq == 0);  // its positions: 1024
+    // ... and a trainperf.model.v1 file keeps it (the key is optional: 0, max_seq).
+    CHECK(io::model_from_json(io::model_to_json(mistral)).train_seq == 4096);
+    nlohmann::json without = io::model_to_json(mistral);
+    without.erase("train_seq");
+    CHECK(training_length(io::model_from_json(without)) == 32768);
     const auto qwen = io::load_model_file(hf_config("Qwen2-7B.json"));
     CHECK(qwen.qkv_bias_only);
     CHECK_FALSE(qwen.linear_biases);

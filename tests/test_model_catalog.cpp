@@ -95,6 +95,19 @@ TEST_CASE("published architectural details", "[model][catalog]") {
     CHECK(turing_530b::config.max_seq == 2048);
 }
 
+TEST_CASE("a run's default sequence is the model's training length", "[model][catalog]") {
+    // Llama 3.1 405B takes 131 072 positions but was pre-trained on 8 192 tokens.
+    CHECK(llama3_1_405b::config.max_seq == 131072);
+    CHECK(training_length(llama3_1_405b::config) == 8192);
+    // Every other catalog model was trained at its full context.
+    for (const transformer_config& m : model_catalog)
+        if (m.name != "llama3.1-405b") CHECK(training_length(m) == m.max_seq);
+    // A training length beyond the positions is refused.
+    transformer_config m = llama2_7b::config;
+    m.train_seq = 8192;
+    CHECK_THROWS_WITH(validate(m), "train_seq = 8192: must be between 0 (max_seq) and max_seq");
+}
+
 TEST_CASE("model lookup by name", "[model][catalog]") {
     CHECK(&lookup_model("gpt2-medium") == &model_catalog[3]);
     CHECK(lookup_model("Llama3.1-405B").name == "llama3.1-405b");

@@ -19,7 +19,7 @@ namespace {
 struct flops_options {
     model_flags model;
     int seq = 0;
-    bool seq_given = false;  // otherwise the model's max_seq
+    bool seq_given = false;  // otherwise the model's training length
     std::string recompute = "none";
     bool causal_savings = false;
     bool json = false;
@@ -32,9 +32,9 @@ void run(const flops_options& opt, std::ostream& out) {
     const recompute_mode r = parse_recompute(opt.recompute);
     int seq = opt.seq;
     if (!opt.seq_given) {
-        if (m.max_seq <= 0) throw usage_error("--seq: required, model " + std::string(m.name) +
-                                              " has no max_seq");
-        seq = m.max_seq;
+        if (training_length(m) <= 0)
+            throw usage_error("--seq: required, model " + std::string(m.name) + " has no max_seq");
+        seq = training_length(m);
     }
     const flop_summary f = flop_summary_of(m, seq, r, {.causal_savings = opt.causal_savings});
     if (opt.json) return print_json(out, to_json(f));
@@ -65,7 +65,7 @@ const command_registration registration{20, [](CLI::App& app, std::ostream& out)
     auto opt = std::make_shared<flops_options>();
     auto* sub = app.add_subcommand("flops", "FLOPs of training one sample (seed formula and exact)");
     opt->model.add_to(sub, true);
-    auto* seq = sub->add_option("--seq", opt->seq, "Sequence length in tokens (default: the model's max_seq)")
+    auto* seq = sub->add_option("--seq", opt->seq, "Sequence length in tokens (default: the model's training length, train_seq, else its max_seq)")
                     ->check(CLI::Range(1, limits::max_sequence));
     sub->add_option("--recompute", opt->recompute,
                     "Activation recompute: " + enum_name_list<recompute_mode>() + " (default none)");

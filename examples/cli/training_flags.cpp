@@ -1,5 +1,7 @@
 #include "training_flags.hpp"
 
+#include <iostream>
+
 #include "parse_units.hpp"
 
 #include <trainperf/core/limits.hpp>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <iostream>
 #include <optional>
 #include <tuple>
 
@@ -49,7 +52,7 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     model.add_to(sub, require_model);
     if (set == flag_set::all)
         sub->add_option("--batch,--micro-batch", batch, "Micro-batch per model replica (default 1)");
-    sub->add_option("--seq", seq, "Sequence length (default: the model's max_seq)")
+    sub->add_option("--seq", seq, "Sequence length (default: the model's training length, train_seq, else its max_seq)")
         ->check(CLI::Range(1, limits::max_sequence));
     sub->add_option("--gpus", gpus, "Total GPUs (default tp x cp x pp); dp = gpus / (tp x cp x pp)")
         ->check(CLI::Range(1, max_gpus));
@@ -235,6 +238,16 @@ checked_setup training_flags::build() const {
     s.model = m;
     s.seq = seq;
     if (s.seq == 0) require(s.model.max_seq > 0, "seq", seq, "is required: the model has no max_seq");
+    // A description file's training length is a default (for a Hugging Face config a
+    // documented assumption, io/hf_config.hpp): said once, where it is shorter than the
+    // positions the model takes.
+    static bool noticed = false;
+    if (s.seq == 0 && !model.file.empty() && training_length(s.model) < s.model.max_seq && !noticed) {
+        noticed = true;
+        std::cerr << "trainperf: notice: --seq not given: " << training_length(s.model)
+                  << " tokens, the training length of " << model.file << " (its positions allow "
+                  << s.model.max_seq << "; docs/cli.md, --seq)\n";
+    }
     return checked_setup(std::move(s));
 }
 

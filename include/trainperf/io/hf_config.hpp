@@ -18,6 +18,7 @@
 // parameters (0.0003 % of OPT-1.3B).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -171,6 +172,25 @@ inline transformer_config llama_like(const json& j, const std::string& type, boo
     return m;
 }
 
+// A config states how many positions a model takes, not the sequence it was trained on.
+// Where rope_scaling names the length before its extension
+// (original_max_position_embeddings: Llama 3.1's 8192, the length of its main
+// pre-training), that is it; otherwise max_position_embeddings up to
+// default_training_length (ASSUMPTION: 4096, the pre-training length of the LLaMA-2
+// family, Touvron et al. 2023 §2.2; a config allowing more, e.g. Mistral-7B's 32768 or
+// Qwen2's 131072, says nothing of the length its weights were mostly trained at).
+inline constexpr int default_training_length = 4096;
+
+inline int training_length_of(const json& j, int max_seq) {
+    if (j.contains("rope_scaling") && j.at("rope_scaling").is_object()) {
+        const json& r = j.at("rope_scaling");
+        if (r.contains("original_max_position_embeddings"))
+            return std::min(max_seq, description_detail::integer(r, "rope_scaling", "original_max_position_embeddings",
+                                                                 1, 1 << 26));
+    }
+    return std::min(max_seq, default_training_length);
+}
+
 }  // namespace hf_detail
 
 // The model a Hugging Face config.json describes, named `name`. Throws
@@ -272,6 +292,8 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
                      "not a known architecture; known: llama, mistral, qwen2, gemma, gemma2, phi3, gpt2, gpt_neo, "
                      "gpt_neox, bert, roberta, opt, falcon (or write a trainperf.model.v1 file)");
     }
+    // Kept only where it is shorter (else 0: max_seq, as the catalog's models have it).
+    if (const int t = hd::training_length_of(j, m.max_seq); t < m.max_seq) m.train_seq = t;
     m.name = keep_text(std::string(name));
     validate(m);
     return m;

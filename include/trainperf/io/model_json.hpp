@@ -39,6 +39,7 @@ inline nlohmann::json model_to_json(const transformer_config& m) {
             {"ffn_hidden", m.ffn_hidden},
             {"vocab", m.vocab},
             {"max_seq", m.max_seq},
+            {"train_seq", m.train_seq},
             {"ffn", std::string(to_string(m.ffn))},
             {"positions", std::string(to_string(m.positions))},
             {"norm", std::string(to_string(m.norm))},
@@ -67,7 +68,7 @@ inline transformer_config model_from_json(const nlohmann::json& j) {
     namespace dd = description_detail;
     namespace r = model_ranges;
     dd::only_keys(j, "",
-                  {"schema", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "max_seq", "ffn",
+                  {"schema", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "max_seq", "train_seq", "ffn",
                    "positions", "norm", "tied_embeddings", "linear_biases", "qkv_biases", "qkv_bias_only",
                    "norms_per_layer", "attention_head_dim", "causal", "token_types", "pooler", "dropout",
                    "activation", "code"});
@@ -81,6 +82,7 @@ inline transformer_config model_from_json(const nlohmann::json& j) {
     m.ffn_hidden = dd::integer(j, "", "ffn_hidden", 1, 8 * r::max_hidden);
     m.vocab = dd::integer(j, "", "vocab", 1, r::max_vocab);
     m.max_seq = dd::integer(j, "", "max_seq", 0, r::max_seq);
+    if (j.contains("train_seq")) m.train_seq = dd::integer(j, "", "train_seq", 0, r::max_seq);
     m.ffn = dd::enum_value<ffn_kind>(j, "", "ffn");
     m.positions = dd::enum_value<position_kind>(j, "", "positions");
     m.norm = dd::enum_value<norm_kind>(j, "", "norm");

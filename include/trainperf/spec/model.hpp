@@ -71,7 +71,10 @@ struct transformer_config {
     int kv_heads = 0;            // < heads for grouped-query attention; 0 means = heads
     int ffn_hidden = 0;          // inner size of the FFN (per matrix for swiglu)
     int vocab = 0;
-    int max_seq = 0;             // context the model was trained with
+    int max_seq = 0;             // the longest context the model takes (its position limit)
+    // The sequence length of the model's main pre-training, the default for a run (a
+    // model's long-context stage, if it had one, extends max_seq beyond it); 0: max_seq.
+    int train_seq = 0;
     ffn_kind ffn = ffn_kind::gelu;
     position_kind positions = position_kind::learned;
     norm_kind norm = norm_kind::layernorm;
@@ -119,6 +122,8 @@ constexpr void validate(const transformer_config& m) {
     require(m.vocab > 0 && m.vocab <= limits::max_vocab, "vocab", m.vocab, "must be between 1 and 2^24");
     require(m.max_seq >= 0 && m.max_seq <= limits::max_sequence, "max_seq", m.max_seq,
             "must be between 0 (none) and 2^24");
+    require(m.train_seq >= 0 && (m.max_seq == 0 ? m.train_seq <= limits::max_sequence : m.train_seq <= m.max_seq),
+            "train_seq", m.train_seq, "must be between 0 (max_seq) and max_seq");
     require(m.token_types >= 0 && m.token_types <= limits::max_token_types, "token_types", m.token_types,
             "must be between 0 and 1024");
     require(!(m.qkv_bias_only && m.linear_biases), "qkv_bias_only", m.qkv_bias_only,
@@ -126,6 +131,10 @@ constexpr void validate(const transformer_config& m) {
     require(m.norms_per_layer >= 1 && m.norms_per_layer <= 4, "norms_per_layer", m.norms_per_layer,
             "must be between 1 and 4");
 }
+
+// The sequence a run of the model uses unless told otherwise: its pre-training length
+// (train_seq), else its position limit (max_seq); 0 when it has neither.
+constexpr int training_length(const transformer_config& m) { return m.train_seq > 0 ? m.train_seq : m.max_seq; }
 
 // Whether Q, K and V carry biases.
 constexpr bool has_qkv_biases(const transformer_config& m) {

@@ -138,9 +138,16 @@ struct llama3_70b {
     static constexpr transformer_config config =
         model_detail::llama_like("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192);
 };
+// Positions up to 131 072 (config.json), but pre-trained on 8 192-token sequences; the
+// context was extended to 128K tokens only in a final long-context stage (Dubey et al.
+// 2024, "The Llama 3 Herd of Models", §3.4.1–3.4.2): a run's default is 8 192.
 struct llama3_1_405b {
-    static constexpr transformer_config config =
-        model_detail::llama_like("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072);
+    static constexpr transformer_config config = [] {
+        transformer_config c =
+            model_detail::llama_like("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072);
+        c.train_seq = 8192;
+        return c;
+    }();
 };
 
 // ---------------------------------------------------------------------------------

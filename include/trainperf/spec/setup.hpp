@@ -29,7 +29,7 @@ struct training_setup {
     optimizer_kind optimizer = optimizer_kind::adamw;
     finetune_spec finetune{};                     // which parameters train (default: all)
     parallel_layout layout{};
-    int seq = 0;                                  // 0: the model's max_seq
+    int seq = 0;                                  // 0: the model's training length (train_seq, else max_seq)
     framework_profile framework = megatron_profile;
     std::optional<kernel_params> kernels;         // empty: the GPU architecture's defaults
     // The input pipeline per step (cost/input_pipeline.hpp's first two stages): reading the
@@ -48,7 +48,8 @@ constexpr kernel_params kernel_params_of(const training_setup& s) {
     return s.kernels ? *s.kernels : default_kernel_params(s.cluster.gpu);
 }
 
-constexpr int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : s.model.max_seq; }
+// The setup's sequence: its own, else the model's training length (spec/model.hpp).
+constexpr int sequence_length(const training_setup& s) { return s.seq > 0 ? s.seq : training_length(s.model); }
 
 // The recipe as the framework stores it on the setup's GPU: fp32 main gradients where
 // it keeps them, fp8's transposed copies where the GPU needs them (precision_on).
