@@ -134,11 +134,40 @@ std::string fixed(double value, int digits) {
     return s.str();
 }
 
+std::string gpus_text(long long n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
+
+std::string count_text(double n) {
+    if (!(std::fabs(n) >= 1e6)) return fixed(n, 0);
+    const int exponent = int(std::floor(std::log10(std::fabs(n))));
+    double mantissa = n / std::pow(10.0, exponent);
+    int e = exponent;
+    if (std::fabs(std::round(mantissa * 100) / 100) >= 10) {  // 9.999e12 rounds to 10.00e12
+        mantissa /= 10;
+        ++e;
+    }
+    return fixed(mantissa, 2) + "e" + std::to_string(e);
+}
+
+void check_currency(const std::string& code) {
+    const bool iso = code.size() == 3 && std::all_of(code.begin(), code.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    if (!iso) throw usage_error("--currency = " + code + ": must be an ISO 4217 code, three upper-case letters (USD, EUR)");
+}
+
 }  // namespace trainperf::cli
 
 namespace trainperf::cli {
 
+namespace {
+int& answer_status() {
+    static int status = 0;
+    return status;
+}
+}  // namespace
+
+void answer_does_not_fit() { answer_status() = exit_does_not_fit; }
+
 int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostream& err_stream) {
+    answer_status() = 0;
     CLI::App app{"trainperf: predicts what it costs to train a transformer on a GPU system.\n"
                  "With no arguments, prints the default scenario."};
     app.require_subcommand(0, 1);
@@ -176,7 +205,7 @@ int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostrea
     }
     out_stream << out.str() << std::flush;
     if (!out_stream) return fail("cannot write the output");
-    return 0;
+    return answer_status();
 }
 
 }  // namespace trainperf::cli

@@ -30,9 +30,19 @@ struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The exit status of a command whose answer is "does not fit": predict and memory for a
+// setup that does not fit, plan when no layout (or no GPU count) fits, fit when not even
+// a micro-batch of 1 fits anywhere in its table. The answer is printed in full, as for
+// one that fits; scripts tell the two apart by the status (docs/cli.md).
+inline constexpr int exit_does_not_fit = 3;
+
+// Called by a command whose answer is "does not fit": run() then returns
+// exit_does_not_fit.
+void answer_does_not_fit();
+
 // The whole program: parses `argv`, runs the subcommand, writes its output to `out`
-// only when it succeeded, errors as one line to `err`. Returns the exit code: 0, 2 for
-// bad input, 1 for a defect.
+// only when it succeeded, errors as one line to `err`. Returns the exit code: 0, 3 when
+// the answer is "does not fit" (exit_does_not_fit), 2 for bad input, 1 for a defect.
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // Prints a JSON object the same way in every subcommand.
@@ -55,5 +65,16 @@ void check_every_value(CLI::App& app);
 
 // Fixed-point formatting with `digits` after the point.
 std::string fixed(double value, int digits);
+
+// "1 GPU", "8 GPUs".
+std::string gpus_text(long long n);
+
+// A count as people write large ones: whole below a million, else three significant
+// digits and a power of ten ("2.00e12", not "2e+12" or 2000000000000).
+std::string count_text(double n);
+
+// --currency: an ISO 4217 code (three upper-case letters, e.g. USD, EUR), printed beside
+// every cost; throws usage_error otherwise.
+void check_currency(const std::string& code);
 
 }  // namespace trainperf::cli

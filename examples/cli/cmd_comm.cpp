@@ -110,15 +110,14 @@ void run(const comm_options& o, std::ostream& out) {
     }
     if (o.json) return print_json(out, to_json(e, cluster, intra_source, inter_source));
     out << to_string(c) << (c == collective::p2p ? "" : " (" + std::string(e.algorithm) + ")") << " of "
-        << size_text(size) << " on " << o.gpus << " GPUs\n"
+        << size_text(size) << " on " << gpus_text(o.gpus) << "\n"
         << "  link:                " << intra_source << '\n'
         << "                       " << describe(intra) << '\n';
     if (e.ring_link.kind != intra.kind)
         out << "  ring waits on:       " << describe(e.ring_link)
             << " (an NVLink bridge joins two cards; the ring crosses PCIe between pairs)\n";
     if (e.across_nodes())
-        out << "  nodes:               " << e.nodes << " x " << cluster.gpus_per_node
-            << " GPUs\n"
+        out << "  nodes:               " << e.nodes << " x " << gpus_text(cluster.gpus_per_node) << "\n"
             << "  inter-node link:     " << inter_source << '\n'
             << "                       " << describe(cluster.inter_node) << '\n';
     out << "  time:                " << time_text(e.time) << '\n'

@@ -8,6 +8,7 @@
 #include <trainperf/io/fit_json.hpp>
 #include <trainperf/search/fit_table.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 
@@ -23,6 +24,10 @@ struct fit_options {
 void run(const fit_options& opt, std::ostream& out) {
     const fit_table f = fit_table_of(
         {.base = opt.flags.build().get(), .only_base_precision = opt.precision_given, .only_base_optimizer = opt.optimizer_given});
+    const bool none_fits = std::all_of(f.largest.begin(), f.largest.end(), [](const std::vector<int>& row) {
+        return std::all_of(row.begin(), row.end(), [](int b) { return b == 0; });
+    });
+    if (none_fits) answer_does_not_fit();
     if (opt.json) return print_json(out, to_json(f));
     const training_setup& base = f.base;
     const gpu_spec& gpu = base.cluster.gpu;

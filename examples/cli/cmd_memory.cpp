@@ -100,6 +100,7 @@ void run(const memory_options& opt, std::ostream& out) {
     const memory_breakdown& mb = report.breakdown;
     const bytes usable = report.capacity;
     const bool fit = report.fits;
+    if (!fit) answer_does_not_fit();
     const fit_margin margin = margin_of(report, s.framework.memory);
 
     if (opt.json) {

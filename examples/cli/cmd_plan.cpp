@@ -11,11 +11,14 @@
 #include <trainperf/io/report_table.hpp>
 #include <trainperf/search/training_plan.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <ostream>
 #include <string>
+
+#include <unistd.h>
 
 namespace trainperf::cli {
 namespace {
@@ -29,6 +32,7 @@ struct plan_flags {
     bool offload = false, json = false, csv = false;
     std::string train_tokens;
     double deadline_days = 0, price_per_gpu_hour = 0;
+    std::string currency = "USD";
     int max_gpus = 0;
 };
 
@@ -43,6 +47,8 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     if (sub->get_option("--top")->count() > 0)
         throw usage_error("--top: with --train-tokens each GPU count shows its fastest layout; leave --top out");
     if (opt.max_gpus == 0) throw usage_error("--max-gpus: required with --train-tokens (the largest GPU count tried)");
+    if (sub->get_option("--currency")->count() > 0 && opt.price_per_gpu_hour == 0)
+        throw usage_error("--currency: needs --price-per-gpu-hour");
     training_plan_request request;
     request.layouts.base = opt.flags.build().get();
     request.layouts.global_batch = opt.global_batch;
@@ -56,6 +62,8 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     plan_options options;
     options.threads = opt.threads;
     const training_plan result = plan_training(request, options);
+    if (std::none_of(result.counts.begin(), result.counts.end(), [](const gpu_count_plan& c) { return c.best; }))
+        answer_does_not_fit();
     const auto& s = request.layouts.base;
     const command_of command = predict_command_of(opt.flags);
     if (opt.csv) return print_csv(out, training_plan_table(request, result));
@@ -64,14 +72,14 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         return;
     }
     out << "trainperf plan: " << s.model.name << " on " << s.cluster.gpu.name << " (" << s.framework.name << ", "
-        << s.precision.name << ", " << to_string(s.optimizer) << "), " << fixed(request.train_tokens, 0)
+        << s.precision.name << ", " << to_string(s.optimizer) << "), " << count_text(request.train_tokens)
         << " tokens, global batch " << request.layouts.global_batch << " x seq " << sequence_length(s);
     if (request.deadline_days > 0) out << ", deadline " << fixed(request.deadline_days, 1) << " days";
     out << "\nGPU counts tried: powers of two up to a node of " << request.gpus_per_node
         << ", then 1, 2, 3, 4, 6, 8, 12, ... nodes, up to " << request.max_gpus << "; the fastest layout of each ("
         << fixed(result.wall.value(), 2) << " s)\n\n";
-    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)", "cost", "meets deadline",
-             "fastest layout"});
+    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)", "cost (" + opt.currency + ")",
+             "meets deadline", "fastest layout"});
     for (const gpu_count_plan& c : result.counts) {
         if (!c.best) {
             t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", "no layout fits"});
@@ -87,10 +95,11 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     const auto show = [&](const char* what, std::optional<std::size_t> at) {
         if (!at) return;
         const gpu_count_plan& c = result.counts[*at];
-        out << "\n" << what << ": " << c.gpus << " GPUs, " << describe(c.best->layout)
+        out << "\n" << what << ": " << gpus_text(c.gpus) << ", " << describe(c.best->layout)
             << describe_changes(c.best->switches, s.framework) << "\n  " << days_text(*c.run)
             << " days, " << fixed(c.run->gpu_hours, 0) << " GPU-hours, " << mwh_text(*c.run) << " MWh";
-        if (request.price_per_gpu_hour > 0) out << ", cost " << fixed(c.run->cost, 0) << " (GPU-hours x price)";
+        if (request.price_per_gpu_hour > 0)
+            out << ", cost " << fixed(c.run->cost, 0) << " " << opt.currency << " (GPU-hours x price)";
         out << "\n  " << command(setup_of(request, c)) << "\n";
     };
     if (!result.cheapest) {
@@ -108,8 +117,9 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
 void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     require(opt.top >= 1 && opt.top <= 1000, "top", opt.top, "must be between 1 and 1000");
     require(opt.threads <= 1024, "threads", opt.threads, "must be at most 1024 (0: one per hardware thread)");
+    check_currency(opt.currency);
     if (sub->get_option("--train-tokens")->count() > 0) return run_training_plan(opt, sub, out);
-    for (const char* flag : {"--deadline-days", "--price-per-gpu-hour", "--max-gpus"})
+    for (const char* flag : {"--deadline-days", "--price-per-gpu-hour", "--max-gpus", "--currency"})
         if (sub->get_option(flag)->count() > 0) throw usage_error(std::string(flag) + ": needs --train-tokens");
     plan_request request;
     request.base = opt.flags.build().get();
@@ -120,14 +130,17 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     plan_options options;
     options.top = opt.top;
     options.threads = opt.threads;
-    // A search that runs longer than a second shows how far it is, on stderr.
+    // A search that runs longer than a second shows how far it is, on stderr when it is
+    // a terminal (a file or a pipe gets no carriage returns).
     bool progress_shown = false;
-    options.progress = [&progress_shown](double fraction) {
-        std::fprintf(stderr, "\rtrainperf plan: %3.0f %% of the layouts searched", 100.0 * fraction);
-        progress_shown = true;
-    };
+    if (isatty(fileno(stderr)))
+        options.progress = [&progress_shown](double fraction) {
+            std::fprintf(stderr, "\rtrainperf plan: %3.0f %% of the layouts searched", 100.0 * fraction);
+            progress_shown = true;
+        };
     const plan_result result = plan(request, options);
     if (progress_shown) std::fprintf(stderr, "\r%60s\r", "");
+    if (result.best.empty()) answer_does_not_fit();
     const auto& s = request.base;
     if (opt.csv) {
         print_csv(out, plan_table(request, result));
@@ -150,7 +163,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
         << " of the predicted fit in memory; " << fixed(result.wall.value(), 3) << " s\n\n";
     if (result.best.empty()) {
         if (result.candidates == 0)
-            out << "No layout of " << request.gpus << " GPUs reaches a global batch of " << request.global_batch
+            out << "No layout of " << gpus_text(request.gpus) << " reaches a global batch of " << request.global_batch
                 << " exactly: it must be a multiple of the data-parallel size dp = gpus / (tp x cp x pp).\n";
         else
             out << "No layout fits. Try more GPUs, --offload, or a smaller global batch.\n";
@@ -188,6 +201,8 @@ const command_registration registration{32, [](CLI::App& app, std::ostream& out)
                     "layouts; print the cheapest and the fastest that meet --deadline-days");
     sub->add_option("--deadline-days", opt->deadline_days, "With --train-tokens: the run must end within this many days");
     sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
+    sub->add_option("--currency", opt->currency,
+                    "With --price-per-gpu-hour: its currency, an ISO 4217 code printed beside every cost (default USD)");
     sub->add_option("--max-gpus", opt->max_gpus, "With --train-tokens: the largest GPU count tried (at most 65536)");
     sub->callback([opt, sub, &out] { run(*opt, sub, out); });
 }};

@@ -24,15 +24,17 @@ struct predict_options {
     training_flags flags;
     std::string train_tokens;
     double price_per_gpu_hour = 0;
+    std::string currency = "USD";
     bool json = false, csv = false;
     std::string plot;
 };
 
-void print_run(std::ostream& out, const training_run& run) {
-    out << "\nTraining on " << run.tokens << " tokens: " << fixed(run.days(), 2) << " days, "
+void print_run(std::ostream& out, const training_run& run, const std::string& currency) {
+    out << "\nTraining on " << count_text(run.tokens) << " tokens: " << fixed(run.days(), 2) << " days, "
         << fixed(run.gpu_hours, 0) << " GPU-hours, " << fixed(run.energy.value() / joules_per_kwh, 0)
         << " kWh at board power (upper bound)";
-    if (run.cost > 0) out << ", cost " << fixed(run.cost, 0) << " (price per GPU-hour x GPU-hours)";
+    if (run.cost > 0)
+        out << ", cost " << fixed(run.cost, 0) << " " << currency << " (price per GPU-hour x GPU-hours)";
     out << "\n";
 }
 
@@ -134,10 +136,13 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
     sub->add_option("--train-tokens", opt->train_tokens,
                     "Also estimate a whole run on this many tokens, e.g. 2e12 or 2T");
     sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
+    sub->add_option("--currency", opt->currency,
+                    "With --price-per-gpu-hour: its currency, an ISO 4217 code printed beside the cost (default USD)");
     sub->callback([opt, sub, &out] {
         const checked_setup checked = opt->flags.build();
         const training_setup& s = checked;
         const step_report r = predict(checked);
+        if (!r.fits) answer_does_not_fit();
         const bool tokens_given = sub->get_option("--train-tokens")->count() > 0;
         const double train_tokens = tokens_given ? parse_count("--train-tokens", opt->train_tokens) : 0.0;
         if (tokens_given && !(train_tokens >= 1))
@@ -146,6 +151,9 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
             throw usage_error("--train-tokens: the CSV row has no training-run columns (use --json, or plan --csv)");
         if (opt->price_per_gpu_hour != 0 && train_tokens == 0)
             throw usage_error("--price-per-gpu-hour: needs --train-tokens");
+        check_currency(opt->currency);
+        if (sub->get_option("--currency")->count() > 0 && opt->price_per_gpu_hour == 0)
+            throw usage_error("--currency: needs --price-per-gpu-hour");
         // A layout that does not fit cannot run: no days, GPU-hours or cost for it.
         std::optional<training_run> run;
         if (train_tokens != 0 && r.fits)
@@ -166,7 +174,7 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
             print_csv(out, row);
         } else {
             print_text(out, opt->flags, s, r);
-            if (run && r.fits) print_run(out, *run);
+            if (run && r.fits) print_run(out, *run, opt->currency);
             if (run && !r.fits) out << "\nNo training-run estimate: the layout does not fit.\n";
             if (!opt->plot.empty()) out << '\n' << plot_written_note(opt->plot);
         }

@@ -174,6 +174,14 @@ training_setup training_flags::assemble() const {
     require(fp8_linears(s.precision) || s.precision.scaling == fp8_scaling::delayed, "fp8-scaling", scaling,
             "applies to --precision fp8 only");
     s.optimizer = parse_optimizer(optimizer);
+    // Adam is priced as AdamW (the same two fp32 moments and the same passes per step;
+    // AdamW only decouples the weight decay): said, not silent.
+    static bool adam_noticed = false;
+    if (!adam_noticed && s.optimizer == optimizer_kind::adamw && optimizer.size() == 4) {
+        adam_noticed = true;
+        std::cerr << "trainperf: notice: --optimizer " << optimizer
+                  << " is priced as adamw (the same two fp32 moments and passes per step)\n";
+    }
     s.finetune = {.mode = parse_enum<finetune_mode>("finetune", finetune), .rank = lora_rank,
                   .targets = parse_lora_targets(lora_targets)};
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
