@@ -1052,3 +1052,22 @@ TEST_CASE("counts, GPUs and costs read as people write them", "[cli]") {
                                            "predict --gpu h100-sxm --model gpt2 --currency EUR",
                                            "plan --gpu h100-sxm --model gpt2 --gpus 8 --global-batch 64 --currency EUR"});
 }
+
+TEST_CASE("sweep varies the framework's switches, the schedule and the shard group", "[cli]") {
+    const auto flash = run_json("sweep --gpu h100-sxm --model gpt2-medium --batch 8 --vary flash-attention=off,on --json");
+    REQUIRE(flash["points"].size() == 2);
+    CHECK(flash["points"][0]["flash_attention"] == false);
+    CHECK(flash["points"][1]["flash_attention"] == true);
+    CHECK(flash["points"][1]["memory_GiB"].get<double>() < flash["points"][0]["memory_GiB"].get<double>());
+    // No catalog framework runs zero-bubble schedules (a framework file may): the point
+    // that asks for one is refused by name.
+    const auto schedule = run_cli("sweep --gpu h100-sxm --model llama2-7b --framework megatron-core --gpus 8 --pp 4 "
+                                  "--grad-accum 8 --vary schedule=1f1b,zb-h1 --json");
+    CHECK(schedule.exit_code == 2);
+    CHECK(schedule.err.find("sweep at schedule = zb-h1: schedule = zb-h1: framework megatron-core") !=
+          std::string::npos);
+    const auto shard = run_json("sweep --gpu h100-sxm --model llama2-7b --framework pytorch-eager --gpus 16 --zero 3 "
+                                "--vary shard-group=0,8 --json");
+    CHECK(shard["points"][1]["shard_group"] == 8);
+    check_refused(std::vector<std::string>{"sweep --gpu h100-sxm --model gpt2 --vary flash-attention=maybe"});
+}

@@ -23,7 +23,8 @@
 namespace trainperf::cli {
 enum class sweep_parameter {
     batch, grad_accum, seq, gpus, dp, tp, cp, pp, interleave, sp, zero, offload, recompute, dp_overlap,
-    precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node
+    precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node, flash_attention, tp_comm_overlap,
+    schedule, shard_group
 };
 }  // namespace trainperf::cli
 
@@ -31,7 +32,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 21> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 25> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -51,7 +52,11 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::gpu, "gpu"},
                                                           {p::link, "link"},
                                                           {p::link_bandwidth, "link-bandwidth"},
-                                                          {p::gpus_per_node, "gpus-per-node"}}};
+                                                          {p::gpus_per_node, "gpus-per-node"},
+                                                          {p::flash_attention, "flash-attention"},
+                                                          {p::tp_comm_overlap, "tp-comm-overlap"},
+                                                          {p::schedule, "schedule"},
+                                                          {p::shard_group, "shard-group"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -69,6 +74,7 @@ bool numeric(sweep_parameter p) {
         case sweep_parameter::gpus: case sweep_parameter::dp: case sweep_parameter::tp: case sweep_parameter::cp:
         case sweep_parameter::pp:
         case sweep_parameter::interleave: case sweep_parameter::zero: case sweep_parameter::gpus_per_node:
+        case sweep_parameter::shard_group:
             return true;
         default:
             return false;
@@ -144,6 +150,10 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::gpu: f.gpu = v; break;
         case sweep_parameter::link: f.link = v; break;
         case sweep_parameter::link_bandwidth: f.link_bandwidth = v; break;
+        case sweep_parameter::flash_attention: f.flash_attention = v; break;  // on | off, checked where built
+        case sweep_parameter::tp_comm_overlap: f.tp_comm_overlap = v; break;
+        case sweep_parameter::schedule: f.schedule = v; break;
+        case sweep_parameter::shard_group: f.shard_group = parse_int(a, v); break;
     }
 }
 

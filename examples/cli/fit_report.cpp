@@ -49,12 +49,15 @@ void print_does_not_fit(std::ostream& out, const fit_advice& advice,
             << " (ZeRO-3 on up to " << fit_advice_max_gpus << " GPUs).\n";
         return;
     }
-    out << "Each of these changes makes it fit on its own (most tokens/s per GPU first):\n";
+    out << "Each of these changes makes it fit on its own (most tokens/s per GPU first; a shorter sequence, which\n"
+           "changes what is trained, last):\n";
     int rank = 1;
     for (const fit_option& o : advice.options) {
         const step_report& r = o.report;
-        out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": " << describe(o.setup.layout) << "\n"
-            << "     " << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU on " << r.gpus << " GPUs, "
+        out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": "
+            << (o.change == fit_change::shorter_sequence ? "seq " + std::to_string(r.seq) + ", " : std::string())
+            << describe(o.setup.layout) << "\n"
+            << "     " << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU on " << gpus_text(r.gpus) << ", "
             << fixed(r.step_time.value() * 1e3, 0) << " ms per step of " << r.global_batch << " samples, "
             << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU\n"
             << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";

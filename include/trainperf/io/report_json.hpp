@@ -116,7 +116,8 @@ inline nlohmann::json option_json(const fit_option& o, const command_of& command
                      {"memory_per_gpu_bytes", o.report.memory.total().value()},
                      {"step_time_seconds", o.report.step_time.value()},
                      {"tokens_per_second", o.report.tokens_per_second},
-                     {"global_batch", o.report.global_batch}};
+                     {"global_batch", o.report.global_batch},
+                     {"seq", o.report.seq}};
     if (command) j["predict_command"] = command(o.setup);
     return j;
 }

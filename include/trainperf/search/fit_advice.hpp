@@ -5,8 +5,9 @@
 // batch), sequence parallelism, data-parallel overlap — and the fastest layout of the
 // same GPUs and global batch that the planner (search/layout_search.hpp) finds, each predicted by
 // the step engine; for a setup that does not fit also ZeRO-3 over more data-parallel
-// GPUs. Those that fit (advise_fit) or raise tokens/s per GPU (advise_speed) are kept,
-// the most tokens/s per GPU first, the best of each kind of change only.
+// GPUs, or the same layout on a shorter sequence. Those that fit (advise_fit) or raise
+// tokens/s per GPU (advise_speed) are kept, the most tokens/s per GPU first, the best of
+// each kind of change only.
 #pragma once
 
 #include <algorithm>
@@ -28,12 +29,12 @@ namespace trainperf {
 enum class fit_change {
     recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
     recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
-    sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel
+    sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel, shorter_sequence
 };
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 15> table{
+    static constexpr std::array<enum_name<fit_change>, 16> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
@@ -48,7 +49,8 @@ struct enum_names<fit_change> {
          {fit_change::dp_overlap, "dp-overlap"},
          {fit_change::flash_attention, "flash-attention"},
          {fit_change::best_layout, "best-layout"},
-         {fit_change::context_parallel, "context-parallel"}}};
+         {fit_change::context_parallel, "context-parallel"},
+         {fit_change::shorter_sequence, "shorter-sequence"}}};
 };
 
 struct fit_option {
@@ -186,17 +188,21 @@ inline std::optional<training_setup> best_layout(const training_setup& s) {
     return setup_of(s, found.best.front());
 }
 
-// Keeps the best option of each kind, the most tokens/s per GPU first, and a layout
-// once (the planner's may be one already listed).
+// Keeps the best option of each kind, and a layout (on a sequence) once (the planner's
+// may be one already listed): the changes that train the same thing first, the most
+// tokens/s per GPU first, then a shorter sequence (more tokens/s, but another run).
 inline void best_of_each_kind(std::vector<fit_option>& options) {
     std::stable_sort(options.begin(), options.end(), [](const fit_option& x, const fit_option& y) {
+        const bool x_other = x.change == fit_change::shorter_sequence, y_other = y.change == fit_change::shorter_sequence;
+        if (x_other != y_other) return y_other;
         return x.report.tokens_per_second_per_gpu() > y.report.tokens_per_second_per_gpu();
     });
     std::vector<fit_option> kept;
     for (const fit_option& o : options)
         if (std::none_of(kept.begin(), kept.end(), [&](const fit_option& k) {
                 return k.change == o.change || (k.setup.layout == o.setup.layout &&
-                                                k.setup.cluster.gpus_per_node == o.setup.cluster.gpus_per_node);
+                                                k.setup.cluster.gpus_per_node == o.setup.cluster.gpus_per_node &&
+                                                k.report.seq == o.report.seq);
             }))
             kept.push_back(o);
     options = std::move(kept);
@@ -206,6 +212,10 @@ inline void best_of_each_kind(std::vector<fit_option>& options) {
 
 // Data-parallel replicas tried for ZeRO-3 at most: up to 2^16 GPUs.
 inline constexpr int fit_advice_max_gpus = 1 << 16;
+
+// ASSUMPTION: a sequence shorter than 128 tokens is not a training run anyone plans (BERT
+// pre-trained 90 % of its steps at 128, Devlin et al. 2019 §A.2): the shortest advised.
+inline constexpr int shortest_advised_sequence = 128;
 
 inline fit_advice advise_fit(const training_setup& s) {
     namespace fd = fit_advice_detail;
@@ -221,6 +231,18 @@ inline fit_advice advise_fit(const training_setup& s) {
     // GPUs and global batch.
     for (const auto& [change, t] : fd::neighbours(s)) add(change, t);
     if (auto t = fd::best_layout(s)) add(fit_change::best_layout, *t);
+
+    // The same layout on a shorter sequence: the longest of seq/2, seq/4, … that fits.
+    // It changes what is trained (the context the model sees, the tokens per step), so it
+    // is offered after the layouts, never chosen for the user.
+    for (int seq = sequence_length(s) / 2; seq >= shortest_advised_sequence; seq /= 2) {
+        training_setup shorter = s;
+        shorter.seq = seq;
+        if (auto r = fd::fitting(shorter)) {
+            a.options.push_back({fit_change::shorter_sequence, shorter, *r});
+            break;
+        }
+    }
 
     // ZeRO-3 shards weights, gradients and optimizer state over dp, so memory only
     // falls as replicas are added: the fewest replicas that fit, found by bisection
