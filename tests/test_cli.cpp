@@ -1008,6 +1008,18 @@ TEST_CASE("the default sequence is the model's training length, and a config fil
     CHECK(nlohmann::json::parse(r.out)["seq"] == 4096);
     CHECK(r.err.find("notice: --seq not given: 4096 tokens") != std::string::npos);
     CHECK(r.err.find("positions allow 32768") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // once
+    const trainperf_test::run_result flops = run_cli("flops --model-file " + mistral + " --json");
+    REQUIRE(flops.exit_code == 0);
+    CHECK(nlohmann::json::parse(flops.out)["seq"] == 4096);
+    CHECK(flops.err.find("notice: --seq not given: 4096 tokens") != std::string::npos);
+    // A notice never stands beside an error: bad input is still one line.
+    check_refused(std::vector<std::string>{"predict --gpu h100-sxm --model-file " + mistral + " --gpus 8 --tp 5",
+                                           "predict --gpu h100-sxm --model llama2-7b --optimizer adam --tp 5"});
+    const trainperf_test::run_result adam = run_cli("memory --gpu h100-sxm --model gpt2 --optimizer Adam");
+    CHECK(adam.exit_code == 0);
+    CHECK(adam.err == "trainperf: notice: --optimizer Adam is priced as adamw (the same two fp32 moments and passes "
+                      "per step)\n");
     // Given, nothing is announced.
     const trainperf_test::run_result given = run_cli("predict --gpu h100-sxm --model-file " + mistral + " --gpus 8 --seq 8192 --json");
     REQUIRE((given.exit_code == 0 || given.exit_code == 3));

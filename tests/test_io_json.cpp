@@ -564,8 +564,19 @@ TEST_CASE("Hugging Face configs map onto the architecture options", "[descriptio
     CHECK(mistral.max_seq == 32768);
     CHECK(mistral.train_seq == 4096);
     CHECK(io::load_model_file(hf_config("gpt2.json")).train_seq == 0);  // its positions: 1024
+    // An original length of 0, or beyond the extended positions, is refused by name.
+    for (const int original : {0, 200000}) {
+        nlohmann::json j = nlohmann::json::parse(std::ifstream(hf_config("Llama-3.1-8B.json")));
+        j["rope_scaling"]["original_max_position_embeddings"] = original;
+        CHECK_THROWS_WITH(io::model_from_hf_config(j, "llama"),
+                          Catch::Contains("rope_scaling.original_max_position_embeddings = " + std::to_string(original)));
+    }
     // ... and a trainperf.model.v1 file keeps it (the key is optional: 0, max_seq).
     CHECK(io::model_from_json(io::model_to_json(mistral)).train_seq == 4096);
+    // Every integer's lower bound holds for values read as unsigned (0 layers).
+    nlohmann::json none = io::model_to_json(mistral);
+    none["layers"] = 0;
+    CHECK_THROWS_WITH(io::model_from_json(none), "layers = 0: must be an integer in [1, 1000]");
     nlohmann::json without = io::model_to_json(mistral);
     without.erase("train_seq");
     CHECK(training_length(io::model_from_json(without)) == 32768);

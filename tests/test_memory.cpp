@@ -228,7 +228,7 @@ TEST_CASE("memory inputs are validated naming the field", "[memory]") {
     CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {.micro_batch = 0}, 1024),
                       "batch = 0: must be at least 1");
     CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {}, -1),
-                      "seq = -1: must not be negative (0: the model's max_seq)");
+                      "seq = -1: must not be negative (0: the model's training length)");
     CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {}, 2048),
                       "seq = 2048: exceeds the model's learned position table (max_seq)");
     CHECK_THROWS_WITH(memory_at(gpt, bf16, optimizer_kind::adamw, {.tp = 3}, 1024),

@@ -137,7 +137,7 @@ std::string fixed(double value, int digits) {
 std::string gpus_text(long long n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
 std::string count_text(double n) {
-    if (!(std::fabs(n) >= 1e6)) return fixed(n, 0);
+    if (!(std::fabs(std::round(n)) >= 1e6)) return fixed(n, 0);
     const int exponent = int(std::floor(std::log10(std::fabs(n))));
     double mantissa = n / std::pow(10.0, exponent);
     int e = exponent;
@@ -162,12 +162,21 @@ int& answer_status() {
     static int status = 0;
     return status;
 }
+std::vector<std::string>& notices() {
+    static std::vector<std::string> said;
+    return said;
+}
 }  // namespace
 
 void answer_does_not_fit() { answer_status() = exit_does_not_fit; }
 
+void notice(const std::string& text) {
+    if (std::find(notices().begin(), notices().end(), text) == notices().end()) notices().push_back(text);
+}
+
 int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostream& err_stream) {
     answer_status() = 0;
+    notices().clear();
     CLI::App app{"trainperf: predicts what it costs to train a transformer on a GPU system.\n"
                  "With no arguments, prints the default scenario."};
     app.require_subcommand(0, 1);
@@ -205,6 +214,7 @@ int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostrea
     }
     out_stream << out.str() << std::flush;
     if (!out_stream) return fail("cannot write the output");
+    for (const std::string& n : notices()) err_stream << "trainperf: notice: " << trainperf::detail::one_line(n) << '\n';
     return answer_status();
 }
 

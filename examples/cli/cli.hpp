@@ -40,6 +40,10 @@ inline constexpr int exit_does_not_fit = 3;
 // exit_does_not_fit.
 void answer_does_not_fit();
 
+// A default the user may not expect, said once per run as `trainperf: notice: TEXT` on
+// stderr, after the answer (never beside an error).
+void notice(const std::string& text);
+
 // The whole program: parses `argv`, runs the subcommand, writes its output to `out`
 // only when it succeeded, errors as one line to `err`. Returns the exit code: 0, 3 when
 // the answer is "does not fit" (exit_does_not_fit), 2 for bad input, 1 for a defect.

@@ -27,7 +27,9 @@ void run(const fit_options& opt, std::ostream& out) {
     const bool none_fits = std::all_of(f.largest.begin(), f.largest.end(), [](const std::vector<int>& row) {
         return std::all_of(row.begin(), row.end(), [](int b) { return b == 0; });
     });
-    if (none_fits) answer_does_not_fit();
+    // With adapters the table's cells keep the layout's recompute; a micro-batch that fits
+    // with full recompute is an answer that fits.
+    if (none_fits && !(f.with_full_recompute && *f.with_full_recompute > 0)) answer_does_not_fit();
     if (opt.json) return print_json(out, to_json(f));
     const training_setup& base = f.base;
     const gpu_spec& gpu = base.cluster.gpu;

@@ -34,7 +34,7 @@ void run(const flops_options& opt, std::ostream& out) {
     if (!opt.seq_given) {
         if (training_length(m) <= 0)
             throw usage_error("--seq: required, model " + std::string(m.name) + " has no max_seq");
-        seq = training_length(m);
+        seq = opt.model.default_seq(m);
     }
     const flop_summary f = flop_summary_of(m, seq, r, {.causal_savings = opt.causal_savings});
     if (opt.json) return print_json(out, to_json(f));

@@ -78,8 +78,9 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     out << "\nGPU counts tried: powers of two up to a node of " << request.gpus_per_node
         << ", then 1, 2, 3, 4, 6, 8, 12, ... nodes, up to " << request.max_gpus << "; the fastest layout of each ("
         << fixed(result.wall.value(), 2) << " s)\n\n";
-    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)", "cost (" + opt.currency + ")",
-             "meets deadline", "fastest layout"});
+    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)",
+             request.price_per_gpu_hour > 0 ? "cost (" + opt.currency + ")" : "cost", "meets deadline",
+             "fastest layout"});
     for (const gpu_count_plan& c : result.counts) {
         if (!c.best) {
             t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", "no layout fits"});
@@ -140,7 +141,9 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
         };
     const plan_result result = plan(request, options);
     if (progress_shown) std::fprintf(stderr, "\r%60s\r", "");
-    if (result.best.empty()) answer_does_not_fit();
+    // No layout fits: "does not fit". No layout reaches the global batch at all is another
+    // answer (the text says why), not a memory verdict.
+    if (result.best.empty() && result.candidates > 0) answer_does_not_fit();
     const auto& s = request.base;
     if (opt.csv) {
         print_csv(out, plan_table(request, result));

@@ -84,4 +84,12 @@ std::string model_text(const transformer_config& m) {
     return t;
 }
 
+int model_flags::default_seq(const transformer_config& m) const {
+    const int seq = training_length(m);
+    if (!file.empty() && seq < m.max_seq)
+        notice("--seq not given: " + std::to_string(seq) + " tokens, the training length of " + file +
+               " (its positions allow " + std::to_string(m.max_seq) + "; docs/cli.md, --seq)");
+    return seq;
+}
+
 }  // namespace trainperf::cli

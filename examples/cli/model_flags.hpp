@@ -29,6 +29,10 @@ struct model_flags {
     // The model: from the catalog, from a file, or custom (then `seq`, required, is its
     // max_seq).
     transformer_config build(int seq) const;
+    // With no --seq: `m`'s training length, noticed where it comes from a file and is
+    // shorter than the positions the model takes (for a Hugging Face config a documented
+    // assumption, io/hf_config.hpp).
+    int default_seq(const transformer_config& m) const;
 };
 
 // The flags that give `m` back: its catalog name, or custom with every size and option.

@@ -1,7 +1,5 @@
 #include "training_flags.hpp"
 
-#include <iostream>
-
 #include "parse_units.hpp"
 
 #include <trainperf/core/limits.hpp>
@@ -17,7 +15,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <iostream>
 #include <optional>
 #include <tuple>
 
@@ -176,12 +173,10 @@ training_setup training_flags::assemble() const {
     s.optimizer = parse_optimizer(optimizer);
     // Adam is priced as AdamW (the same two fp32 moments and the same passes per step;
     // AdamW only decouples the weight decay): said, not silent.
-    static bool adam_noticed = false;
-    if (!adam_noticed && s.optimizer == optimizer_kind::adamw && optimizer.size() == 4) {
-        adam_noticed = true;
-        std::cerr << "trainperf: notice: --optimizer " << optimizer
-                  << " is priced as adamw (the same two fp32 moments and passes per step)\n";
-    }
+    std::string spelled = optimizer;
+    for (char& c : spelled) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (spelled == "adam")
+        notice("--optimizer " + optimizer + " is priced as adamw (the same two fp32 moments and passes per step)");
     s.finetune = {.mode = parse_enum<finetune_mode>("finetune", finetune), .rank = lora_rank,
                   .targets = parse_lora_targets(lora_targets)};
     s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
@@ -245,18 +240,10 @@ checked_setup training_flags::build() const {
     training_setup s = assemble();
     s.model = m;
     s.seq = seq;
-    if (s.seq == 0) require(s.model.max_seq > 0, "seq", seq, "is required: the model has no max_seq");
-    // A description file's training length is a default (for a Hugging Face config a
-    // documented assumption, io/hf_config.hpp): said once, where it is shorter than the
-    // positions the model takes.
-    static bool noticed = false;
-    if (s.seq == 0 && !model.file.empty() && training_length(s.model) < s.model.max_seq && !noticed) {
-        noticed = true;
-        std::cerr << "trainperf: notice: --seq not given: " << training_length(s.model)
-                  << " tokens, the training length of " << model.file << " (its positions allow "
-                  << s.model.max_seq << "; docs/cli.md, --seq)\n";
-    }
-    return checked_setup(std::move(s));
+    if (s.seq == 0) require(training_length(s.model) > 0, "seq", seq, "is required: the model has no max_seq");
+    checked_setup checked(std::move(s));
+    if (seq == 0) model.default_seq(checked->model);  // a file's default said (its value is the setup's)
+    return checked;
 }
 
 namespace {

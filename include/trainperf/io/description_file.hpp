@@ -98,8 +98,8 @@ inline int integer_in(const json& v, const std::string& name, long long lo, long
     const std::string range = "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     require(v.is_number_integer(), name, shown(v), range);
     if (v.is_number_unsigned()) {
-        const auto u = v.get<std::uint64_t>();
-        require(u <= std::uint64_t(hi), name, shown(v), range);
+        const auto u = v.get<std::uint64_t>();  // nlohmann reads every integer >= 0 as unsigned
+        require(u <= std::uint64_t(hi) && (lo <= 0 || u >= std::uint64_t(lo)), name, shown(v), range);
         return static_cast<int>(u);
     }
     const auto i = v.get<std::int64_t>();

@@ -184,9 +184,8 @@ inline constexpr int default_training_length = 4096;
 inline int training_length_of(const json& j, int max_seq) {
     if (j.contains("rope_scaling") && j.at("rope_scaling").is_object()) {
         const json& r = j.at("rope_scaling");
-        if (r.contains("original_max_position_embeddings"))
-            return std::min(max_seq, description_detail::integer(r, "rope_scaling", "original_max_position_embeddings",
-                                                                 1, 1 << 26));
+        if (r.contains("original_max_position_embeddings"))  // at most the extended positions
+            return description_detail::integer(r, "rope_scaling", "original_max_position_embeddings", 1, max_seq);
     }
     return std::min(max_seq, default_training_length);
 }

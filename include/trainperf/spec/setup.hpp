@@ -209,7 +209,7 @@ constexpr void validate_fixed(const training_setup& s) {
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);
     check_supported(s.cluster.gpu, s.precision);
-    require(s.seq >= 0, "seq", s.seq, "must not be negative (0: the model's max_seq)");
+    require(s.seq >= 0, "seq", s.seq, "must not be negative (0: the model's training length)");
     require(sequence_length(s) >= 1, "seq", s.seq, "must be at least 1 (the model has no max_seq)");
     require(sequence_length(s) <= (1 << 24), "seq", sequence_length(s), "must be at most 2^24 tokens");
     require(s.model.positions != position_kind::learned || s.model.max_seq == 0 || sequence_length(s) <= s.model.max_seq,
