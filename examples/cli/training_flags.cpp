@@ -239,8 +239,7 @@ checked_setup training_flags::build() const {
     const transformer_config m = model.build(seq);
     training_setup s = assemble();
     s.model = m;
-    s.seq = seq;
-    if (s.seq == 0) require(training_length(s.model) > 0, "seq", seq, "is required: the model has no max_seq");
+    s.seq = seq;  // 0 without a training length or max_seq is refused by validate (spec/setup.hpp)
     checked_setup checked(std::move(s));
     if (seq == 0) model.default_seq(checked->model);  // a file's default said (its value is the setup's)
     return checked;
