@@ -15,6 +15,9 @@ inline trainperf::framework_profile running_everything(trainperf::framework_prof
     fw.pipeline_parallel = fw.interleaved_pipeline = fw.uneven_pipeline_split = true;
     fw.optimizer_offload = fw.hybrid_sharding = true;
     fw.zero_stages = 0b1111;
+    fw.optimizers = fw.host_optimizers = trainperf::enum_set<trainperf::optimizer_kind>::all();
+    fw.precisions = trainperf::enum_set<trainperf::precision_kind>::all();
+    fw.finetune_modes = trainperf::enum_set<trainperf::finetune_mode>::all();
     return fw;
 }
 

@@ -956,21 +956,56 @@ TEST_CASE("the flash-attention flag overrides the profile, and advice turns it o
 }
 
 TEST_CASE("predict --precision fp8 reports MFU against the FP8 and the BF16 peak", "[cli][fp8]") {
-    const auto j = run_json("predict --gpu h100-sxm --model gpt2-medium --batch 8 --precision fp8 --json");
+    const std::string base = "predict --gpu h100-sxm --model gpt2-medium --batch 8 --framework megatron-core";
+    const auto j = run_json(base + " --precision fp8 --json");
     REQUIRE(j.contains("mfu_bf16_peak"));
     // Same FLOP rate over the dense FP8 (1979) and BF16 (989.4) TFLOP/s peaks.
     CHECK(j["mfu_bf16_peak"].get<double>() == Approx(j["mfu"].get<double>() * 1979 / 989.4));
     CHECK(j["fp8_scaling"] == "delayed");
-    const auto current = run_json(
-        "predict --gpu h100-sxm --model gpt2-medium --batch 8 --precision fp8 --fp8-scaling current --json");
+    const auto current = run_json(base + " --precision fp8 --fp8-scaling current --json");
     CHECK(current["fp8_scaling"] == "current");
     CHECK(current["step_time_seconds"].get<double>() > j["step_time_seconds"].get<double>());
-    CHECK_FALSE(run_json("predict --gpu h100-sxm --model gpt2-medium --batch 8 --json").contains("mfu_bf16_peak"));
-    const auto text = run_cli("predict --gpu h100-sxm --model gpt2-medium --batch 8 --precision fp8");
+    CHECK_FALSE(run_json(base + " --json").contains("mfu_bf16_peak"));
+    const auto text = run_cli(base + " --precision fp8");
     REQUIRE(text.exit_code == 0);
     CHECK(text.out.find("MFU / HFU against the dense BF16 peak") != std::string::npos);
     check_refused(std::array{"predict --gpu h100-sxm --model gpt2-medium --fp8-scaling current",
-                             "predict --gpu h100-sxm --model gpt2-medium --precision fp8 --fp8-scaling sometimes"});
+                             "predict --gpu h100-sxm --model gpt2-medium --precision fp8 --fp8-scaling sometimes",
+                             // The Hugging Face model code has no FP8 Linears.
+                             "predict --gpu h100-sxm --model gpt2-medium --precision fp8"});
+}
+
+TEST_CASE("a framework trains only with the optimizers, recipes and adapters its software runs", "[cli]") {
+    const auto refused = [](const std::string& args, const std::string& message) {
+        const auto r = run_cli("predict --gpu h100-sxm --model llama2-7b --gpus 8 " + args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err.find(message) != std::string::npos);
+    };
+    refused("--framework megatron --optimizer adam8bit",
+            "trainperf: optimizer = adam8bit: framework megatron (Megatron-LM (2022; NVIDIA/Megatron-LM@28ba253f)) "
+            "has no such optimizer (it runs sgd, sgd-momentum, adamw, adamw-fused); pytorch-eager, deepspeed offer it\n");
+    refused("--framework megatron-core --precision bf16-amp",
+            "precision = bf16-amp: framework megatron-core (Megatron-Core with Transformer Engine "
+            "(NVIDIA/Megatron-LM@d98e8a64)) does not run this recipe (it runs fp32, bf16, fp16, fp8); pytorch-eager "
+            "offers it");
+    refused("--framework megatron-core --finetune lora", "finetune = lora: framework megatron-core");
+    refused("--framework deepspeed --zero 2 --offload optimizer --optimizer adafactor",
+            "offload = optimizer: framework deepspeed (the Hugging Face Trainer with DeepSpeed ZeRO (DeepSpeed "
+            "v0.12.6)) does not run adafactor on the host (it runs adamw, adamw-fused there)");
+    // What each runs, in the frameworks table and in its description file.
+    const auto table = run_cli("frameworks");
+    CHECK(table.out.find("What each trains with") != std::string::npos);
+    const auto core = run_json("frameworks --json megatron-core");
+    CHECK(core["precisions"] == nlohmann::json({"fp32", "bf16", "fp16", "fp8"}));
+    CHECK(core["finetune_modes"] == nlohmann::json({"full"}));
+    // fit lists only the recipes and optimizers the framework runs.
+    const auto fit = run_json("fit --gpu h100-sxm --model gpt2 --framework megatron --json");
+    for (const auto& row : fit["fits"]) {
+        CHECK(row["precision"] != "fp8");
+        CHECK(row["precision"] != "bf16-amp");
+        CHECK(row["optimizer"] != "adafactor");
+    }
 }
 
 TEST_CASE("an unknown flag is named first, with the flag it probably meant", "[cli]") {

@@ -39,7 +39,10 @@ training_setup setup_on(const gpu_spec& gpu, const transformer_config& m, precis
     s.precision = recipe(p);
     s.layout = {.micro_batch = batch};
     s.seq = seq;
+    // Megatron's layer with Transformer Engine's FP8 Linears, which the 2022 profile
+    // predates: the FP8 mechanics on the layer the other tests know.
     s.framework = megatron_profile;
+    s.framework.precisions.insert(precision_kind::fp8);
     return s;
 }
 

@@ -513,6 +513,7 @@ TEST_CASE("a fit verdict's margin, and the assumption that decides a borderline 
 TEST_CASE("the fit table: the largest micro-batch per recipe the GPU runs and per optimizer", "[memory][fit]") {
     training_setup base{.cluster = {.gpu = v100_sxm2_32gb::spec}, .model = gpt, .seq = 1024};
     base.precision = recipe(precision_kind::fp16);  // one the V100 runs
+    base.framework = trainperf_tests::running_everything(megatron_profile);  // every recipe and optimizer
     const fit_table all = fit_table_of({.base = base});
     // V100 has no bf16 or tf32 tensor cores and no fp8: those recipes are not columns.
     for (precision_kind p : all.precisions) CHECK(v100_sxm2_32gb::spec.supports(recipe(p).math));
@@ -543,6 +544,15 @@ TEST_CASE("the fit table: the largest micro-batch per recipe the GPU runs and pe
     checkpointed.layout.recompute = recompute_mode::full;
     CHECK(*one.with_full_recompute == max_micro_batch(checkpointed));
     CHECK(*one.with_full_recompute >= one.largest[0][0]);
+
+    // A framework's own software: only what it runs (megatron: no autocast, pure 16-bit or
+    // fp8; Adam and SGD).
+    training_setup megatron = base;
+    megatron.framework = megatron_profile;
+    const fit_table own = fit_table_of({.base = megatron});
+    CHECK(own.precisions == std::vector{precision_kind::fp32, precision_kind::fp16});  // no bf16 on the V100
+    CHECK(own.optimizers == std::vector{optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
+                                        optimizer_kind::adamw_fused});
 
     training_setup bad = base;
     bad.layout.tp = 3;  // 16 heads do not split over 3 ranks

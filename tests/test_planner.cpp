@@ -294,6 +294,7 @@ TEST_CASE("the space covers every dimension the planner names", "[planner]") {
     request.allow_offload = true;
     request.base.framework.zero_stages = 0b1111;  // every stage (the megatron profile offers 0 and 1)
     request.base.framework.optimizer_offload = true;  // and offload, which it lacks
+    request.base.framework.host_optimizers = {optimizer_kind::adamw};
     plan_options exhaustive;
     exhaustive.prune = false;
     exhaustive.top = 1u << 20;

@@ -50,6 +50,14 @@ int divisor_of(std::mt19937& rng, int n, int cap) {
     return pick(rng, d);
 }
 
+// One of the recipes the framework runs, chosen at random.
+precision_kind precision_run_by(std::mt19937& rng, const framework_profile& fw) {
+    std::vector<precision_kind> run;
+    for (precision_kind p : all_precisions)
+        if (fw.precisions.contains(p)) run.push_back(p);
+    return pick(rng, run);
+}
+
 // A random setup that passes validate(), or nothing when the draw is invalid (the
 // caller counts and draws again).
 std::optional<training_setup> random_setup(std::mt19937& rng) {
@@ -71,8 +79,8 @@ std::optional<training_setup> random_setup(std::mt19937& rng) {
         const int v = between(rng, 2, 4);
         if (interleave_splits_layers(s.model, s.layout.pp, v)) s.layout.interleave = v;
     }
-    s.precision = recipe(pick(rng, all_precisions));
     s.framework = pick(rng, framework_profiles);
+    s.precision = recipe(precision_run_by(rng, s.framework));
     const int max_seq = s.model.max_seq > 0 ? s.model.max_seq : 4096;
     s.seq = pick(rng, std::array{0, 128, 512, max_seq});
     if (s.seq > max_seq) s.seq = max_seq;
@@ -157,9 +165,9 @@ std::optional<training_setup> random_sized_setup(std::mt19937& rng) {
     s.layout.micro_batch = coin(rng) ? log_between(rng, 1, 1 << 30) : between(rng, 1, 8);
     s.layout.grad_accum = s.layout.pp;
     s.layout.recompute = pick(rng, enum_values<recompute_mode>());
-    s.precision = recipe(pick(rng, all_precisions));
     s.framework = pick(rng, framework_profiles);
-    if (between(rng, 0, 2) == 0)
+    s.precision = recipe(precision_run_by(rng, s.framework));
+    if (between(rng, 0, 2) == 0 && s.framework.finetune_modes.contains(finetune_mode::lora))
         s.finetune = {.mode = coin(rng) ? finetune_mode::lora : finetune_mode::qlora,
                       .rank = log_between(rng, 1, 65536), .targets = unsigned(between(rng, 1, 127))};
     s.seq = coin(rng) ? log_between(rng, 1, 1 << 24) : 0;

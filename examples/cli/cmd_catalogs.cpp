@@ -15,6 +15,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <type_traits>
 
 namespace trainperf::cli {
 namespace {
@@ -116,6 +117,16 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
                       on_off(f.hybrid_sharding), on_off(f.optimizer_offload), str(f.software)});
     }
     runs.print(out);
+    out << "\nWhat each trains with (a setup asking for anything else is refused):\n\n";
+    const auto listed = [](const auto& set) {
+        using set_type = std::remove_cvref_t<decltype(set)>;
+        return set == set_type::all() ? std::string("all") : set.empty() ? std::string("-") : names_of(set, " ");
+    };
+    table trains({"framework", "optimizers", "precisions", "fine-tuning", "optimizers on host"});
+    for (const framework_profile& f : profiles)
+        trains.add_row({str(f.name), listed(f.optimizers), listed(f.precisions), listed(f.finetune_modes),
+                        f.optimizer_offload ? listed(f.host_optimizers) : "-"});
+    trains.print(out);
 }
 
 // `trainperf NAME [ENTRY]`: the catalog (or one entry) as a table; with --json the

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/enum_names.hpp"
+#include "../core/enum_set.hpp"
 #include "../core/error.hpp"
 #include "json_file.hpp"
 
@@ -149,6 +150,24 @@ E enum_value(const json& j, std::string_view context, std::string_view key) {
     const std::string name = path_of(context, key);
     require(v.is_string(), name, shown(v), "must be one of " + enum_name_list<E>(", "));
     return parse_enum<E>(name, v.get<std::string>());
+}
+
+// A list of an enum's names (core/enum_set.hpp), each at most once; empty when `allow_empty`.
+template <class E>
+enum_set<E> enum_list(const json& j, std::string_view context, std::string_view key, bool allow_empty) {
+    const auto& v = field(j, context, key);
+    const std::string name = path_of(context, key);
+    require(v.is_array() && v.size() <= 32 && (allow_empty || !v.empty()), name, shown(v),
+            std::string(allow_empty ? "must be a list" : "must be a non-empty list") + " of names from " +
+                enum_name_list<E>(", "));
+    enum_set<E> set;
+    for (const auto& item : v) {
+        require(item.is_string(), name, shown(item), "must be one of " + enum_name_list<E>(", "));
+        const E e = parse_enum<E>(name, item.get<std::string>());
+        require(!set.contains(e), name, shown(item), "is listed twice");
+        set.insert(e);
+    }
+    return set;
 }
 
 inline void schema(const json& j, std::string_view expected) {

@@ -30,6 +30,15 @@ inline nlohmann::json zero_stage_list(unsigned stages) {
     return list;
 }
 
+// A set of an enum's values (framework_profile::optimizers, ...) as a list of names.
+template <class E>
+nlohmann::json name_list(const enum_set<E>& set) {
+    nlohmann::json list = nlohmann::json::array();
+    for (E v : enum_values<E>())
+        if (set.contains(v)) list.push_back(std::string(to_string(v)));
+    return list;
+}
+
 inline nlohmann::json framework_to_json(const framework_profile& f) {
     const memory_overheads& o = f.memory;
     return {{"schema", std::string(framework_schema)},
@@ -63,6 +72,10 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"zero_bubble_schedule", f.zero_bubble_schedule},
             {"zero_stages", zero_stage_list(f.zero_stages)},
             {"hybrid_sharding", f.hybrid_sharding},
+            {"optimizers", name_list(f.optimizers)},
+            {"precisions", name_list(f.precisions)},
+            {"finetune_modes", name_list(f.finetune_modes)},
+            {"host_optimizers", name_list(f.host_optimizers)},
             {"per_step_overhead_seconds", f.per_step_overhead.value()},
             {"host_costs_in_bare_ops",
              {{"op", f.host.op},
@@ -113,7 +126,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "zero_stages",
                    "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs",
                    "scales_gradients_every_step", "software", "tensor_parallel", "sequence_parallel",
-                   "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload"});
+                   "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
+                   "optimizers", "precisions", "finetune_modes", "host_optimizers"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -146,6 +160,12 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                                      {"interleaved_pipeline", &f.interleaved_pipeline},
                                      {"optimizer_offload", &f.optimizer_offload}})
         if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
+    // Optional too (absent: every optimizer, recipe and fine-tuning mode, on the host too).
+    if (j.contains("optimizers")) f.optimizers = dd::enum_list<optimizer_kind>(j, "", "optimizers", false);
+    if (j.contains("precisions")) f.precisions = dd::enum_list<precision_kind>(j, "", "precisions", false);
+    if (j.contains("finetune_modes")) f.finetune_modes = dd::enum_list<finetune_mode>(j, "", "finetune_modes", false);
+    if (j.contains("host_optimizers"))
+        f.host_optimizers = dd::enum_list<optimizer_kind>(j, "", "host_optimizers", true);
     // Optional too (absent: the generic layer's calls, as before they were counted).
     if (j.contains("layer_host_calls")) {
         const auto& c = dd::field(j, "", "layer_host_calls");

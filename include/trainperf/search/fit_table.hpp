@@ -1,5 +1,6 @@
-// The largest micro-batch that fits for every precision recipe the GPU can run and
-// every optimizer, the rest of the setup as given (`trainperf fit`): a grid of
+// The largest micro-batch that fits for every precision recipe the GPU and the framework
+// can run and every optimizer the framework runs (on the host, with optimizer offload),
+// the rest of the setup as given (`trainperf fit`): a grid of
 // cost/memory.hpp's max_micro_batch.
 #pragma once
 
@@ -21,8 +22,9 @@ struct fit_table_request {
 
 struct fit_table {
     training_setup base{};
-    std::vector<precision_kind> precisions;  // columns: the recipes whose GEMM dtype the GPU has units for
-    std::vector<optimizer_kind> optimizers;  // rows
+    // Columns: the recipes the framework runs whose GEMM dtype the GPU has units for.
+    std::vector<precision_kind> precisions;
+    std::vector<optimizer_kind> optimizers;  // rows: the optimizers the framework runs (where it runs them)
     std::vector<std::vector<int>> largest;   // largest[row][column]; 0: not even a micro-batch of 1 fits
     // Adapters (LoRA, QLoRA) without full recompute: the largest micro-batch of the base
     // recipe and optimizer with full recompute, as fine-tuning recipes checkpoint
@@ -33,11 +35,16 @@ struct fit_table {
 inline fit_table fit_table_of(const fit_table_request& r) {
     validate(r.base);  // also where no recipe is left to try (one the GPU cannot run)
     fit_table t{.base = r.base};
+    const framework_profile& fw = r.base.framework;
     for (precision_kind p : all_precisions)
-        if (r.base.cluster.gpu.supports(recipe(p).math) && (!r.only_base_precision || p == r.base.precision.kind))
+        if (r.base.cluster.gpu.supports(recipe(p).math) && fw.precisions.contains(p) &&
+            (!r.only_base_precision || p == r.base.precision.kind))
             t.precisions.push_back(p);
+    const bool on_host = r.base.layout.offload == offload_mode::optimizer;
     for (optimizer_kind k : all_optimizers)
-        if (!r.only_base_optimizer || k == r.base.optimizer) t.optimizers.push_back(k);
+        if (fw.optimizers.contains(k) && (!on_host || fw.host_optimizers.contains(k)) &&
+            (!r.only_base_optimizer || k == r.base.optimizer))
+            t.optimizers.push_back(k);
     for (optimizer_kind k : t.optimizers) {
         auto& row = t.largest.emplace_back();
         for (precision_kind p : t.precisions) {

@@ -8,9 +8,13 @@
 #include <utility>
 
 #include "../core/catalog_lookup.hpp"
+#include "../core/enum_set.hpp"
 #include "../core/error.hpp"
 #include "../core/units.hpp"
 #include "attention_kernels.hpp"
+#include "finetune.hpp"
+#include "optimizer.hpp"
+#include "precision.hpp"
 
 namespace trainperf {
 
@@ -283,6 +287,13 @@ struct framework_profile {
     // ranks, replicating across (spec/parallel.hpp shard_group).
     unsigned zero_stages = 0b1111;
     bool hybrid_sharding = false;
+    // What it trains with: the optimizers (spec/optimizer.hpp), the number recipes
+    // (spec/precision.hpp) and the fine-tuning modes (spec/finetune.hpp) the software
+    // runs, and of those optimizers the ones it runs on the host with optimizer offload.
+    enum_set<optimizer_kind> optimizers = enum_set<optimizer_kind>::all();
+    enum_set<precision_kind> precisions = enum_set<precision_kind>::all();
+    enum_set<finetune_mode> finetune_modes = enum_set<finetune_mode>::all();
+    enum_set<optimizer_kind> host_optimizers = enum_set<optimizer_kind>::all();
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
     // What the framework's own layer calls on the host (when it does not run the model's
@@ -317,6 +328,9 @@ constexpr void validate(const framework_profile& fw) {
             "framework.unfused_kernels_per_tensor", fw.unfused_kernels_per_tensor, "must be between 1 and 64");
     require(fw.overlappable_backward_fraction >= 0 && fw.overlappable_backward_fraction <= 1,
             "framework.overlappable_backward_fraction", fw.overlappable_backward_fraction, "must be in [0, 1]");
+    require(!fw.optimizers.empty(), "framework.optimizers", "[]", "must name at least one optimizer");
+    require(!fw.precisions.empty(), "framework.precisions", "[]", "must name at least one precision recipe");
+    require(!fw.finetune_modes.empty(), "framework.finetune_modes", "[]", "must name at least one fine-tuning mode");
     require(fw.per_step_overhead.value() >= 0 && fw.per_step_overhead.value() <= 3600,
             "framework.per_step_overhead_s", fw.per_step_overhead.value(), "must be in [0, 3600] s");
 }
@@ -356,6 +370,22 @@ inline constexpr framework_profile pytorch_eager_profile{
     .zero_stages = 0b1101,  // DDP; FSDP SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3)
     // FSDP's HYBRID_SHARD (FSDP2: a 2-D device mesh, replicate x shard).
     .hybrid_sharding = true,
+    // The Trainer's optimizers (TrainingArguments.optim, OptimizerNames in
+    // transformers@00349ae8 src/transformers/training_args.py: sgd, adamw_torch,
+    // adamw_torch_fused, adafactor, lion_32bit, adamw_bnb_8bit).
+    .optimizers = enum_set<optimizer_kind>::all(),
+    // Every recipe but Transformer Engine's fp8 (the model's own code has no FP8 Linears):
+    // --tf32; --bf16 / --fp16, which are autocast under DDP (bf16-amp, fp16-amp) and
+    // FSDP's MixedPrecision under FSDP (fp32 sharded parameters as the master, 16-bit
+    // compute copies: the bf16 and fp16 recipes); a model loaded in 16 bits (bf16-pure,
+    // fp16-pure).
+    .precisions = {precision_kind::fp32, precision_kind::tf32, precision_kind::bf16, precision_kind::fp16,
+                   precision_kind::bf16_pure, precision_kind::fp16_amp, precision_kind::bf16_amp,
+                   precision_kind::fp16_pure},
+    // LoRA through PEFT (huggingface/peft LoraConfig), QLoRA with bitsandbytes' 4-bit NF4
+    // base (Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs").
+    .finetune_modes = enum_set<finetune_mode>::all(),
+    .host_optimizers = {},  // no optimizer offload (above)
     .per_step_overhead = milliseconds_of(2.0),
     .memory = {
         // HF's loss upcasts the logits to fp32; the log-softmax and the logits'
@@ -399,6 +429,17 @@ inline constexpr framework_profile megatron_profile{
     .context_parallel = false,
     .optimizer_offload = false,
     .zero_stages = 0b0011,
+    // --optimizer adam|sgd with --sgd-momentum (megatron/arguments.py@28ba253f): apex's
+    // FusedAdam, in AdamW mode by default, and FusedSGD (megatron/optimizer/__init__.py).
+    .optimizers = {optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
+                   optimizer_kind::adamw_fused},
+    // fp32, or --fp16 / --bf16: 16-bit parameters with fp32 main parameters
+    // (Float16OptimizerWithFloat16Params, megatron/optimizer/optimizer.py@28ba253f); no
+    // autocast, no pure 16-bit training, no FP8 (Transformer Engine came later), no TF32
+    // switch (PyTorch's matmul default has been fp32 since 1.12).
+    .precisions = {precision_kind::fp32, precision_kind::bf16, precision_kind::fp16},
+    .finetune_modes = {finetune_mode::full},  // pre-training: no adapters
+    .host_optimizers = {},
     .per_step_overhead = milliseconds_of(5.0),
     // Counted in Megatron-LM@28ba253f (2022-09), GPT layer, tensor parallel > 1
     // (megatron/model/transformer.py, megatron/mpu/layers.py, mappings.py, random.py,
@@ -470,6 +511,20 @@ inline constexpr framework_profile deepspeed_profile{
     .context_parallel = false,
     .pipeline_parallel = false,
     .interleaved_pipeline = false,
+    // Without a DeepSpeed optimizer in its configuration the Trainer hands DeepSpeed its
+    // own (trainer.create_optimizer(), "zero_allow_untested_optimizer"), so every Trainer
+    // optimizer; with ZeRO-Offload only DeepSpeed's own ("ZeRO Offload can only work with
+    // DeepSpeed optimizers": DeepSpeedCPUAdam) (huggingface/transformers@02348331
+    // src/transformers/integrations/deepspeed.py, deepspeed_optim_sched).
+    .optimizers = enum_set<optimizer_kind>::all(),
+    // fp32, --tf32, and DeepSpeed's fp16 and bf16 modes, which keep fp32 master weights in
+    // the optimizer (FP16_Optimizer, BF16_Optimizer, ZeRO's fp32 partitions;
+    // deepspeed/runtime/@c00388a2); no autocast, no pure 16-bit, no FP8.
+    .precisions = {precision_kind::fp32, precision_kind::tf32, precision_kind::bf16, precision_kind::fp16},
+    // PEFT's LoRA and QLoRA under DeepSpeed (the Trainer builds the engine around the PEFT
+    // model; ASSUMPTION for QLoRA below ZeRO-3, which PEFT documents with ZeRO-3).
+    .finetune_modes = enum_set<finetune_mode>::all(),
+    .host_optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused},
     .per_step_overhead = milliseconds_of(5.0),
     .memory = {
         .fp32_logits = true,
@@ -536,6 +591,17 @@ inline constexpr framework_profile megatron_core_profile{
     .uneven_pipeline_split = true,
     .zero_stages = 0b1111,
     .hybrid_sharding = true,
+    // --optimizer adam|sgd|lion (and Muon, SOAP: not modelled) with --sgd-momentum
+    // (megatron/training/arguments.py@d98e8a64); on the host with --optimizer-cpu-offload
+    // only Adam and SGD (CPUAdam or CPUSGD, megatron/core/optimizer/__init__.py@d98e8a64).
+    .optimizers = {optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
+                   optimizer_kind::adamw_fused, optimizer_kind::lion},
+    // fp32, --fp16 / --bf16 with fp32 main parameters, --fp8-format with Transformer Engine;
+    // no autocast and no pure 16-bit recipe.
+    .precisions = {precision_kind::fp32, precision_kind::bf16, precision_kind::fp16, precision_kind::fp8},
+    .finetune_modes = {finetune_mode::full},  // no adapters in Megatron-Core itself
+    .host_optimizers = {optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
+                        optimizer_kind::adamw_fused},
     .per_step_overhead = milliseconds_of(5.0),
     // Counted in Megatron-Core@d98e8a64 with TransformerEngine@d0067d0d (TESpecProvider:
     // megatron/core/transformer/transformer_layer.py, attention.py, mlp.py,

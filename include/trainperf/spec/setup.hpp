@@ -161,6 +161,30 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
                              [](const framework_profile& f) { return f.optimizer_offload; });
 }
 
+// A setup trains only with what its framework's software trains with (spec/framework.hpp):
+// its optimizer, number recipe and fine-tuning mode.
+constexpr void require_framework_trains(const training_setup& s) {
+    using setup_detail::fail_framework_lacks;
+    const framework_profile& fw = s.framework;
+    if (!fw.optimizers.contains(s.optimizer)) {
+        const optimizer_kind k = s.optimizer;
+        fail_framework_lacks("optimizer", to_string(k), fw, "has no such optimizer (it runs " + names_of(fw.optimizers) + ")",
+                             [k](const framework_profile& f) { return f.optimizers.contains(k); });
+    }
+    if (!fw.precisions.contains(s.precision.kind)) {
+        const precision_kind k = s.precision.kind;
+        fail_framework_lacks("precision", to_string(k), fw,
+                             "does not run this recipe (it runs " + names_of(fw.precisions) + ")",
+                             [k](const framework_profile& f) { return f.precisions.contains(k); });
+    }
+    if (!fw.finetune_modes.contains(s.finetune.mode)) {
+        const finetune_mode k = s.finetune.mode;
+        fail_framework_lacks("finetune", to_string(k), fw,
+                             "does not train adapters (it runs " + names_of(fw.finetune_modes) + ")",
+                             [k](const framework_profile& f) { return f.finetune_modes.contains(k); });
+    }
+}
+
 // What a setup's layout must satisfy given the rest of the setup (which validate_fixed
 // checks): the layout alone and against the model, the sequence and the cluster, what
 // no framework runs with it, and what the setup's framework runs. A planner that keeps
@@ -190,6 +214,15 @@ constexpr void validate_layout(const training_setup& s) {
     }
     // What the framework's software runs, once what no framework runs is refused.
     require_framework_runs(s.framework, l);
+    if (l.offload == offload_mode::optimizer && !s.framework.host_optimizers.contains(s.optimizer)) {
+        const optimizer_kind k = s.optimizer;
+        setup_detail::fail_framework_lacks(
+            "offload", "optimizer", s.framework,
+            "does not run " + std::string(to_string(k)) + " on the host (it runs " +
+                (s.framework.host_optimizers.empty() ? std::string("none") : names_of(s.framework.host_optimizers)) +
+                " there)",
+            [k](const framework_profile& f) { return f.optimizer_offload && f.host_optimizers.contains(k); });
+    }
     // An adapter's GEMMs run on the projection's part per rank (workload/stage.hpp
     // for_each_adapter_op): at least one column of it.
     if (s.finetune.freezes_base())
@@ -225,6 +258,7 @@ constexpr void validate_fixed(const training_setup& s) {
     require(!s.framework.flash_attention || s.model.head_dim() <= limits::max_attention_head_dim,
             "attention_head_dim", s.model.head_dim(),
             "must be at most 4096 with a fused attention kernel (the framework's flash_attention)");
+    require_framework_trains(s);
 }
 
 // Every input of a prediction. Throws trainperf::invalid_argument naming the first field
