@@ -452,12 +452,20 @@ TEST_CASE("advice: every way to fit fits, and every way to speed up is faster pe
         INFO(to_string(o.change) << ": " << describe(o.setup.layout));
         CHECK(predict(o.setup).fits);
         CHECK(o.report.step_time == predict(o.setup).step_time);
-        // The same run's changes by tokens/s per GPU, then a shorter sequence (another run).
-        const bool other_run = o.change == fit_change::shorter_sequence;
-        if (other_run) CHECK(i + 1 == fit.options.size());
-        if (i > 0 && !other_run)
-            CHECK(fit.options[i - 1].report.tokens_per_second_per_gpu() >= o.report.tokens_per_second_per_gpu());
-        for (std::size_t k = 0; k < i; ++k) CHECK(fit.options[k].change != o.change);
+        // The nearest to the run asked for first (the same training, then another optimizer,
+        // adapters, a shorter sequence), within each by tokens/s per GPU.
+        if (i > 0) {
+            const fit_option& before = fit.options[i - 1];
+            CHECK(departure(before.change) <= departure(o.change));
+            if (departure(before.change) == departure(o.change))
+                CHECK(before.report.tokens_per_second_per_gpu() >= o.report.tokens_per_second_per_gpu());
+        }
+        for (std::size_t k = 0; k < i; ++k)
+            CHECK((fit.options[k].change != o.change || fit.options[k].setup.optimizer != o.setup.optimizer));
+        // Its margin is the memory verdict's.
+        const fit_margin m = margin_of(memory_of(o.setup), o.setup.framework.memory);
+        CHECK(o.margin.margin.value() == m.margin.value());
+        CHECK(o.margin.margin.value() >= 0);
     }
 
     // Fits, but its data-parallel sync over PCIe without overlap dominates the step.
@@ -536,6 +544,46 @@ TEST_CASE("the planner offers no optimizer offload to a GPU without a host link"
     const plan_result result = plan(request, every);
     REQUIRE(!result.best.empty());
     for (const plan_candidate& c : result.best) CHECK(c.layout.offload == offload_mode::none);
+}
+
+TEST_CASE("advice offers a lighter optimizer and adapters where the framework runs them", "[planner][advice]") {
+    // gpt2-xl (1.56 B parameters) on one 24 GB card with full recompute: AdamW's state with
+    // bf16 weights, fp32 masters and gradients (16 B per parameter, 25 GB) does not fit;
+    // Adafactor's factored state or 8-bit Adam's quantized moments, or LoRA on a frozen
+    // base, do.
+    training_setup s;
+    s.cluster = standard_cluster(rtx_3090::spec, 1);
+    s.model = gpt2_xl::config;
+    s.framework = pytorch_eager_profile;
+    s.layout.recompute = recompute_mode::full;
+    const fit_advice a = advise_fit(s);
+    REQUIRE_FALSE(a.fits());
+    const auto find = [&](fit_change c) {
+        return std::find_if(a.options.begin(), a.options.end(), [c](const fit_option& o) { return o.change == c; });
+    };
+    const auto lighter = find(fit_change::optimizer), lora = find(fit_change::lora);
+    REQUIRE(lighter != a.options.end());
+    REQUIRE(lora != a.options.end());
+    CHECK(find(fit_change::qlora) == a.options.end());  // LoRA fits: no QLoRA
+    CHECK(lighter < lora);                                // another update rule before adapters
+    for (const fit_option& o : a.options) {
+        INFO(to_string(o.change));
+        CHECK(predict(o.setup).fits);
+        if (o.change == fit_change::optimizer) {
+            CHECK((o.setup.optimizer == optimizer_kind::adam8bit || o.setup.optimizer == optimizer_kind::adafactor));
+            CHECK(o.setup.layout == s.layout);
+        }
+    }
+    CHECK(lora->setup.finetune.mode == finetune_mode::lora);
+    CHECK(lora->setup.finetune.rank == finetune_spec{}.rank);
+    CHECK(lora->setup.layout == s.layout);
+    // Megatron-Core runs neither 8-bit Adam, Adafactor nor adapters: none offered.
+    s.framework = megatron_core_profile;
+    for (const fit_option& o : advise_fit(s).options) {
+        CHECK(o.change != fit_change::optimizer);
+        CHECK(o.change != fit_change::lora);
+        CHECK(o.change != fit_change::qlora);
+    }
 }
 
 TEST_CASE("advice offers a shorter sequence where one makes the layout fit", "[planner][advice]") {

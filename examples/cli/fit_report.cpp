@@ -14,6 +14,19 @@ namespace {
 std::string gb_and_gib(bytes b) {
     return fixed(to_gb(b).value(), 2) + " GB (" + fixed(to_gib(b).value(), 2) + " GiB)";
 }
+
+// What a change beyond the layout changed, before the layout it runs on.
+std::string change_text(const fit_option& o) {
+    const training_setup& s = o.setup;
+    switch (o.change) {
+        case fit_change::shorter_sequence: return "seq " + std::to_string(o.report.seq) + ", ";
+        case fit_change::optimizer: return std::string(to_string(s.optimizer)) + ", ";
+        case fit_change::lora:
+        case fit_change::qlora:
+            return "rank " + std::to_string(s.finetune.rank) + " on " + lora_targets_text(s.finetune.targets) + ", ";
+        default: return "";
+    }
+}
 }  // namespace
 
 std::string borderline_text(const fit_margin& m, const memory_overheads& o) {
@@ -49,18 +62,20 @@ void print_does_not_fit(std::ostream& out, const fit_advice& advice,
             << " (ZeRO-3 on up to " << fit_advice_max_gpus << " GPUs).\n";
         return;
     }
-    out << "Each of these changes makes it fit on its own (most tokens/s per GPU first; a shorter sequence, which\n"
-           "changes what is trained, last):\n";
+    out << "Each of these changes makes it fit on its own: first the same training on other layouts, then another\n"
+           "optimizer, adapters (fine-tuning only) and a shorter sequence, which change what is trained; within each,\n"
+           "most tokens/s per GPU first:\n";
     int rank = 1;
     for (const fit_option& o : advice.options) {
         const step_report& r = o.report;
-        out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": "
-            << (o.change == fit_change::shorter_sequence ? "seq " + std::to_string(r.seq) + ", " : std::string())
-            << describe(o.setup.layout) << "\n"
-            << "     " << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU on " << gpus_text(r.gpus) << ", "
+        out << std::setw(3) << rank++ << "  " << to_string(o.change) << ": " << change_text(o) << describe(o.setup.layout)
+            << "\n"
+            << "     " << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU (margin "
+            << fixed(to_gib(o.margin.margin).value(), 2) << " GiB) on " << gpus_text(r.gpus) << ", "
             << fixed(r.step_time.value() * 1e3, 0) << " ms per step of " << r.global_batch << " samples, "
-            << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU\n"
-            << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
+            << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU\n";
+        if (o.margin.borderline()) out << "     " << borderline_text(o.margin, o.setup.framework.memory);
+        out << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
     }
 }
 

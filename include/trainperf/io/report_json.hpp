@@ -117,7 +117,11 @@ inline nlohmann::json option_json(const fit_option& o, const command_of& command
                      {"step_time_seconds", o.report.step_time.value()},
                      {"tokens_per_second", o.report.tokens_per_second},
                      {"global_batch", o.report.global_batch},
-                     {"seq", o.report.seq}};
+                     {"seq", o.report.seq},
+                     {"optimizer", std::string(to_string(o.setup.optimizer))},
+                     {"finetune", std::string(to_string(o.setup.finetune.mode))},
+                     {"memory_margin_bytes", o.margin.margin.value()},
+                     {"memory_verdict_decided_by", std::string(to_string(o.margin.decided_by))}};
     if (command) j["predict_command"] = command(o.setup);
     return j;
 }

@@ -5,7 +5,8 @@
 // batch), sequence parallelism, data-parallel overlap — and the fastest layout of the
 // same GPUs and global batch that the planner (search/layout_search.hpp) finds, each predicted by
 // the step engine; for a setup that does not fit also ZeRO-3 over more data-parallel
-// GPUs, or the same layout on a shorter sequence. Those that fit (advise_fit) or raise
+// GPUs, and beyond the layout an optimizer with less state, LoRA or QLoRA adapters, or
+// the same layout on a shorter sequence, where the framework runs them. Those that fit (advise_fit) or raise
 // tokens/s per GPU (advise_speed) are kept, the most tokens/s per GPU first, the best of
 // each kind of change only.
 #pragma once
@@ -19,7 +20,10 @@
 
 #include "../core/enum_names.hpp"
 #include "../core/units.hpp"
+#include "../cost/fit_margin.hpp"
 #include "../cost/step.hpp"
+#include "../spec/finetune.hpp"
+#include "../spec/optimizer.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/system.hpp"
 #include "layout_search.hpp"
@@ -29,12 +33,13 @@ namespace trainperf {
 enum class fit_change {
     recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
     recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
-    sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel, shorter_sequence
+    sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel, shorter_sequence,
+    optimizer, lora, qlora
 };
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 16> table{
+    static constexpr std::array<enum_name<fit_change>, 19> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
@@ -50,14 +55,32 @@ struct enum_names<fit_change> {
          {fit_change::flash_attention, "flash-attention"},
          {fit_change::best_layout, "best-layout"},
          {fit_change::context_parallel, "context-parallel"},
-         {fit_change::shorter_sequence, "shorter-sequence"}}};
+         {fit_change::shorter_sequence, "shorter-sequence"},
+         {fit_change::optimizer, "optimizer"},
+         {fit_change::lora, "lora"},
+         {fit_change::qlora, "qlora"}}};
 };
+
+// How far a change departs from the run asked for: 0, the same training on another
+// layout (or with FlashAttention); 1, another optimizer's update rule on the same model;
+// 2, adapters trained instead of every weight (fine-tuning only); 3, a shorter context.
+// Advice lists the nearer ones first.
+constexpr int departure(fit_change c) {
+    switch (c) {
+        case fit_change::optimizer: return 1;
+        case fit_change::lora:
+        case fit_change::qlora: return 2;
+        case fit_change::shorter_sequence: return 3;
+        default: return 0;
+    }
+}
 
 struct fit_option {
     fit_change change = fit_change::recompute_full;
     training_setup setup{};   // the setup with this change
     step_report report{};     // its prediction; it fits
     double gain = 0;          // tokens/s per GPU over the setup's, minus 1 (0 when the setup does not fit)
+    fit_margin margin{};      // how far under the usable memory, and the assumption a borderline fit rests on
 };
 
 struct fit_advice {
@@ -188,24 +211,45 @@ inline std::optional<training_setup> best_layout(const training_setup& s) {
     return setup_of(s, found.best.front());
 }
 
-// Keeps the best option of each kind, and a layout (on a sequence) once (the planner's
-// may be one already listed): the changes that train the same thing first, the most
-// tokens/s per GPU first, then a shorter sequence (more tokens/s, but another run).
+// Keeps the best option of each kind (each optimizer a kind of its own), and a setup once
+// (the planner's layout may be one already listed): the nearest to the run asked for first
+// (departure()), within each the most tokens/s per GPU first; each with its margin.
 inline void best_of_each_kind(std::vector<fit_option>& options) {
     std::stable_sort(options.begin(), options.end(), [](const fit_option& x, const fit_option& y) {
-        const bool x_other = x.change == fit_change::shorter_sequence, y_other = y.change == fit_change::shorter_sequence;
-        if (x_other != y_other) return y_other;
+        if (departure(x.change) != departure(y.change)) return departure(x.change) < departure(y.change);
         return x.report.tokens_per_second_per_gpu() > y.report.tokens_per_second_per_gpu();
     });
     std::vector<fit_option> kept;
     for (const fit_option& o : options)
         if (std::none_of(kept.begin(), kept.end(), [&](const fit_option& k) {
-                return k.change == o.change || (k.setup.layout == o.setup.layout &&
-                                                k.setup.cluster.gpus_per_node == o.setup.cluster.gpus_per_node &&
-                                                k.report.seq == o.report.seq);
+                const bool same_kind = k.change == o.change && (o.change != fit_change::optimizer ||
+                                                                k.setup.optimizer == o.setup.optimizer);
+                return same_kind ||
+                       (k.setup.layout == o.setup.layout &&
+                        k.setup.cluster.gpus_per_node == o.setup.cluster.gpus_per_node && k.report.seq == o.report.seq &&
+                        k.setup.optimizer == o.setup.optimizer && k.setup.finetune.mode == o.setup.finetune.mode);
             }))
             kept.push_back(o);
+    for (fit_option& o : kept)
+        o.margin = margin_of(memory_report{o.report.memory, o.report.memory_capacity, o.report.fits},
+                             o.setup.framework.memory);
     options = std::move(kept);
+}
+
+// An optimizer with less state than the setup's, that the framework runs: 8-bit Adam
+// (block-wise quantized moments, Dettmers et al. 2022) for an Adam-like one, and
+// Adafactor (a factored second moment, no first, Shazeer & Stern 2018). Each trains the
+// same model with another update rule.
+inline std::vector<training_setup> lighter_optimizers(const training_setup& s) {
+    std::vector<training_setup> out;
+    const bytes own = optimizer_state_bytes(s.optimizer, s.model);
+    for (optimizer_kind k : {optimizer_kind::adam8bit, optimizer_kind::adafactor})
+        if (k != s.optimizer && s.framework.optimizers.contains(k) && optimizer_state_bytes(k, s.model) < own) {
+            training_setup t = s;
+            t.optimizer = k;
+            out.push_back(t);
+        }
+    return out;
 }
 
 }  // namespace fit_advice_detail
@@ -231,6 +275,21 @@ inline fit_advice advise_fit(const training_setup& s) {
     // GPUs and global batch.
     for (const auto& [change, t] : fd::neighbours(s)) add(change, t);
     if (auto t = fd::best_layout(s)) add(fit_change::best_layout, *t);
+
+    // Beyond the layout: an optimizer with less state; adapters instead of every weight
+    // (the finetune_spec defaults: rank 16 on q and v), QLoRA only where LoRA does not fit.
+    for (const training_setup& t : fd::lighter_optimizers(s)) add(fit_change::optimizer, t);
+    if (!s.finetune.freezes_base())
+        for (fit_change c : {fit_change::lora, fit_change::qlora}) {
+            training_setup t = s;
+            t.finetune = {.mode = c == fit_change::lora ? finetune_mode::lora : finetune_mode::qlora};
+            if (!s.framework.finetune_modes.contains(t.finetune.mode)) continue;
+            if (t.layout.offload == offload_mode::optimizer) t.layout.offload = offload_mode::none;  // nothing to offload
+            if (auto r = fd::fitting(t)) {
+                a.options.push_back({c, t, *r});
+                break;
+            }
+        }
 
     // The same layout on a shorter sequence: the longest of seq/2, seq/4, … that fits.
     // It changes what is trained (the context the model sees, the tokens per step), so it

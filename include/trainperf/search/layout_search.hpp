@@ -298,8 +298,9 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp =
     }
     c.offloads.push_back(offload_mode::none);
     // What validate_layout refuses is never offered: offload needs a GPU with its own
-    // memory and a host link, and full training.
-    if (r.allow_offload && fw.optimizer_offload && !r.base.cluster.gpu.memory_shared_with_host &&
+    // memory and a host link, full training, and an optimizer the framework runs there.
+    if (r.allow_offload && fw.optimizer_offload && fw.host_optimizers.contains(r.base.optimizer) &&
+        !r.base.cluster.gpu.memory_shared_with_host &&
         r.base.cluster.gpu.host_link.kind != link_kind::none && !r.base.finetune.freezes_base())
         c.offloads.push_back(offload_mode::optimizer);
     if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
