@@ -95,4 +95,23 @@ void BM_plan_gpt3_175b_512_a100(benchmark::State& state) {
 }
 BENCHMARK(BM_plan_gpt3_175b_512_a100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same search keeping one layout per family (plan_options::fold_variants), as
+// `trainperf plan` does by default: the bounds prune less (the 10th family's best is
+// slower than the 10th layout) and each offer scans the families held.
+void BM_plan_gpt3_175b_512_a100_folded(benchmark::State& state) {
+    const plan_request r = gpt3_on_512_a100(megatron_core_profile);
+    plan_options o;
+    o.fold_variants = true;
+    long long candidates = 0, evaluated = 0;
+    for (auto _ : state) {
+        const plan_result p = plan(r, o);
+        candidates += p.candidates;
+        evaluated += p.evaluated;
+    }
+    state.SetItemsProcessed(candidates);
+    state.counters["candidates"] = double(candidates) / double(state.iterations());
+    state.counters["predicted"] = double(evaluated) / double(state.iterations());
+}
+BENCHMARK(BM_plan_gpt3_175b_512_a100_folded)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace

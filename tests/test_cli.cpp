@@ -151,15 +151,16 @@ TEST_CASE("the program and every subcommand take --version", "[cli]") {
 }
 
 TEST_CASE("every line plan prints as a predict command is accepted by predict, with the same step", "[cli]") {
-    // The second request's best layouts turn a switch of the megatron-core profile off
-    // (tensor-parallel overlap): their lines carry the flag.
+    // --wide prints every layout's command on one line. The second request's best
+    // layouts turn a switch of the megatron-core profile off (tensor-parallel overlap):
+    // their lines carry the flag.
     for (const std::string request :
          {"--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 --framework megatron --link pcie --top 3",
           "--gpu a100-sxm-80gb --model llama2-70b --gpus 32 --global-batch 64 --framework megatron-core --top 3"}) {
     INFO(request);
     const auto planned = run_json("plan " + request + " --json");
     REQUIRE(planned["best"].size() == 3);
-    const auto text = run_cli("plan " + request);
+    const auto text = run_cli("plan " + request + " --wide");
     REQUIRE(text.exit_code == 0);
     std::istringstream lines(text.out);
     std::string line;
@@ -180,6 +181,155 @@ TEST_CASE("every line plan prints as a predict command is accepted by predict, w
     }
     CHECK(i == 3);
     }
+}
+
+namespace {
+// The lines of a text.
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+std::size_t widest_line(const std::string& text) {
+    std::size_t widest = 0;
+    for (const std::string& line : lines_of(text)) widest = std::max(widest, line.size());
+    return widest;
+}
+
+// The command that starts with "trainperf predict " in `text`, its continuation lines
+// (a backslash at a line's end) joined: the command as a shell reads it.
+std::string joined_predict_command(const std::string& text) {
+    const std::vector<std::string> lines = lines_of(text);
+    auto at = std::find_if(lines.begin(), lines.end(),
+                           [](const std::string& l) { return l.rfind("trainperf predict ", 0) == 0; });
+    if (at == lines.end()) return {};
+    std::string command;
+    for (;; ++at) {
+        std::string line = *at;
+        line.erase(0, line.find_first_not_of(' '));
+        const bool goes_on = line.ends_with(" \\");
+        if (goes_on) line.resize(line.size() - 2);
+        if (!command.empty()) command += ' ';
+        command += line;
+        if (!goes_on || at + 1 == lines.end()) return command;
+    }
+}
+
+// The fields that define a layout's family (search/layout_search.hpp same_family) in a
+// plan's JSON.
+std::string family_of(const nlohmann::json& layout) {
+    std::string key;
+    for (const char* field : {"dp", "tp", "cp", "pp", "sp", "zero", "offload", "micro_batch", "grad_accum",
+                              "recompute", "flash_attention"})
+        key += layout[field].dump() + " ";
+    return key;
+}
+}  // namespace
+
+TEST_CASE("plan's text fits 120 columns, and --wide keeps every layout in full", "[cli][plan]") {
+    // GPT-3 on 512 A100; Llama 3 70B on 64 H100 with megatron-core (uneven splits,
+    // switches turned off); a long sequence (cp > 1); optimizer offload; FlashAttention
+    // off in some rows; an end-to-end plan.
+    struct request {
+        std::string args, shows;  // the command, and what its text must show
+    };
+    const std::vector<request> requests{
+        {"--gpu a100-sxm-80gb --model gpt3-175b --gpus 512 --global-batch 1536 --framework megatron", "  v  "},
+        {"--gpu h100-sxm --model llama3-70b --gpus 64 --global-batch 512 --framework megatron-core",
+         "tp-comm-overlap off"},
+        {"--gpu h100-sxm --model llama3-8b --seq 32768 --gpus 32 --global-batch 64 --framework megatron-core",
+         "  cp  "},
+        {"--gpu a100-sxm-80gb --model llama2-70b --gpus 8 --global-batch 32 --framework deepspeed --offload",
+         "optimizer offload"},
+        {"--gpu h100-sxm --model llama2-7b --seq 512 --gpus 8 --global-batch 64 --framework megatron-core --top 30",
+         "FlashAttention off"},
+        {"--gpu a100-sxm-80gb --model gpt3-175b --global-batch 1536 --framework megatron --train-tokens 1T "
+         "--max-gpus 256",
+         "The fastest layout of each GPU count"},
+    };
+    for (const request& r : requests) {
+        INFO(r.args);
+        const auto text = run_cli("plan " + r.args);
+        REQUIRE(text.exit_code == 0);
+        for (const std::string& line : lines_of(text.out)) {
+            INFO(line);
+            CHECK(line.size() <= 120);
+        }
+        CHECK(text.out.find(r.shows) != std::string::npos);
+        // --wide: the layouts described in full on one line each, as before.
+        const auto wide = run_cli("plan " + r.args + " --wide");
+        REQUIRE(wide.exit_code == 0);
+        CHECK(wide.out.find(", micro-batch ") != std::string::npos);
+        CHECK(wide.out.find("--wide") == std::string::npos);
+    }
+    const std::string gpt3 = "plan " + requests[0].args;
+    CHECK(widest_line(run_cli(gpt3 + " --wide").out) > 120);
+    CHECK(run_cli(gpt3 + " --wide").out.find("The same layouts as predict commands") != std::string::npos);
+}
+
+TEST_CASE("plan's wrapped predict command runs as printed, with the plan's step", "[cli][plan]") {
+    for (const std::string request :
+         {"--gpu a100-sxm-80gb --model llama2-70b --gpus 32 --global-batch 64 --framework megatron-core --top 3",
+          "--gpu h100-sxm --model llama3-8b --seq 32768 --gpus 32 --global-batch 64 --framework megatron-core"}) {
+        INFO(request);
+        const auto planned = run_json("plan " + request + " --json");
+        const auto text = run_cli("plan " + request);
+        REQUIRE(text.exit_code == 0);
+        const std::string command = joined_predict_command(text.out);
+        CHECK(command == planned["best"][0]["predict_command"].get<std::string>());
+        CHECK(text.out.find(" \\\n    --") != std::string::npos);  // wrapped, with continuations
+        const auto predicted = run_json(command.substr(std::string("trainperf ").size()) + " --json");
+        CHECK(predicted["step_time_seconds"].get<double>() ==
+              Approx(planned["best"][0]["step_time_seconds"].get<double>()).epsilon(1e-12));
+        CHECK(predicted["fits"] == true);
+    }
+}
+
+TEST_CASE("plan folds layouts of one family by default; --no-fold lists each", "[cli][plan]") {
+    const std::string request = "plan --gpu a100-sxm-80gb --model gpt3-175b --gpus 512 --global-batch 1536 "
+                                "--framework megatron";
+    const auto folded = run_json(request + " --json");
+    const auto every = run_json(request + " --json --no-fold --top 1000");
+    CHECK(folded["folded"] == true);
+    CHECK(every["folded"] == false);
+    // The folded list is the first layout of each family of the whole ranked list.
+    std::vector<nlohmann::json> expected;
+    std::vector<std::string> families;
+    for (const auto& c : every["best"]) {
+        const std::string family = family_of(c);
+        if (std::find(families.begin(), families.end(), family) != families.end()) continue;
+        families.push_back(family);
+        if (expected.size() < 10) expected.push_back(c);
+    }
+    REQUIRE(folded["best"].size() == 10);
+    REQUIRE(expected.size() == 10);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        INFO("rank " << i + 1);
+        CHECK(folded["best"][i]["predict_command"] == expected[i]["predict_command"]);
+        CHECK(folded["best"][i]["step_time_seconds"] == expected[i]["step_time_seconds"]);
+    }
+    // Unfolded, the first ten repeat families (variants in interleave or dp-overlap), as
+    // plan listed before folding.
+    const auto ten = run_json(request + " --json --no-fold");
+    std::vector<std::string> seen;
+    for (std::size_t i = 0; i < ten["best"].size(); ++i) {
+        CHECK(ten["best"][i]["predict_command"] == every["best"][i]["predict_command"]);
+        seen.push_back(family_of(ten["best"][i]));
+    }
+    std::sort(seen.begin(), seen.end());
+    CHECK(std::unique(seen.begin(), seen.end()) != seen.end());
+    // The CSV folds as the JSON does.
+    const auto csv = trainperf::testing::csv_rows(run_cli(request + " --csv").out);
+    REQUIRE(csv.size() == 10);
+    for (std::size_t i = 0; i < csv.size(); ++i)
+        CHECK(std::stod(csv[i].at("step_time_ms")) ==
+              Approx(folded["best"][i]["step_time_seconds"].get<double>() * 1e3).epsilon(1e-12));
+    // The text says what it folded, and how to list each.
+    const auto text = run_cli(request);
+    CHECK(text.out.find("(--no-fold: each)") != std::string::npos);
+    CHECK(run_cli(request + " --no-fold").out.find("Every layout is listed") != std::string::npos);
 }
 
 TEST_CASE("comm and predict resolve --link pcie to the same link for the same GPU", "[cli]") {

@@ -617,3 +617,96 @@ TEST_CASE("advice offers a shorter sequence where one makes the layout fit", "[p
     twice.seq = shorter->report.seq * 2;
     CHECK_FALSE(memory_of(twice).fits);  // the longest halving that fits
 }
+
+namespace {
+// Two ranked lists hold the same layouts, switches and step times, in the same order.
+void check_same_list(const std::vector<plan_candidate>& a, const std::vector<plan_candidate>& b) {
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        INFO("rank " << i + 1);
+        CHECK(to_string(a[i].layout) == to_string(b[i].layout));
+        CHECK(a[i].switches == b[i].switches);
+        CHECK(a[i].report.step_time.value() == b[i].report.step_time.value());
+    }
+}
+
+// The requests the folding tests search: megatron (interleaves), megatron-core (uneven
+// splits, shard groups, switches) and megatron-core with offload allowed.
+std::vector<plan_request> folding_requests() {
+    auto interleaved = llama_on_h100s(32, 128);
+    auto core = request_on(h100_sxm::spec, llama2_7b::config, 4096, megatron_core_profile, 16, 64, 2);
+    auto offloaded = request_on(a100_sxm_80gb::spec, llama2_13b::config, 4096, megatron_core_profile, 8, 32, 2);
+    offloaded.allow_offload = true;
+    return {interleaved, core, offloaded};
+}
+}  // namespace
+
+TEST_CASE("a layout's family: every field but those that tune the same decomposition", "[planner][fold]") {
+    plan_candidate a;
+    a.layout = {.dp = 4, .tp = 2, .pp = 2, .zero = 1, .micro_batch = 2, .grad_accum = 8};
+    a.switches.flash_attention = true;
+    plan_candidate b = a;
+    b.layout.interleave = 2;
+    b.layout.schedule = pipeline_schedule::zero_bubble_h1;
+    b.layout.first_stage_layers = 15;
+    b.layout.last_stage_layers = 15;
+    b.layout.shard_group = 2;
+    b.layout.dp_overlap = dp_overlap_mode::on;
+    b.switches.tensor_parallel_overlap = true;
+    b.switches.overlap_parameter_gather = true;
+    CHECK(same_family(a, b));
+    const auto differs = [&](auto change) {
+        plan_candidate c = a;
+        change(c);
+        return !same_family(a, c);
+    };
+    CHECK(differs([](plan_candidate& c) { c.layout.dp = 8; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.tp = 4; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.cp = 2; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.pp = 4; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.sp = true; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.zero = 2; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.offload = offload_mode::optimizer; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.micro_batch = 1; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.grad_accum = 16; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.recompute = recompute_mode::full; }));
+    CHECK(differs([](plan_candidate& c) { c.switches.flash_attention = false; }));
+}
+
+TEST_CASE("folding keeps the fastest layout of each of the fastest families", "[planner][fold]") {
+    bool changed_a_list = false;
+    for (const plan_request& request : folding_requests()) {
+        INFO(request.base.model.name << " on " << request.gpus << " " << request.base.cluster.gpu.name << ", "
+                                     << request.base.framework.name);
+        plan_options every;
+        every.top = 1u << 20;
+        const plan_result all = plan(request, every);
+        REQUIRE(all.best.size() == std::size_t(all.fitting));  // every layout that fits, ranked
+        CHECK_FALSE(all.folded);
+        plan_options folding;
+        folding.top = 8;
+        folding.fold_variants = true;
+        const plan_result folded = plan(request, folding);
+        CHECK(folded.folded);
+        REQUIRE(folded.best.size() == 8);
+        check_same_list(folded.best, first_of_each_family(all.best, 8));
+        for (std::size_t i = 0; i < folded.best.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j) CHECK_FALSE(same_family(folded.best[i], folded.best[j]));
+        // Unfolded, the first 8 repeat a family where the folded list differs.
+        const std::vector<plan_candidate> first(all.best.begin(), all.best.begin() + 8);
+        bool repeats = false;
+        for (std::size_t i = 0; i < first.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j) repeats |= same_family(first[i], first[j]);
+        changed_a_list |= repeats;
+        // The same folded list without the bounds, and on one thread and on four.
+        plan_options exhaustive = folding;
+        exhaustive.prune = false;
+        check_same_list(plan(request, exhaustive).best, folded.best);
+        plan_options one = folding, four = folding;
+        one.threads = 1;
+        four.threads = 4;
+        check_same_list(plan(request, one).best, folded.best);
+        check_same_list(plan(request, four).best, folded.best);
+    }
+    CHECK(changed_a_list);
+}

@@ -1,5 +1,7 @@
 // `trainperf plan`: the fastest layouts that fit, for a model on N GPUs and a global
-// batch, found by predicting every valid layout.
+// batch, found by predicting every valid layout. By default one layout per family
+// (search/layout_search.hpp same_family) in text that fits 120 columns; --wide every
+// layout in full with its predict command.
 #include "cli.hpp"
 #include "parse_units.hpp"
 #include "table_output.hpp"
@@ -29,7 +31,7 @@ struct plan_flags {
     int max_micro_batch = 0;
     unsigned threads = 0;
     std::size_t top = 10;
-    bool offload = false, json = false, csv = false;
+    bool offload = false, json = false, csv = false, wide = false, no_fold = false;
     std::string train_tokens;
     double deadline_days = 0, price_per_gpu_hour = 0;
     std::string currency = "USD";
@@ -39,6 +41,81 @@ struct plan_flags {
 std::string days_text(const training_run& run) { return fixed(run.days(), 1); }
 std::string mwh_text(const training_run& run) { return fixed(run.energy.value() / joules_per_kwh / 1e3, 1); }
 
+std::string cost_header(const training_plan_request& request, const std::string& currency) {
+    return request.price_per_gpu_hour > 0 ? "cost (" + currency + ")" : "cost";
+}
+
+// --wide: every count's run and its fastest layout in full, in one table.
+void print_counts_wide(const training_plan_request& request, const training_plan& result,
+                       const std::string& currency, std::ostream& out) {
+    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)", cost_header(request, currency),
+             "meets deadline", "fastest layout"});
+    for (const gpu_count_plan& c : result.counts) {
+        if (!c.best) {
+            t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", "no layout fits"});
+            continue;
+        }
+        const step_report& r = c.best->report;
+        t.add_row({std::to_string(c.gpus), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
+                   days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
+                   request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no",
+                   describe(c.best->layout) + describe_changes(c.best->switches, request.layouts.base.framework)});
+    }
+    t.print(out);
+}
+
+// The columns of a layout's step in the narrow tables.
+std::vector<std::string> step_headers() { return {"step (ms)", "tokens/s", "MFU", "mem (GiB)", "bottleneck"}; }
+std::vector<std::string> step_cells(const step_report& r) {
+    return {fixed(r.step_time.value() * 1e3, 1), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
+            fixed(to_gib(r.memory.total()).value(), 1), std::string(to_string(r.bottleneck))};
+}
+
+template <class T>
+void append(std::vector<T>& to, const std::vector<T>& more) {
+    to.insert(to.end(), more.begin(), more.end());
+}
+
+// Layouts in narrow columns, each row after its label (a rank, a GPU count), the rest of
+// each beside the table or below it, then what the short headers mean.
+void print_narrow_table(const std::string& label_header,
+                        const std::vector<std::pair<std::string, const plan_candidate*>>& layouts,
+                        const framework_profile& base, std::ostream& out) {
+    const bool with_cp =
+        std::any_of(layouts.begin(), layouts.end(), [](const auto& l) { return l.second->layout.cp > 1; });
+    std::vector<std::vector<std::string>> rows{{label_header}};
+    append(rows[0], layout_headers(with_cp));
+    append(rows[0], step_headers());
+    std::vector<std::string> rest;
+    for (const auto& [label, c] : layouts) {
+        rows.push_back({label});
+        append(rows.back(), layout_cells(c->layout, with_cp));
+        append(rows.back(), step_cells(c->report));
+        rest.push_back(layout_rest(c->layout, describe_changes(c->switches, base)));
+    }
+    print_with_rest(out, std::move(rows), rest, "other");
+    out << wrap_words(layout_legend()) << "\n";
+}
+
+// Narrow: the counts' runs in one table, their fastest layouts in narrow columns in another.
+void print_counts_narrow(const training_plan_request& request, const training_plan& result,
+                         const std::string& currency, std::ostream& out) {
+    table runs({"GPUs", "days", "GPU-hours", "energy (MWh)", cost_header(request, currency), "meets deadline"});
+    std::vector<std::pair<std::string, const plan_candidate*>> layouts;
+    for (const gpu_count_plan& c : result.counts) {
+        if (!c.best) {
+            runs.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "no layout fits"});
+            continue;
+        }
+        runs.add_row({std::to_string(c.gpus), days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
+                      request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no"});
+        layouts.emplace_back(std::to_string(c.gpus), &*c.best);
+    }
+    runs.print(out);
+    out << "\nThe fastest layout of each GPU count:\n";
+    print_narrow_table("GPUs", layouts, request.layouts.base.framework, out);
+}
+
 // --train-tokens: every GPU count up to --max-gpus, the fastest layout of each, and
 // the cheapest and fastest that meet the deadline.
 void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
@@ -46,6 +123,8 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         throw usage_error("--gpus: with --train-tokens the GPU count is searched; give --max-gpus instead");
     if (sub->get_option("--top")->count() > 0)
         throw usage_error("--top: with --train-tokens each GPU count shows its fastest layout; leave --top out");
+    if (opt.no_fold)
+        throw usage_error("--no-fold: with --train-tokens each GPU count shows its fastest layout; nothing is folded");
     if (opt.max_gpus == 0) throw usage_error("--max-gpus: required with --train-tokens (the largest GPU count tried)");
     if (sub->get_option("--currency")->count() > 0 && opt.price_per_gpu_hour == 0)
         throw usage_error("--currency: needs --price-per-gpu-hour");
@@ -71,48 +150,103 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         print_json(out, to_json(request, result, predict_command_of(opt.flags)));
         return;
     }
-    out << "trainperf plan: " << s.model.name << " on " << s.cluster.gpu.name << " (" << s.framework.name << ", "
-        << s.precision.name << ", " << to_string(s.optimizer) << "), " << count_text(request.train_tokens)
-        << " tokens, global batch " << request.layouts.global_batch << " x seq " << sequence_length(s);
-    if (request.deadline_days > 0) out << ", deadline " << fixed(request.deadline_days, 1) << " days";
-    out << "\nGPU counts tried: powers of two up to a node of " << request.gpus_per_node
-        << ", then 1, 2, 3, 4, 6, 8, 12, ... nodes, up to " << request.max_gpus << "; the fastest layout of each ("
-        << fixed(result.wall.value(), 2) << " s)\n\n";
-    table t({"GPUs", "tokens/s", "MFU", "days", "GPU-hours", "energy (MWh)",
-             request.price_per_gpu_hour > 0 ? "cost (" + opt.currency + ")" : "cost", "meets deadline",
-             "fastest layout"});
-    for (const gpu_count_plan& c : result.counts) {
-        if (!c.best) {
-            t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", "no layout fits"});
-            continue;
-        }
-        const step_report& r = c.best->report;
-        t.add_row({std::to_string(c.gpus), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
-                   days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
-                   request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no",
-                   describe(c.best->layout) + describe_changes(c.best->switches, s.framework)});
-    }
-    t.print(out);
+    // A line as it is (--wide), else wrapped at 120 columns; after `lead` spaces.
+    const auto line = [&](const std::string& text, std::size_t lead = 0) {
+        out << std::string(lead, ' ')
+            << (opt.wide ? text : wrap_words(text, lead + 2, terminal_columns - lead)) << "\n";
+    };
+    std::string heading = "trainperf plan: " + std::string(s.model.name) + " on " + std::string(s.cluster.gpu.name) +
+                          " (" + std::string(s.framework.name) + ", " + std::string(s.precision.name) + ", " +
+                          std::string(to_string(s.optimizer)) + "), " + count_text(request.train_tokens) +
+                          " tokens, global batch " + std::to_string(request.layouts.global_batch) + " x seq " +
+                          std::to_string(sequence_length(s));
+    if (request.deadline_days > 0) heading += ", deadline " + fixed(request.deadline_days, 1) + " days";
+    line(heading);
+    line("GPU counts tried: powers of two up to a node of " + std::to_string(request.gpus_per_node) +
+         ", then 1, 2, 3, 4, 6, 8, 12, ... nodes, up to " + std::to_string(request.max_gpus) +
+         "; the fastest layout of each (" + fixed(result.wall.value(), 2) + " s)");
+    out << "\n";
+    if (opt.wide) print_counts_wide(request, result, opt.currency, out);
+    else print_counts_narrow(request, result, opt.currency, out);
     const auto show = [&](const char* what, std::optional<std::size_t> at) {
         if (!at) return;
         const gpu_count_plan& c = result.counts[*at];
-        out << "\n" << what << ": " << gpus_text(c.gpus) << ", " << describe(c.best->layout)
-            << describe_changes(c.best->switches, s.framework) << "\n  " << days_text(*c.run)
-            << " days, " << fixed(c.run->gpu_hours, 0) << " GPU-hours, " << mwh_text(*c.run) << " MWh";
+        std::string run = days_text(*c.run) + " days, " + fixed(c.run->gpu_hours, 0) + " GPU-hours, " +
+                          mwh_text(*c.run) + " MWh";
         if (request.price_per_gpu_hour > 0)
-            out << ", cost " << fixed(c.run->cost, 0) << " " << opt.currency << " (GPU-hours x price)";
-        out << "\n  " << command(setup_of(request, c)) << "\n";
+            run += ", cost " + fixed(c.run->cost, 0) + " " + opt.currency + " (GPU-hours x price)";
+        out << "\n";
+        line(std::string(what) + ": " + gpus_text(c.gpus) + ", " + describe(c.best->layout) +
+             describe_changes(c.best->switches, s.framework));
+        line(run, 2);
+        if (opt.wide) out << "  " << command(setup_of(request, c)) << "\n";
+        else out << wrap_command(command(setup_of(request, c))) << "\n";
     };
     if (!result.cheapest) {
-        out << "\nNo GPU count up to " << request.max_gpus << " meets the deadline"
-            << (request.deadline_days > 0 ? "" : " (no layout fits)") << ": try a larger --max-gpus"
-            << (request.deadline_days > 0 ? " or a later --deadline-days" : "") << ".\n";
+        out << "\n";
+        line("No GPU count up to " + std::to_string(request.max_gpus) + " meets the deadline" +
+             (request.deadline_days > 0 ? "" : " (no layout fits)") + ": try a larger --max-gpus" +
+             (request.deadline_days > 0 ? " or a later --deadline-days" : "") + ".");
     } else {
         show(request.deadline_days > 0 ? "Cheapest that meets the deadline" : "Cheapest", result.cheapest);
         show(request.deadline_days > 0 ? "Fastest that meets the deadline" : "Fastest", result.fastest);
     }
     out << "\nEnergy: the GPUs' board power (TDP) for the whole run. ASSUMPTION: every GPU draws its board power\n"
            "throughout; an upper bound for the GPUs alone, without hosts, network or cooling. MWh = 1e6 Wh.\n";
+    if (!opt.wide) out << "--wide: each GPU count's layout in full in one table.\n";
+}
+
+// --wide: each layout in full, then each as its predict command, on long lines.
+void print_layouts_wide(const plan_flags& opt, const plan_request& request, const plan_result& result,
+                        std::ostream& out) {
+    const auto& s = request.base;
+    table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
+    int rank = 1;
+    for (const auto& c : result.best)
+        t.add_row({std::to_string(rank++) + ". " + describe(c.layout) + describe_changes(c.switches, s.framework),
+                   fixed(c.report.step_time.value() * 1e3, 1),
+                   fixed(c.report.tokens_per_second, 0), fixed(100 * c.report.mfu, 1) + " %",
+                   fixed(to_gib(c.report.memory.total()).value(), 1), std::string(to_string(c.report.bottleneck))});
+    t.print(out);
+    out << "\nThe same layouts as predict commands (the step of each, with its breakdown):\n";
+    rank = 1;
+    for (const auto& c : result.best)
+        out << rank++ << ". " << predict_command(opt.flags.run_text(setup_of(s, c)), c.layout) << "\n";
+}
+
+// The default: the layouts in narrow columns with the rest of each beside or below them,
+// the fastest as a predict command wrapped with line continuations, and how to see more;
+// every line within 120 columns.
+void print_layouts_narrow(const plan_flags& opt, const plan_request& request, const plan_result& result,
+                          std::ostream& out) {
+    const auto& s = request.base;
+    std::vector<std::pair<std::string, const plan_candidate*>> layouts;
+    for (const plan_candidate& c : result.best) layouts.emplace_back(std::to_string(layouts.size() + 1), &c);
+    print_narrow_table("#", layouts, s.framework, out);
+    out << "\nThe fastest layout as a predict command (its step, with the breakdown):\n"
+        << wrap_command(predict_command(opt.flags.run_text(setup_of(s, result.best.front())),
+                                        result.best.front().layout))
+        << "\n\n";
+    const std::string folds = "layouts that differ only in interleave, schedule, stage split, shard group or overlaps";
+    const std::string wide = "--wide: every layout in full, each with its predict command. ";
+    out << wrap_words(result.folded ? wide + "Of " + folds + ", only the fastest is listed (--no-fold: each)."
+                                    : wide + "Every layout is listed (without --no-fold, of " + folds +
+                                          " only the fastest).")
+        << "\n";
+}
+
+// "trainperf plan: MODEL on N x GPU (framework, precision, optimizer[, adapters]), global
+// batch B x seq S".
+std::string plan_heading(const plan_request& request) {
+    const auto& s = request.base;
+    std::string t = "trainperf plan: " + std::string(s.model.name) + " on " + std::to_string(request.gpus) + " x " +
+                    std::string(s.cluster.gpu.name) + " (" + std::string(s.framework.name) + ", " +
+                    std::string(s.precision.name) + ", " + std::string(to_string(s.optimizer));
+    if (s.finetune.freezes_base())
+        t += ", " + std::string(to_string(s.finetune.mode)) + " rank " + std::to_string(s.finetune.rank) + " on " +
+             lora_targets_text(s.finetune.targets);
+    return t + "), global batch " + std::to_string(request.global_batch) + " x seq " +
+           std::to_string(sequence_length(s));
 }
 
 void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
@@ -131,6 +265,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     plan_options options;
     options.top = opt.top;
     options.threads = opt.threads;
+    options.fold_variants = !opt.no_fold;
     // A search that runs longer than a second shows how far it is, on stderr when it is
     // a terminal (a file or a pipe gets no carriage returns).
     bool progress_shown = false;
@@ -144,7 +279,6 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     // No layout fits: "does not fit". No layout reaches the global batch at all is another
     // answer (the text says why), not a memory verdict.
     if (result.best.empty() && result.candidates > 0) answer_does_not_fit();
-    const auto& s = request.base;
     if (opt.csv) {
         print_csv(out, plan_table(request, result));
         return;
@@ -153,37 +287,24 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
         print_json(out, to_json(request, result, predict_command_of(opt.flags)));
         return;
     }
-    out << "trainperf plan: " << s.model.name << " on " << request.gpus << " x " << s.cluster.gpu.name << " ("
-        << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer)
-        << (s.finetune.freezes_base() ? ", " + std::string(to_string(s.finetune.mode)) + " rank " +
-                                            std::to_string(s.finetune.rank) + " on " +
-                                            lora_targets_text(s.finetune.targets)
-                                      : std::string())
-        << "), global batch "
-        << request.global_batch << " x seq " << sequence_length(s) << "\n"
-        << result.candidates << " candidate layouts: " << result.evaluated << " predicted, " << result.pruned
-        << " skipped by a bound (cannot fit or cannot enter the top " << opt.top << "), " << result.fitting
-        << " of the predicted fit in memory; " << fixed(result.wall.value(), 3) << " s\n\n";
+    const auto line = [&](const std::string& text) { out << (opt.wide ? text : wrap_words(text, 2)) << "\n"; };
+    line(plan_heading(request));
+    line(std::to_string(result.candidates) + " candidate layouts: " + std::to_string(result.evaluated) +
+         " predicted, " + std::to_string(result.pruned) + " skipped by a bound (cannot fit or cannot enter the top " +
+         std::to_string(opt.top) + "), " + std::to_string(result.fitting) + " of the predicted fit in memory; " +
+         fixed(result.wall.value(), 3) + " s");
+    out << "\n";
     if (result.best.empty()) {
         if (result.candidates == 0)
-            out << "No layout of " << gpus_text(request.gpus) << " reaches a global batch of " << request.global_batch
-                << " exactly: it must be a multiple of the data-parallel size dp = gpus / (tp x cp x pp).\n";
+            line("No layout of " + gpus_text(request.gpus) + " reaches a global batch of " +
+                 std::to_string(request.global_batch) +
+                 " exactly: it must be a multiple of the data-parallel size dp = gpus / (tp x cp x pp).");
         else
-            out << "No layout fits. Try more GPUs, --offload, or a smaller global batch.\n";
+            line("No layout fits. Try more GPUs, --offload, or a smaller global batch.");
         return;
     }
-    table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
-    int rank = 1;
-    for (const auto& c : result.best)
-        t.add_row({std::to_string(rank++) + ". " + describe(c.layout) + describe_changes(c.switches, s.framework),
-                   fixed(c.report.step_time.value() * 1e3, 1),
-                   fixed(c.report.tokens_per_second, 0), fixed(100 * c.report.mfu, 1) + " %",
-                   fixed(to_gib(c.report.memory.total()).value(), 1), std::string(to_string(c.report.bottleneck))});
-    t.print(out);
-    out << "\nThe same layouts as predict commands (the step of each, with its breakdown):\n";
-    rank = 1;
-    for (const auto& c : result.best)
-        out << rank++ << ". " << predict_command(opt.flags.run_text(setup_of(s, c)), c.layout) << "\n";
+    if (opt.wide) print_layouts_wide(opt, request, result, out);
+    else print_layouts_narrow(opt, request, result, out);
 }
 
 const command_registration registration{32, [](CLI::App& app, std::ostream& out) {
@@ -197,8 +318,16 @@ const command_registration registration{32, [](CLI::App& app, std::ostream& out)
     sub->add_option("--top", opt->top, "How many layouts to show (default 10)");
     sub->add_flag("--offload", opt->offload, "Also try optimizer offload to the host");
     auto* json = sub->add_flag("--json", opt->json, "Print one JSON object");
-    sub->add_flag("--csv", opt->csv, "Print the layouts kept as CSV: rank and every column of a step row")
-        ->excludes(json);
+    auto* csv = sub->add_flag("--csv", opt->csv, "Print the layouts kept as CSV: rank and every column of a step row")
+                    ->excludes(json);
+    sub->add_flag("--wide", opt->wide,
+                  "Print each layout in full with its predict command, on lines as long as they are (default: "
+                  "narrow columns within 120)")
+        ->excludes(json)
+        ->excludes(csv);
+    sub->add_flag("--no-fold", opt->no_fold,
+                  "List every layout (default: of layouts that differ only in interleave, schedule, stage split, "
+                  "shard group or overlaps, only the fastest)");
     sub->add_option("--train-tokens", opt->train_tokens,
                     "Plan a whole run on this many tokens (e.g. 2T): search GPU counts up to --max-gpus as well as "
                     "layouts; print the cheapest and the fastest that meet --deadline-days");

@@ -3,7 +3,9 @@
 #include "cli.hpp"
 
 #include <trainperf/io/csv.hpp>
+#include <trainperf/spec/layout_text.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <ostream>
@@ -27,6 +29,43 @@ std::string text_of(const table_cell& cell) {
             }
         },
         cell);
+}
+
+// `words` joined by spaces into lines of at most `width` columns (a word wider than
+// that on a line of its own), every line but the first after `indent` spaces and
+// every line but the last ending in `end`.
+std::string fill(const std::vector<std::string>& words, std::size_t indent, std::size_t width,
+                 const std::string& end) {
+    std::string text, line;
+    bool started = false;  // the line holds a word
+    for (const std::string& word : words) {
+        if (started && line.size() + 1 + word.size() + end.size() > width) {
+            text += line + end + "\n";
+            line = std::string(indent, ' ');
+            started = false;
+        }
+        line += (started ? " " : "") + word;
+        started = true;
+    }
+    return text + line;
+}
+
+// The words of a shell command: split at spaces outside quotes, quoted text kept whole.
+std::vector<std::string> shell_words(const std::string& command) {
+    std::vector<std::string> words{""};
+    char quote = 0;
+    for (std::size_t i = 0; i < command.size(); ++i) {
+        const char c = command[i];
+        if (quote == 0 && c == ' ') {
+            if (!words.back().empty()) words.emplace_back();
+            continue;
+        }
+        words.back() += c;
+        if (quote == 0 && c == '\\' && i + 1 < command.size()) words.back() += command[++i];
+        else if (c == '\'' || c == '"') quote = quote == 0 ? c : quote == c ? 0 : quote;
+    }
+    if (words.back().empty()) words.pop_back();
+    return words;
 }
 }  // namespace
 
@@ -53,6 +92,95 @@ void write_csv_file(const std::string& flag, const std::string& path, const repo
     write_csv(file, t);
     file.close();
     if (!file) throw usage_error(flag + " = " + path + ": writing failed");
+}
+
+std::string wrap_words(const std::string& text, std::size_t indent, std::size_t width) {
+    std::vector<std::string> words;
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t end = std::min(text.find(' ', at), text.size());
+        if (end > at) words.push_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return fill(words, indent, width, "");
+}
+
+std::string wrap_command(const std::string& command, std::size_t width) {
+    // A flag and its values make one unit of the lines.
+    std::vector<std::string> units;
+    for (const std::string& word : shell_words(command)) {
+        if (units.empty() || word.rfind("--", 0) == 0) units.push_back(word);
+        else units.back() += " " + word;
+    }
+    return fill(units, 4, width, " \\");
+}
+
+std::size_t table_width(const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width;
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            if (width.size() <= c) width.push_back(0);
+            width[c] = std::max(width[c], row[c].size());
+        }
+    std::size_t total = 0;
+    for (std::size_t w : width) total += w + 2;
+    return total < 2 ? 0 : total - 2;
+}
+
+std::vector<std::string> layout_headers(bool with_cp) {
+    std::vector<std::string> h{"dp", "tp", "cp", "pp", "v", "sp", "ZeRO", "recompute", "mb", "ga"};
+    if (!with_cp) h.erase(h.begin() + 2);
+    return h;
+}
+
+std::vector<std::string> layout_cells(const parallel_layout& l, bool with_cp) {
+    std::vector<std::string> c{std::to_string(l.dp),         std::to_string(l.tp),
+                               std::to_string(l.cp),         std::to_string(l.pp),
+                               std::to_string(l.interleave), l.sp ? "on" : "off",
+                               std::to_string(l.zero),       std::string(to_string(l.recompute)),
+                               std::to_string(l.micro_batch), std::to_string(l.grad_accum)};
+    if (!with_cp) c.erase(c.begin() + 2);
+    return c;
+}
+
+std::string layout_legend() {
+    return "v: interleave (virtual stages per rank), mb: micro-batch (samples), ga: grad-accum (micro-batches), "
+           "mem: per GPU";
+}
+
+std::string layout_rest(const parallel_layout& l, const std::string& changes) {
+    std::string t;
+    const auto add = [&t](const std::string& part) { t += (t.empty() ? "" : ", ") + part; };
+    if (l.offload != offload_mode::none) add(std::string(to_string(l.offload)) + " offload");
+    if (l.schedule != pipeline_schedule::one_f_one_b) add(std::string(to_string(l.schedule)) + " schedule");
+    const auto layers = [](int n) { return n > 0 ? std::to_string(n) : std::string("even"); };
+    if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
+        add("first/last stage " + layers(l.first_stage_layers) + "/" + layers(l.last_stage_layers) + " layers");
+    if (l.shard_group > 0) add("shard group " + std::to_string(l.shard_group));
+    if (l.dp_overlap != dp_overlap_mode::framework) add("dp-overlap " + std::string(to_string(l.dp_overlap)));
+    if (changes.size() > 2) add(changes.substr(2));
+    return t;
+}
+
+void print_with_rest(std::ostream& out, std::vector<std::vector<std::string>> rows,
+                     const std::vector<std::string>& rest, const std::string& rest_header, std::size_t width) {
+    // What the last column has room for; a longer rest is a note.
+    const std::size_t before = table_width(rows) + 2;
+    const std::size_t room = before < width ? width - before : 0;
+    std::vector<std::string> notes;
+    rows[0].push_back(rest_header);
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+        const std::string& r = rest[i - 1];
+        if (r.size() <= room) {
+            rows[i].push_back(r.empty() ? "-" : r);
+            continue;
+        }
+        notes.push_back(wrap_words("[" + std::to_string(notes.size() + 1) + "] " + r, 4, width));
+        rows[i].push_back("[" + std::to_string(notes.size()) + "]");
+    }
+    table t(rows[0]);
+    for (std::size_t i = 1; i < rows.size(); ++i) t.add_row(rows[i]);
+    t.print(out);
+    for (const std::string& note : notes) out << note << "\n";
 }
 
 }  // namespace trainperf::cli

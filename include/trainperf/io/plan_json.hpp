@@ -31,6 +31,8 @@ inline nlohmann::json to_json(const plan_candidate& c) {
 }
 
 // With `command`, each of the best layouts has its predict_command (report_json.hpp).
+// "folded": whether `best` holds one layout per family (search/layout_search.hpp
+// same_family), the fastest of each.
 inline nlohmann::json to_json(const plan_request& request, const plan_result& result,
                               const command_of& command = {}) {
     nlohmann::json best = nlohmann::json::array();
@@ -47,6 +49,7 @@ inline nlohmann::json to_json(const plan_request& request, const plan_result& re
             {"evaluated", result.evaluated},
             {"pruned", result.pruned},
             {"fitting", result.fitting},
+            {"folded", result.folded},
             {"wall_seconds", result.wall.value()},
             {"best", best}};
 }

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -84,6 +85,9 @@ struct plan_options {
     std::size_t top = 10;          // layouts kept, fastest first
     unsigned threads = 0;          // 0: one per hardware thread
     bool prune = true;             // false: predict every candidate (for checking the bounds)
+    // Keep at most one layout per family (same_family below), its fastest: `top`
+    // distinct families. Off: every layout, variants of one family side by side.
+    bool fold_variants = false;
     long long max_candidates = max_plan_candidates;  // a larger space is refused before searching
     // Called from the calling thread about ten times a second with the fraction of the
     // space done, once the search has run for a second.
@@ -141,6 +145,7 @@ struct plan_result {
     long long evaluated = 0;           // of those, predicted
     long long pruned = 0;              // skipped by a bound (cannot fit / cannot enter the top)
     long long fitting = 0;             // of the evaluated, layouts that fit in memory
+    bool folded = false;               // best holds one layout per family (plan_options::fold_variants)
     seconds wall = seconds_of(0.0);    // time the search took
 };
 
@@ -322,6 +327,39 @@ inline std::vector<int> micro_batches_for(const plan_request& r, int dp) {
     return out;
 }
 
+}  // namespace planner_detail
+
+// A layout's family: every field of the layout and switch but those that only tune
+// the same decomposition — interleave, schedule, the first and last stage's layers,
+// shard group, data-parallel overlap, tensor-parallel overlap and parameter-gather
+// overlap. dp, tp, cp, pp, sp, ZeRO, offload, micro-batch, grad-accum, recompute and
+// FlashAttention define it.
+using layout_family = std::array<int, 11>;
+
+constexpr layout_family family_key(const plan_candidate& c) {
+    const parallel_layout& l = c.layout;
+    return {l.dp, l.tp, l.cp, l.pp, int(l.sp), l.zero, int(l.offload), l.micro_batch, l.grad_accum,
+            int(l.recompute), int(c.switches.flash_attention)};
+}
+
+constexpr bool same_family(const plan_candidate& a, const plan_candidate& b) {
+    return family_key(a) == family_key(b);
+}
+
+// Of candidates in rank order, the first of each family, at most `top` of them.
+inline std::vector<plan_candidate> first_of_each_family(const std::vector<plan_candidate>& ranked,
+                                                        std::size_t top) {
+    std::vector<plan_candidate> out;
+    std::set<layout_family> seen;
+    for (const plan_candidate& c : ranked) {
+        if (out.size() >= top) break;
+        if (seen.insert(family_key(c)).second) out.push_back(c);
+    }
+    return out;
+}
+
+namespace planner_detail {
+
 // Faster first; equal step times are ordered by the layout and switches, so that the
 // result does not depend on which thread found what first.
 inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
@@ -337,14 +375,29 @@ inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
     return key(a) < key(b);
 }
 
-// Keeps the k best candidates (a max-heap in ranks_before order).
+// Keeps the k best candidates (a max-heap in ranks_before order); with `fold`, the k
+// best families, each by its best candidate offered.
+//
+// Why folding keeps the search exact. Invariant: each family held is held by the best
+// of its candidates offered so far. It holds because a family's entry is only ever
+// replaced by a better candidate of it, and a family evicted (as the worst held) only
+// comes back with a candidate better than the worst held then, which is no worse than
+// the evicted entry (the worst held never gets worse: a replacement improves an
+// entry, an eviction drops the worst). So at the end the heap holds the k families
+// whose best candidates rank first, each by that best. The pruning bounds and the
+// check before offer() skip only candidates slower than worst(), the k-th held
+// family's best: such a candidate cannot replace its own family's entry (an entry
+// held is no slower than worst()) and cannot enter as a new family (it would have to
+// beat worst()); the bounds therefore stay exact with folding, and only prune less
+// (the k-th family's best is no faster than the k-th layout).
 class top_k {
 public:
-    explicit top_k(std::size_t k) : k_(k) {}
+    explicit top_k(std::size_t k, bool fold = false) : k_(k), fold_(fold) {}
     bool full() const { return k_ > 0 && heap_.size() >= k_; }
     seconds worst() const { return heap_.front().report.step_time; }
     void offer(const plan_candidate& c) {
         if (k_ == 0) return;
+        if (fold_ && offer_to_family(c)) return;
         if (!full()) {
             heap_.push_back(c);
             std::push_heap(heap_.begin(), heap_.end(), ranks_before);
@@ -357,7 +410,21 @@ public:
     std::vector<plan_candidate>& items() { return heap_; }
 
 private:
+    // Whether c's family is held: then it keeps the better of the two (a linear scan,
+    // k is small: the layouts a person reads).
+    bool offer_to_family(const plan_candidate& c) {
+        const auto held = std::find_if(heap_.begin(), heap_.end(),
+                                       [&](const plan_candidate& h) { return same_family(h, c); });
+        if (held == heap_.end()) return false;
+        if (ranks_before(c, *held)) {
+            *held = c;
+            std::make_heap(heap_.begin(), heap_.end(), ranks_before);
+        }
+        return true;
+    }
+
     std::size_t k_;
+    bool fold_;
     std::vector<plan_candidate> heap_;
 };
 
@@ -647,7 +714,8 @@ inline space build_space(const plan_request& r) {
 }  // namespace planner_detail
 
 // Every valid layout of request.gpus GPUs reaching request.global_batch exactly;
-// keeps the options.top fastest that fit.
+// keeps the options.top fastest that fit (with options.fold_variants, the fastest of
+// options.top distinct families).
 inline plan_result plan(const plan_request& request, const plan_options& options = {}) {
     using namespace planner_detail;
     validate(request);
@@ -665,7 +733,7 @@ inline plan_result plan(const plan_request& request, const plan_options& options
         std::max(1u, std::min<unsigned>(options.threads == 0 ? hardware : options.threads,
                                         static_cast<unsigned>(std::max<std::size_t>(1, sp.units.size()))));
     std::atomic<std::size_t> next{0}, done{0};
-    std::vector<worker_result> results(threads, worker_result{top_k(options.top)});
+    std::vector<worker_result> results(threads, worker_result{top_k(options.top, options.fold_variants)});
     std::exception_ptr failure;
     std::mutex failure_mutex;
     const auto work = [&](unsigned id) {
@@ -726,10 +794,21 @@ inline plan_result plan(const plan_request& request, const plan_options& options
         result.fitting += w.fitting;
         all.insert(all.end(), w.best.items().begin(), w.best.items().end());
     }
-    const std::size_t keep = std::min(options.top, all.size());
-    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(keep), all.end(), ranks_before);
-    all.resize(keep);
-    result.best = std::move(all);
+    result.folded = options.fold_variants;
+    if (options.fold_variants) {
+        // Each worker holds the top families of what it saw, each by its best there. A
+        // family among the top of the whole space has its best seen by some worker, and
+        // there fewer families than `top` rank before it (each would rank before it in
+        // the whole space too): that worker holds it. So the workers' lists, ranked,
+        // hold every top family's best as the family's first entry.
+        std::sort(all.begin(), all.end(), ranks_before);
+        result.best = first_of_each_family(all, options.top);
+    } else {
+        const std::size_t keep = std::min(options.top, all.size());
+        std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(keep), all.end(), ranks_before);
+        all.resize(keep);
+        result.best = std::move(all);
+    }
     result.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return result;
 }
