@@ -91,7 +91,7 @@ void print_narrow_table(const std::string& label_header,
         rows.push_back({label});
         append(rows.back(), layout_cells(c->layout, with_cp));
         append(rows.back(), step_cells(c->report));
-        rest.push_back(layout_rest(c->layout, describe_changes(c->switches, base)));
+        rest.push_back(layout_rest(c->layout, describe_changes(c->switches, base), base.overlap_data_parallel_sync));
     }
     print_with_rest(out, std::move(rows), rest, "other");
     out << wrap_words(layout_legend()) << "\n";

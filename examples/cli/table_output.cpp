@@ -147,7 +147,7 @@ std::string layout_legend() {
            "mem: per GPU";
 }
 
-std::string layout_rest(const parallel_layout& l, const std::string& changes) {
+std::string layout_rest(const parallel_layout& l, const std::string& changes, bool framework_overlaps) {
     std::string t;
     const auto add = [&t](const std::string& part) { t += (t.empty() ? "" : ", ") + part; };
     if (l.offload != offload_mode::none) add(std::string(to_string(l.offload)) + " offload");
@@ -156,7 +156,8 @@ std::string layout_rest(const parallel_layout& l, const std::string& changes) {
     if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
         add("first/last stage " + layers(l.first_stage_layers) + "/" + layers(l.last_stage_layers) + " layers");
     if (l.shard_group > 0) add("shard group " + std::to_string(l.shard_group));
-    if (l.dp_overlap != dp_overlap_mode::framework) add("dp-overlap " + std::string(to_string(l.dp_overlap)));
+    if (l.dp_overlap != dp_overlap_mode::framework && (l.dp_overlap == dp_overlap_mode::on) != framework_overlaps)
+        add("dp-overlap " + std::string(to_string(l.dp_overlap)));
     if (changes.size() > 2) add(changes.substr(2));
     return t;
 }

@@ -53,9 +53,10 @@ std::string layout_legend();
 
 // What the columns leave out, comma-separated (empty when nothing is): optimizer
 // offload, the schedule, the first and last stage's layers, the shard group,
-// dp-overlap, and `changes` (the switches turned off, search/layout_search.hpp
+// dp-overlap where it departs from the framework's habit (`framework_overlaps`), and
+// `changes` (the switches turned off, search/layout_search.hpp
 // describe_changes, with its leading ", ").
-std::string layout_rest(const parallel_layout& l, const std::string& changes);
+std::string layout_rest(const parallel_layout& l, const std::string& changes, bool framework_overlaps);
 
 // Prints `rows` (the header first) as a table with a last column `rest_header` that
 // holds each data row's `rest` (empty: "-") where the table stays within `width`
