@@ -19,6 +19,7 @@
 #include <map>
 #include <cstdlib>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 #include <sys/wait.h>
@@ -1248,6 +1249,51 @@ TEST_CASE("counts, GPUs and costs read as people write them", "[cli]") {
                                            "--price-per-gpu-hour 2 --currency usd",
                                            "predict --gpu h100-sxm --model gpt2 --currency EUR",
                                            "plan --gpu h100-sxm --model gpt2 --gpus 8 --global-batch 64 --currency EUR"});
+}
+
+TEST_CASE("sweep varies every flag of predict that describes the run", "[cli][sweep]") {
+    // Every flag in predict's help is a sweep parameter, but the description files, the
+    // calibration, a custom model's sizes, the output and the --train-tokens run flags.
+    const std::set<std::string> not_varied{
+        "gpu-file", "model-file", "framework-file", "system-file", "calibration", "layers", "hidden", "heads",
+        "kv-heads", "ffn-hidden", "vocab", "ffn", "positions", "norm", "untied", "no-biases", "no-dropout",
+        "activation", "code", "fp32-grads", "json", "csv", "plot", "train-tokens", "price-per-gpu-hour",
+        "currency", "version", "help"};
+    const std::string help = run_cli("predict --help").out;
+    const std::string sweep_help = run_cli("sweep --help").out;
+    const auto names_at = sweep_help.find("NAME one of ");
+    REQUIRE(names_at != std::string::npos);
+    const std::string names = "|" + sweep_help.substr(names_at + 12, sweep_help.find(';', names_at) - names_at - 12) + "|";
+    std::istringstream lines(help);
+    int checked = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("  --", 0) != 0) continue;
+        std::string flag = line.substr(4, line.find_first_of(" ,", 4) - 4);
+        if (not_varied.count(flag)) continue;
+        if (flag == "no-prefetch") flag = "prefetch";
+        INFO(flag);
+        CHECK(names.find("|" + flag + "|") != std::string::npos);
+        ++checked;
+    }
+    CHECK(checked > 40);
+    // Adapters, their rank and targets, and the model, as columns of their own.
+    const auto j = run_json("sweep --gpu h100-sxm --model llama2-7b --recompute full --vary finetune=full,lora "
+                            "--vary lora-targets=q+v,all-linear --json");
+    REQUIRE(j["points"].size() == 4);
+    CHECK(j["points"][0]["finetune"] == "full");
+    CHECK(j["points"][0]["lora_targets"].is_null());
+    CHECK(j["points"][3]["finetune"] == "lora");
+    CHECK(j["points"][3]["lora_targets"] == "all-linear");
+    CHECK(j["points"][2]["lora_targets"] == "q,v");
+    CHECK(j["points"][2]["memory_GiB"].get<double>() < j["points"][3]["memory_GiB"].get<double>());
+    const auto models = run_json("sweep --gpu h100-sxm --vary model=gpt2,gpt2-medium --json");
+    REQUIRE(models["points"].size() == 2);
+    CHECK(models["points"][1]["model"] == "gpt2-medium");
+    const auto prefetch = run_json("sweep --gpu h100-sxm --model gpt2 --data-ms 50 --vary prefetch=on,off --json");
+    CHECK(prefetch["points"][0]["step_time_ms"].get<double>() < prefetch["points"][1]["step_time_ms"].get<double>());
+    CHECK(run_cli("sweep --gpu h100-sxm --model gpt2 --vary prefetch=maybe").exit_code == 2);
+    CHECK(run_cli("sweep --gpu h100-sxm --model gpt2 --vary data-ms=abc").exit_code == 2);
+    CHECK(run_cli("sweep --gpu h100-sxm --model-file x.json --vary model=gpt2").exit_code == 2);
 }
 
 TEST_CASE("sweep varies the framework's switches, the schedule and the shard group", "[cli]") {

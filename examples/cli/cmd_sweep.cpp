@@ -13,6 +13,8 @@
 #include <trainperf/cost/step.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -24,7 +26,9 @@ namespace trainperf::cli {
 enum class sweep_parameter {
     batch, grad_accum, seq, gpus, dp, tp, cp, pp, interleave, sp, zero, offload, recompute, dp_overlap,
     precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node, flash_attention, tp_comm_overlap,
-    schedule, shard_group
+    schedule, shard_group, model, finetune, lora_rank, lora_targets, fp8_scaling, grad_reduce_dtype,
+    overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
+    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch
 };
 }  // namespace trainperf::cli
 
@@ -32,7 +36,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 25> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 43> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -56,7 +60,25 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::flash_attention, "flash-attention"},
                                                           {p::tp_comm_overlap, "tp-comm-overlap"},
                                                           {p::schedule, "schedule"},
-                                                          {p::shard_group, "shard-group"}}};
+                                                          {p::shard_group, "shard-group"},
+                                                          {p::model, "model"},
+                                                          {p::finetune, "finetune"},
+                                                          {p::lora_rank, "lora-rank"},
+                                                          {p::lora_targets, "lora-targets"},
+                                                          {p::fp8_scaling, "fp8-scaling"},
+                                                          {p::grad_reduce_dtype, "grad-reduce-dtype"},
+                                                          {p::overlap_param_gather, "overlap-param-gather"},
+                                                          {p::reshard_after_forward, "reshard-after-forward"},
+                                                          {p::cuda_graphs, "cuda-graphs"},
+                                                          {p::first_stage_layers, "first-stage-layers"},
+                                                          {p::last_stage_layers, "last-stage-layers"},
+                                                          {p::rank_order, "rank-order"},
+                                                          {p::inter_node_bandwidth, "inter-node-bandwidth"},
+                                                          {p::sockets_per_node, "sockets-per-node"},
+                                                          {p::adapters_per_node, "adapters-per-node"},
+                                                          {p::data_ms, "data-ms"},
+                                                          {p::pcie_ms, "pcie-ms"},
+                                                          {p::prefetch, "prefetch"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -74,7 +96,9 @@ bool numeric(sweep_parameter p) {
         case sweep_parameter::gpus: case sweep_parameter::dp: case sweep_parameter::tp: case sweep_parameter::cp:
         case sweep_parameter::pp:
         case sweep_parameter::interleave: case sweep_parameter::zero: case sweep_parameter::gpus_per_node:
-        case sweep_parameter::shard_group:
+        case sweep_parameter::shard_group: case sweep_parameter::lora_rank: case sweep_parameter::first_stage_layers:
+        case sweep_parameter::last_stage_layers: case sweep_parameter::sockets_per_node:
+        case sweep_parameter::adapters_per_node:
             return true;
         default:
             return false;
@@ -84,6 +108,7 @@ bool numeric(sweep_parameter p) {
 // The flag of predict that the parameter replaces (dp has none: it sets --gpus).
 std::string flag_of(sweep_parameter p) {
     if (p == sweep_parameter::dp) return "--gpus";
+    if (p == sweep_parameter::prefetch) return "--no-prefetch";
     return "--" + std::string(to_string(p));
 }
 
@@ -93,6 +118,9 @@ std::string column_of(sweep_parameter p) {
         case sweep_parameter::batch: return "micro_batch";
         case sweep_parameter::link: return "intra_node_link";
         case sweep_parameter::link_bandwidth: return "intra_node_link_GBps";
+        case sweep_parameter::inter_node_bandwidth: return "inter_node_link_GBps";
+        case sweep_parameter::data_ms: return "data_loading_ms";
+        case sweep_parameter::pcie_ms: return "host_to_device_ms";
         default: {
             std::string c(to_string(p));
             for (char& ch : c)
@@ -109,6 +137,20 @@ struct axis {
 };
 
 int parse_int(const axis& a, std::string_view s) { return parse_whole_number("--vary " + a.text, s); }
+
+// A time in ms (data-ms, pcie-ms): a finite number, its range checked where the setup is built.
+double parse_milliseconds(const axis& a, const std::string& s) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(s, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != s.size() || !std::isfinite(v))
+        throw usage_error("--vary " + a.text + ": '" + s + "' is not a number of milliseconds");
+    return v;
+}
 
 // NAME=VALUES: a list, or for numeric parameters a range (parse_value_list).
 axis parse_axis(const std::string& text) {
@@ -154,6 +196,31 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::tp_comm_overlap: f.tp_comm_overlap = v; break;
         case sweep_parameter::schedule: f.schedule = v; break;
         case sweep_parameter::shard_group: f.shard_group = parse_int(a, v); break;
+        case sweep_parameter::model: f.model.name = v; break;
+        case sweep_parameter::finetune: f.finetune = v; break;
+        case sweep_parameter::lora_rank: f.lora_rank = parse_int(a, v); break;
+        case sweep_parameter::lora_targets:  // one list per value: q+v is --lora-targets q,v
+            f.lora_targets = v;
+            std::replace(f.lora_targets.begin(), f.lora_targets.end(), '+', ',');
+            break;
+        case sweep_parameter::fp8_scaling: f.scaling = v; break;
+        case sweep_parameter::grad_reduce_dtype: f.grad_reduce_dtype = v; break;
+        case sweep_parameter::overlap_param_gather: f.overlap_param_gather = v; break;
+        case sweep_parameter::reshard_after_forward: f.reshard_after_forward = v; break;
+        case sweep_parameter::cuda_graphs: f.cuda_graphs = v; break;
+        case sweep_parameter::first_stage_layers: f.first_stage_layers = parse_int(a, v); break;
+        case sweep_parameter::last_stage_layers: f.last_stage_layers = parse_int(a, v); break;
+        case sweep_parameter::rank_order: f.rank_order = v; break;
+        case sweep_parameter::inter_node_bandwidth: f.inter_node_bandwidth = v; break;
+        case sweep_parameter::data_ms: f.data_ms = parse_milliseconds(a, v); break;
+        case sweep_parameter::pcie_ms: f.pcie_ms = parse_milliseconds(a, v); break;
+        case sweep_parameter::sockets_per_node: f.sockets_per_node = parse_int(a, v); break;
+        case sweep_parameter::adapters_per_node: f.adapters_per_node = parse_int(a, v); break;
+        case sweep_parameter::prefetch:  // the inverse of --no-prefetch
+            if (v != "on" && v != "off")
+                throw usage_error("--vary " + a.text + ": prefetch takes on or off, not '" + v + "'");
+            f.no_prefetch = v == "off";
+            break;
     }
 }
 
@@ -178,7 +245,12 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
             if (a.parameter == sweep_parameter::dp && b.parameter == sweep_parameter::gpus)
                 throw usage_error("--vary " + a.text + ": dp and gpus cannot both be varied (gpus = dp x tp x cp x pp)");
     }
-    if (sub->get_option("--model")->count() == 0) throw usage_error("--model: required");
+    const bool model_varied =
+        std::any_of(axes.begin(), axes.end(), [](const axis& a) { return a.parameter == sweep_parameter::model; });
+    if (model_varied && sub->get_option("--model-file")->count() > 0)
+        throw usage_error("--model-file: the model is varied by --vary model=...; give one of them");
+    if (!model_varied && sub->get_option("--model")->count() == 0 && sub->get_option("--model-file")->count() == 0)
+        throw usage_error("--model: required (or vary it: --vary model=NAME,NAME)");
     const bool gpu_varied = std::any_of(axes.begin(), axes.end(), [](const axis& a) { return a.parameter == sweep_parameter::gpu; });
     if (!gpu_varied && sub->get_option("--gpu")->count() == 0)
         throw usage_error("--gpu: required (or vary it: --vary gpu=NAME,NAME)");

@@ -88,7 +88,8 @@ inline std::vector<std::string> setup_columns() {
             "first_stage_layers", "last_stage_layers", "schedule",
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
             "global_batch", "recompute",  "dp_overlap",  "flash_attention", "tp_comm_overlap",
-            "overlap_param_gather"};
+            "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "grad_reduce_dtype", "fp8_scaling",
+            "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node", "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch"};
 }
 
 inline std::vector<table_cell> setup_cells(const training_setup& s) {
@@ -125,7 +126,20 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             text(to_string(l.dp_overlap)),
             s.framework.flash_attention,
             s.framework.tensor_parallel_overlap,
-            s.framework.overlap_parameter_gather};
+            s.framework.overlap_parameter_gather,
+            s.framework.reshard_after_forward,
+            s.framework.cuda_graphs,
+            text(to_string(stored_precision(s).gradients)),
+            fp8_linears(s.precision) ? text(to_string(s.precision.scaling)) : table_cell{},
+            text(to_string(s.finetune.mode)),
+            s.finetune.freezes_base() ? whole(s.finetune.rank) : table_cell{},
+            s.finetune.freezes_base() ? text(lora_targets_text(s.finetune.targets)) : table_cell{},
+            text(to_string(c.order)),
+            whole(c.sockets_per_node),
+            whole(c.adapters_per_node),
+            ms(s.data_loading),
+            ms(s.host_to_device),
+            s.prefetch};
 }
 
 // The figures of a step report that only a layout that runs has.
