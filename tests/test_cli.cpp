@@ -815,7 +815,7 @@ TEST_CASE("plan --train-tokens: the cheapest and the fastest plans that meet the
     CHECK(text.out.find("Cheapest that meets the deadline: " + std::to_string(j["cheapest_gpus"].get<int>()) +
                         " GPUs") != std::string::npos);
     CHECK(text.out.find("ASSUMPTION") != std::string::npos);
-    for (const char* bad : {"plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B",
+    for (const char* bad : {"plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B --max-gpus 0",
                             "plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B --max-gpus 8 --gpus 8",
                             "plan --gpu h100-sxm --model gpt2 --global-batch 8 --gpus 8 --deadline-days 3",
                             "plan --gpu h100-sxm --model gpt2 --global-batch 8 --train-tokens 1B --max-gpus 1000000",
@@ -1249,6 +1249,24 @@ TEST_CASE("counts, GPUs and costs read as people write them", "[cli]") {
                                            "--price-per-gpu-hour 2 --currency usd",
                                            "predict --gpu h100-sxm --model gpt2 --currency EUR",
                                            "plan --gpu h100-sxm --model gpt2 --gpus 8 --global-batch 64 --currency EUR"});
+}
+
+TEST_CASE("plan without --global-batch suggests one; --train-tokens has a default GPU range", "[cli]") {
+    // 2^22 tokens at seq 8192 is 512 samples, a multiple of the 64 GPUs.
+    const auto r = run_cli("plan --gpu h100-sxm --model llama3-8b --gpus 64");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "trainperf: --global-batch: required (samples per optimizer step); e.g. --global-batch 512: about "
+                   "4.19e6 tokens per step at seq 8192, a multiple of the 64 GPUs\n");
+    // gpt2 at 1024 tokens: 4096 samples, on 3 GPUs the nearest multiple of 3.
+    CHECK(run_cli("plan --gpu h100-sxm --model gpt2 --gpus 3").err.find("e.g. --global-batch 4095:") !=
+          std::string::npos);
+    const auto suggested = run_cli("plan --gpu h100-sxm --model llama3-8b --gpus 64 --global-batch 512 --top 1");
+    CHECK(suggested.exit_code == 0);  // the suggestion is a batch the planner takes
+    // --train-tokens without --max-gpus: up to 4096.
+    const auto run = run_json("plan --gpu h100-sxm --model gpt2 --global-batch 512 --train-tokens 1e9 --json");
+    REQUIRE(run["counts"].is_array());
+    CHECK(run["counts"].back()["gpus"] == 4096);
 }
 
 TEST_CASE("sweep varies every flag of predict that describes the run", "[cli][sweep]") {

@@ -11,6 +11,7 @@
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/search/layout_search.hpp>
 #include <trainperf/io/report_table.hpp>
+#include <trainperf/search/batch_suggestion.hpp>
 #include <trainperf/search/training_plan.hpp>
 
 #include <algorithm>
@@ -116,6 +117,17 @@ void print_counts_narrow(const training_plan_request& request, const training_pl
     print_narrow_table("GPUs", layouts, request.layouts.base.framework, out);
 }
 
+// --global-batch is required; without it the error suggests one for the run's sequence,
+// a multiple of `gpus` (search/batch_suggestion.hpp).
+void require_global_batch(const CLI::App* sub, const training_setup& s, int gpus, const std::string& multiple_of) {
+    if (sub->get_option("--global-batch")->count() > 0) return;
+    const int seq = sequence_length(s);
+    throw usage_error("--global-batch: required (samples per optimizer step); e.g. --global-batch " +
+                      std::to_string(suggested_global_batch(seq, gpus)) + ": about " +
+                      count_text(suggested_tokens_per_step) + " tokens per step at seq " + std::to_string(seq) +
+                      ", a multiple of " + multiple_of);
+}
+
 // --train-tokens: every GPU count up to --max-gpus, the fastest layout of each, and
 // the cheapest and fastest that meet the deadline.
 void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
@@ -125,19 +137,20 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         throw usage_error("--top: with --train-tokens each GPU count shows its fastest layout; leave --top out");
     if (opt.no_fold)
         throw usage_error("--no-fold: with --train-tokens each GPU count shows its fastest layout; nothing is folded");
-    if (opt.max_gpus == 0) throw usage_error("--max-gpus: required with --train-tokens (the largest GPU count tried)");
     if (sub->get_option("--currency")->count() > 0 && opt.price_per_gpu_hour == 0)
         throw usage_error("--currency: needs --price-per-gpu-hour");
     training_plan_request request;
     request.layouts.base = opt.flags.build().get();
+    const int node = opt.flags.gpus_per_node > 0 ? opt.flags.gpus_per_node : default_gpus_per_node;
+    require_global_batch(sub, request.layouts.base, node, "a node's " + gpus_text(node));
     request.layouts.global_batch = opt.global_batch;
     request.layouts.max_micro_batch = opt.max_micro_batch;
     request.layouts.allow_offload = opt.offload;
     request.train_tokens = parse_count("--train-tokens", opt.train_tokens);
     request.deadline_days = opt.deadline_days;
     request.price_per_gpu_hour = opt.price_per_gpu_hour;
-    request.gpus_per_node = opt.flags.gpus_per_node > 0 ? opt.flags.gpus_per_node : default_gpus_per_node;
-    request.max_gpus = opt.max_gpus;
+    request.gpus_per_node = node;
+    if (sub->get_option("--max-gpus")->count() > 0) request.max_gpus = opt.max_gpus;
     plan_options options;
     options.threads = opt.threads;
     const training_plan result = plan_training(request, options);
@@ -259,6 +272,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     plan_request request;
     request.base = opt.flags.build().get();
     request.gpus = request.base.layout.gpus();
+    require_global_batch(sub, request.base, request.gpus, "the " + gpus_text(request.gpus));
     request.global_batch = opt.global_batch;
     request.max_micro_batch = opt.max_micro_batch;
     request.allow_offload = opt.offload;
@@ -311,7 +325,8 @@ const command_registration registration{32, [](CLI::App& app, std::ostream& out)
     auto opt = std::make_shared<plan_flags>();
     auto* sub = app.add_subcommand("plan", "Best layouts for a model on N GPUs (exhaustive search)");
     opt->flags.add_to(sub, true, flag_set::system_only);
-    sub->add_option("--global-batch", opt->global_batch, "Samples per optimizer step")->required();
+    sub->add_option("--global-batch", opt->global_batch,
+                    "Required: samples per optimizer step (without it, the error suggests one)");
     sub->add_option("--max-micro-batch", opt->max_micro_batch,
                     "Largest micro-batch tried (default 0: every divisor of the per-replica batch)");
     sub->add_option("--threads", opt->threads, "Search threads (default 0: one per hardware thread)");
@@ -335,7 +350,9 @@ const command_registration registration{32, [](CLI::App& app, std::ostream& out)
     sub->add_option("--price-per-gpu-hour", opt->price_per_gpu_hour, "With --train-tokens: cost per GPU-hour");
     sub->add_option("--currency", opt->currency,
                     "With --price-per-gpu-hour: its currency, an ISO 4217 code printed beside every cost (default USD)");
-    sub->add_option("--max-gpus", opt->max_gpus, "With --train-tokens: the largest GPU count tried (at most 65536)");
+    sub->add_option("--max-gpus", opt->max_gpus,
+                    "With --train-tokens: the largest GPU count tried (at most 65536; default " +
+                        std::to_string(default_training_plan_max_gpus) + ")");
     sub->callback([opt, sub, &out] { run(*opt, sub, out); });
 }};
 

@@ -9,6 +9,7 @@
 #include "core/catalog_lookup.hpp"
 #include "core/dtype.hpp"
 #include "core/enum_names.hpp"
+#include "core/enum_set.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "core/units.hpp"
@@ -49,6 +50,7 @@
 #include "cost/step_prices.hpp"
 #include "cost/training_run.hpp"
 
+#include "search/batch_suggestion.hpp"
 #include "search/data_parallel_scaling.hpp"
 #include "search/fit_advice.hpp"
 #include "search/fit_table.hpp"

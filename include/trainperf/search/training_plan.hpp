@@ -27,6 +27,11 @@ namespace trainperf {
 // 2^16 GPUs each; no published run is larger.
 inline constexpr int max_training_plan_gpus = 1 << 16;
 
+// ASSUMPTION: the GPU counts a plan tries when the caller names no limit: up to 4096
+// (512 nodes of 8), the scale of the clusters most pre-training runs are planned on; a
+// 70B model's plan on H100 searches them in a few seconds on 2 cores.
+inline constexpr int default_training_plan_max_gpus = 4096;
+
 struct training_plan_request {
     plan_request layouts{};          // system, model, recipe, global batch, micro-batch cap, offload;
                                      // layouts.gpus is ignored (every count is tried)
@@ -34,7 +39,7 @@ struct training_plan_request {
     double deadline_days = 0;        // 0: no deadline
     double price_per_gpu_hour = 0;   // 0: no cost wanted
     int gpus_per_node = default_gpus_per_node;  // the node; smaller counts share one node
-    int max_gpus = 0;                // the largest count tried
+    int max_gpus = default_training_plan_max_gpus;  // the largest count tried
 };
 
 // The fastest layout that fits on one GPU count, and the whole run with it.
