@@ -328,6 +328,37 @@ TEST_CASE("every catalog model and framework round-trips through its description
     }
 }
 
+TEST_CASE("GPU and model files carry their derived figures, checked when read", "[descriptions]") {
+    // gpt2 by hand: PaLM's N is every layer's parameters (12·h² + 13·h = 7,087,872 at
+    // h = 768) and the head (the embeddings are lookups): 12·7,087,872 + 50257·768 =
+    // 123,651,840; 6·N = 741,911,040 and 12·L·h·T = 12·12·768·1024 = 113,246,208 FLOPs per
+    // token at its 1024 positions. Its parameters, embeddings included: 124,439,808.
+    const nlohmann::json m = io::model_to_json(gpt2::config);
+    CHECK(m["derived"]["parameters"] == 124439808.0);
+    CHECK(m["derived"]["training_length"] == 1024);
+    CHECK(m["derived"]["model_flops_per_token"] == 741911040.0 + 113246208.0);
+    // H100 SXM: 85,520,809,984 B reported (79.647 GiB); BF16 989.4 TFLOP/s over 3.35 TB/s.
+    const nlohmann::json g = io::gpu_to_json(h100_sxm::spec);
+    CHECK(g["derived"]["memory_GB"].get<double>() == Approx(85.520809984));
+    CHECK(g["derived"]["memory_GiB"].get<double>() == Approx(85.520809984e9 / 1073741824.0));
+    CHECK(g["derived"]["ridge_point_flops_per_byte"]["bf16"].get<double>() ==
+          Approx(h100_sxm::spec.peak.bf16->value() / h100_sxm::spec.memory_bandwidth.value()));
+    // Optional when read; a stale figure is an error naming it.
+    nlohmann::json without = m;
+    without.erase("derived");
+    CHECK(io::model_to_json(io::model_from_json(without)) == m);
+    nlohmann::json stale = m;
+    stale["layers"] = 24;
+    CHECK_THROWS_WITH(io::model_from_json(stale), Catch::StartsWith("derived.") &&
+                                                      Catch::Contains("does not match the description"));
+    nlohmann::json unknown = g;
+    unknown["derived"]["speed"] = 1;
+    CHECK_THROWS_WITH(io::gpu_from_json(unknown), Catch::Contains("derived.speed"));
+    nlohmann::json edited = g;
+    edited["memory_reported_bytes"] = 80e9;
+    CHECK_THROWS_WITH(io::gpu_from_json(edited), Catch::Contains("derived.memory_GB"));
+}
+
 TEST_CASE("a system file builds the cluster the same flags build", "[descriptions]") {
     // Two nodes of 8 H100 on NVLink, 4 NDR adapters per node, written out.
     const system_description d{.name = "dgx-h100-half-rails",
@@ -579,6 +610,7 @@ TEST_CASE("Hugging Face configs map onto the architecture options", "[descriptio
     CHECK_THROWS_WITH(io::model_from_json(none), "layers = 0: must be an integer in [1, 1000]");
     nlohmann::json without = io::model_to_json(mistral);
     without.erase("train_seq");
+    without.erase("derived");  // computed at the training length the key gave
     CHECK(training_length(io::model_from_json(without)) == 32768);
     const auto qwen = io::load_model_file(hf_config("Qwen2-7B.json"));
     CHECK(qwen.qkv_bias_only);

@@ -170,6 +170,30 @@ enum_set<E> enum_list(const json& j, std::string_view context, std::string_view 
     return set;
 }
 
+// A description's "derived" object: figures computed from its other fields (parameters,
+// GiB, ...), written for people and programs that read the file. Optional when read;
+// where given, each must be one of `computed`'s and equal to it (numbers within a relative
+// 1e-9), so that an edited field with a stale figure beside it is an error, not a
+// silent mismatch.
+inline void check_derived(const json& j, const json& computed) {
+    if (!j.contains("derived")) return;
+    const auto& d = field(j, "", "derived");
+    require(d.is_object(), "derived", shown(d), "must be an object of figures computed from the other fields");
+    for (auto it = d.begin(); it != d.end(); ++it) {
+        const std::string name = "derived." + it.key();
+        require(computed.contains(it.key()), name, shown(it.value()), "is not a derived figure of this description");
+        const json& want = computed[it.key()];
+        bool same = want == it.value();
+        if (!same && want.is_number() && it.value().is_number()) {
+            const double a = want.get<double>(), b = it.value().get<double>();
+            same = std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+        }
+        require(same, name, shown(it.value()),
+                "does not match the description (" + want.dump() +
+                    "): derived figures are computed from the other fields; delete them or correct those");
+    }
+}
+
 inline void schema(const json& j, std::string_view expected) {
     const auto& v = field(j, "", "schema");
     require(v.is_string() && v.get<std::string>() == expected, "schema", shown(v),

@@ -75,6 +75,20 @@ inline link_spec link_from_json(const nlohmann::json& j, std::string_view contex
     return l;
 }
 
+// Figures computed from a GPU's fields ("derived", io/description_file.hpp check_derived):
+// the memory a process sees (memory_reported_bytes where given, else memory_bytes) in GB
+// (1e9 B) and GiB (2^30 B), and the ridge point of each number format it has: its dense
+// peak over the memory bandwidth, the FLOPs per byte of DRAM traffic above which a kernel
+// can be compute-bound (Williams et al. 2009, "Roofline").
+inline nlohmann::json gpu_derived(const gpu_spec& g) {
+    nlohmann::json ridge = nlohmann::json::object();
+    for (dtype t : all_dtypes)
+        if (const auto p = g.peak.of(t)) ridge[std::string(to_string(t))] = p->value() / g.memory_bandwidth.value();
+    return {{"memory_GB", g.device_memory().value() / 1e9},
+            {"memory_GiB", g.device_memory().value() / 1073741824.0},
+            {"ridge_point_flops_per_byte", ridge}};
+}
+
 inline nlohmann::json gpu_to_json(const gpu_spec& g) {
     nlohmann::json peaks = nlohmann::json::object();
     for (dtype t : all_dtypes) {
@@ -99,7 +113,8 @@ inline nlohmann::json gpu_to_json(const gpu_spec& g) {
             {"host_link", link_to_json(g.host_link)},
             {"tdp_watts", g.tdp_watts},
             {"memory_shared_with_host", g.memory_shared_with_host},
-            {"pcie_peer_to_peer", g.pcie_peer_to_peer}};
+            {"pcie_peer_to_peer", g.pcie_peer_to_peer},
+            {"derived", gpu_derived(g)}};
 }
 
 // The GPU a description holds. Names are kept for the program's lifetime (keep_text).
@@ -112,7 +127,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
                    "boost_clock_hertz", "sustained_clock_hertz", "l2_cache_bytes",
                    "memory_bytes", "memory_reported_bytes", "memory_bandwidth_bytes_per_second",
                    "peak_dense_flops_per_second", "gpu_link", "host_link", "tdp_watts", "memory_shared_with_host",
-                   "pcie_peer_to_peer"});
+                   "pcie_peer_to_peer", "derived"});
     dd::schema(j, gpu_schema);
     gpu_spec g;
     g.name = keep_text(dd::name_text(j, "", "name"));
@@ -182,6 +197,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     g.memory_shared_with_host = dd::boolean(j, "", "memory_shared_with_host");
     g.pcie_peer_to_peer = dd::boolean(j, "", "pcie_peer_to_peer");
     validate(g);  // the library's own ranges (core/limits.hpp) besides the stricter ones above
+    dd::check_derived(j, gpu_derived(g));
     return g;
 }
 

@@ -23,11 +23,25 @@
 #include <nlohmann/json.hpp>
 
 #include "../spec/model.hpp"
+#include "../workload/flops.hpp"
 #include "description_file.hpp"
 
 namespace trainperf::io {
 
 inline constexpr std::string_view model_schema = "trainperf.model.v1";
+
+// Figures computed from a model's fields ("derived", io/description_file.hpp check_derived):
+// its parameters, the sequence it trains at by default (spec/model.hpp training_length:
+// train_seq, else max_seq; 0 when neither is known) and PaLM's model FLOPs per token
+// trained at it (workload/flops.hpp; null without a length).
+inline nlohmann::json model_derived(const transformer_config& m) {
+    const int length = training_length(m);
+    return {{"parameters", parameter_count(m)},
+            {"training_length", length},
+            {"model_flops_per_token",
+             length > 0 ? nlohmann::json(palm_training_flops_per_sample(m, length).value() / length)
+                        : nlohmann::json(nullptr)}};
+}
 
 inline nlohmann::json model_to_json(const transformer_config& m) {
     return {{"schema", std::string(model_schema)},
@@ -54,7 +68,8 @@ inline nlohmann::json model_to_json(const transformer_config& m) {
             {"pooler", m.pooler},
             {"dropout", m.dropout},
             {"activation", std::string(to_string(m.activation))},
-            {"code", std::string(to_string(m.code))}};
+            {"code", std::string(to_string(m.code))},
+            {"derived", model_derived(m)}};
 }
 
 // Upper bounds far above any published model (a typo or a unit slip lands beyond them).
@@ -71,7 +86,7 @@ inline transformer_config model_from_json(const nlohmann::json& j) {
                   {"schema", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "max_seq", "train_seq", "ffn",
                    "positions", "norm", "tied_embeddings", "linear_biases", "qkv_biases", "qkv_bias_only",
                    "norms_per_layer", "attention_head_dim", "causal", "token_types", "pooler", "dropout",
-                   "activation", "code"});
+                   "activation", "code", "derived"});
     dd::schema(j, model_schema);
     transformer_config m;
     m.name = keep_text(dd::name_text(j, "", "name"));
@@ -101,6 +116,7 @@ inline transformer_config model_from_json(const nlohmann::json& j) {
     require(m.positions != position_kind::learned || m.max_seq > 0, "max_seq", m.max_seq,
             "must be positive with learned positions (it is the position table's size)");
     validate(m);
+    dd::check_derived(j, model_derived(m));
     return m;
 }
 
