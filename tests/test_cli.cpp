@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <cstdlib>
 #include <sstream>
 #include <set>
@@ -1331,4 +1332,107 @@ TEST_CASE("sweep varies the framework's switches, the schedule and the shard gro
                                 "--vary shard-group=0,8 --json");
     CHECK(shard["points"][1]["shard_group"] == 8);
     check_refused(std::vector<std::string>{"sweep --gpu h100-sxm --model gpt2 --vary flash-attention=maybe"});
+}
+
+TEST_CASE("plan --framework any ranks every framework's layouts together", "[cli][plan][framework]") {
+    // llama2-7b on 8 H100, global batch 64: Megatron-Core's layouts are the fastest; with
+    // LoRA, DeepSpeed's and the Hugging Face Trainer's alternate.
+    struct request {
+        std::string args;
+        std::vector<std::string> searched;
+        std::set<std::string> listed;  // frameworks among the ten fastest
+    };
+    const std::string base = "plan --gpu h100-sxm --model llama2-7b --gpus 8 --global-batch 64 --framework any";
+    for (const request& r : {request{base, {"pytorch-eager", "megatron", "deepspeed", "megatron-core"}, {"megatron-core"}},
+                             request{base + " --finetune lora", {"pytorch-eager", "deepspeed"},
+                                     {"pytorch-eager", "deepspeed"}}}) {
+        INFO(r.args);
+        const auto j = run_json(r.args + " --json");
+        CHECK(j["frameworks_searched"] == nlohmann::json(r.searched));
+        CHECK(j["frameworks_skipped"].size() == 4 - r.searched.size());
+        REQUIRE(j["best"].size() == 10);
+        std::set<std::string> listed;
+        double previous = 0;
+        for (const auto& c : j["best"]) {
+            const std::string command = c["predict_command"].get<std::string>();
+            INFO(command);
+            listed.insert(c["framework"].get<std::string>());
+            CHECK(command.find(" --framework " + c["framework"].get<std::string>() + " ") != std::string::npos);
+            CHECK(c["step_time_seconds"].get<double>() >= previous);
+            previous = c["step_time_seconds"].get<double>();
+            // Each row's predict command gives the plan's step.
+            const auto predicted = run_json(command.substr(std::string("trainperf ").size()) + " --json");
+            CHECK(predicted["step_time_seconds"].get<double>() ==
+                  Approx(c["step_time_seconds"].get<double>()).epsilon(1e-12));
+        }
+        CHECK(listed == r.listed);
+        // The text: a framework column, within 120 columns; the fastest as a predict command.
+        const auto text = run_cli(r.args);
+        REQUIRE(text.exit_code == 0);
+        for (const std::string& line : lines_of(text.out)) {
+            INFO(line);
+            CHECK(line.size() <= 120);
+        }
+        CHECK(text.out.find("(any framework, bf16, adamw") != std::string::npos);
+        CHECK(text.out.find("Frameworks searched: " + r.searched[0] + ", ") != std::string::npos);
+        CHECK(text.out.find("#       framework  dp") != std::string::npos);
+        CHECK(joined_predict_command(text.out) == j["best"][0]["predict_command"].get<std::string>());
+        // --wide names each layout's framework; the CSV has each row's.
+        const auto wide = run_cli(r.args + " --wide");
+        REQUIRE(wide.exit_code == 0);
+        CHECK(wide.out.find("1. " + j["best"][0]["framework"].get<std::string>() + ": ") != std::string::npos);
+        const auto csv = trainperf::testing::csv_rows(run_cli(r.args + " --csv").out);
+        REQUIRE(csv.size() == j["best"].size());
+        for (std::size_t i = 0; i < csv.size(); ++i) {
+            CHECK(csv[i].at("framework") == j["best"][i]["framework"].get<std::string>());
+            CHECK(std::stod(csv[i].at("step_time_ms")) ==
+                  Approx(j["best"][i]["step_time_seconds"].get<double>() * 1e3).epsilon(1e-12));
+        }
+    }
+    // Wider plans stay within 120 columns too (cp and uneven splits, offload).
+    for (const std::string args : {"--gpu h100-sxm --model llama3-70b --gpus 64 --global-batch 512",
+                                   "--gpu a100-sxm-80gb --model llama2-70b --gpus 8 --global-batch 32 --offload"}) {
+        INFO(args);
+        const auto text = run_cli("plan " + args + " --framework any");
+        REQUIRE(text.exit_code == 0);
+        CHECK(widest_line(text.out) <= 120);
+    }
+}
+
+TEST_CASE("plan --framework any leaves out the frameworks that do not train the recipe", "[cli][plan][framework]") {
+    const std::string request = "plan --gpu h100-sxm --model llama2-7b --gpus 8 --global-batch 64 --framework any";
+    // fp8: Megatron-Core only; the others named, with why.
+    const auto fp8 = run_json(request + " --precision fp8 --top 3 --json");
+    CHECK(fp8["frameworks_searched"] == nlohmann::json::array({"megatron-core"}));
+    REQUIRE(fp8["frameworks_skipped"].size() == 3);
+    for (const auto& s : fp8["frameworks_skipped"]) {
+        INFO(s.dump());
+        CHECK(s["reason"].get<std::string>().find("precision = fp8") != std::string::npos);
+        CHECK(s["reason"].get<std::string>().find("framework " + s["framework"].get<std::string>()) !=
+              std::string::npos);
+    }
+    for (const auto& c : fp8["best"]) CHECK(c["framework"] == "megatron-core");
+    const auto text = run_cli(request + " --precision fp8 --top 3");
+    REQUIRE(text.exit_code == 0);
+    CHECK(widest_line(text.out) <= 120);
+    CHECK(text.out.find("Left out, megatron: precision = fp8") != std::string::npos);
+    // 8-bit Adam: the Hugging Face Trainer, with or without DeepSpeed.
+    const auto adam8bit = run_json(request + " --optimizer adam8bit --top 3 --json");
+    CHECK(adam8bit["frameworks_searched"] == nlohmann::json::array({"pytorch-eager", "deepspeed"}));
+    CHECK(adam8bit["frameworks_skipped"].size() == 2);
+}
+
+TEST_CASE("only plan takes --framework any, and not with --train-tokens", "[cli][plan][framework]") {
+    const std::string model = " --gpu h100-sxm --model llama2-7b --framework any";
+    check_refused(std::vector<std::string>{
+        "predict" + model,
+        "memory" + model,
+        "fit" + model + " --gpus 8",
+        "scale" + model + " --gpus 8",
+        "plan" + model + " --global-batch 64 --train-tokens 1T --max-gpus 16",
+        // No framework trains fp8 with 8-bit Adam.
+        "plan" + model + " --gpus 8 --global-batch 64 --precision fp8 --optimizer adam8bit",
+    });
+    const auto r = run_cli("predict" + model);
+    CHECK(r.err.find("--framework = any") != std::string::npos);
 }

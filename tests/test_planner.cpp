@@ -1,6 +1,7 @@
 #include <trainperf/spec/gpu_catalog.hpp>
 #include <trainperf/spec/model_catalog.hpp>
 #include <trainperf/spec/layout_text.hpp>
+#include <trainperf/search/framework_search.hpp>
 #include <trainperf/search/layout_search.hpp>
 
 #include <cmath>
@@ -709,4 +710,109 @@ TEST_CASE("folding keeps the fastest layout of each of the fastest families", "[
         check_same_list(plan(request, four).best, folded.best);
     }
     CHECK(changed_a_list);
+}
+
+namespace {
+// Every catalog framework's plan of `request` (those that train its fine-tuning mode), merged in the planner's order (ties: the
+// earlier framework first), the `top` first: what plan_across must return.
+std::vector<std::pair<plan_candidate, std::string>> merged_plans(const plan_request& request,
+                                                                 const plan_options& options) {
+    std::vector<std::pair<plan_candidate, std::string>> all;
+    for (const framework_profile& fw : framework_profiles) {
+        if (!fw.finetune_modes.contains(request.base.finetune.mode)) continue;
+        for (const plan_candidate& c : plan(with_framework(request, fw), options).best)
+            all.emplace_back(c, std::string(fw.name));
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return planner_detail::ranks_before(a.first, b.first); });
+    if (all.size() > options.top) all.resize(options.top);
+    return all;
+}
+}  // namespace
+
+TEST_CASE("a search across frameworks is every framework's plan, merged by step time", "[planner][framework]") {
+    // llama2-7b on 8 H100, global batch 64: Megatron-Core's layouts lead, Megatron-LM's
+    // reach the 400 fastest families; with LoRA (the Hugging Face Trainer with or without
+    // DeepSpeed) the two alternate from the first rows on.
+    struct search {
+        finetune_mode finetune;
+        std::size_t top;
+        bool fold;
+        std::set<std::string> winners;  // frameworks among the best
+    };
+    for (const search& c : {search{finetune_mode::full, 400, true, {"megatron-core", "megatron"}},
+                            search{finetune_mode::full, 100, false, {"megatron-core"}},
+                            search{finetune_mode::lora, 20, true, {"deepspeed", "pytorch-eager"}},
+                            search{finetune_mode::lora, 20, false, {"deepspeed", "pytorch-eager"}}}) {
+        auto request = llama_on_h100s(8, 64);
+        request.base.finetune.mode = c.finetune;
+        INFO(to_string(c.finetune) << ", top " << c.top << ", fold " << c.fold);
+        plan_options options;
+        options.top = c.top;
+        options.fold_variants = c.fold;
+        const framework_plan_result across = plan_across(request, framework_profiles, options);
+        CHECK(across.folded == c.fold);
+        CHECK(across.searched.size() + across.skipped.size() == framework_profiles.size());
+        const auto expected = merged_plans(request, options);
+        REQUIRE(across.best.size() == expected.size());
+        REQUIRE(across.framework_of.size() == across.best.size());
+        std::set<std::string> winners;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            INFO("rank " << i + 1);
+            CHECK(across.best[i].report.step_time == expected[i].first.report.step_time);
+            CHECK(to_string(across.best[i].layout) == to_string(expected[i].first.layout));
+            CHECK(across.best[i].switches == expected[i].first.switches);
+            CHECK(across.framework(i).name == expected[i].second);
+            winners.insert(expected[i].second);
+            // The setup of each row predicts exactly its step, with its framework.
+            const training_setup s = setup_of(request, across, i);
+            CHECK(s.framework.name == expected[i].second);
+            CHECK(predict(s).step_time == across.best[i].report.step_time);
+        }
+        CHECK(winners == c.winners);
+        // The counts are the frameworks' counts summed.
+        long long candidates = 0;
+        for (const framework_profile& fw : across.searched) candidates += plan(with_framework(request, fw), options).candidates;
+        CHECK(across.candidates == candidates);
+        CHECK(across.evaluated + across.pruned == across.candidates);
+    }
+}
+
+TEST_CASE("a search across frameworks leaves out those that do not train the recipe", "[planner][framework]") {
+    auto request = llama_on_h100s(8, 64);
+    plan_options options;
+    options.top = 5;
+    const auto names = [](const framework_plan_result& r) {
+        std::set<std::string> searched;
+        for (const framework_profile& fw : r.searched) searched.insert(std::string(fw.name));
+        return searched;
+    };
+    // fp8: Megatron-Core with Transformer Engine only.
+    request.base.precision = recipe(precision_kind::fp8);
+    const framework_plan_result fp8 = plan_across(request, framework_profiles, options);
+    CHECK(names(fp8) == std::set<std::string>{"megatron-core"});
+    REQUIRE(fp8.skipped.size() == 3);
+    for (const skipped_framework& s : fp8.skipped) {
+        INFO(s.reason);
+        CHECK(s.reason.find("precision = fp8") != std::string::npos);
+        CHECK(s.reason.find("framework " + s.framework) != std::string::npos);
+    }
+    for (std::size_t i = 0; i < fp8.best.size(); ++i) CHECK(fp8.framework(i).name == "megatron-core");
+    // 8-bit Adam: the Hugging Face Trainer, with or without DeepSpeed.
+    request.base.precision = recipe(precision_kind::bf16);
+    request.base.optimizer = optimizer_kind::adam8bit;
+    const framework_plan_result adam8bit = plan_across(request, framework_profiles, options);
+    CHECK(names(adam8bit) == std::set<std::string>{"pytorch-eager", "deepspeed"});
+    REQUIRE(adam8bit.skipped.size() == 2);
+    for (const skipped_framework& s : adam8bit.skipped)
+        CHECK(s.reason.find("optimizer = adam8bit") != std::string::npos);
+    // No framework trains fp8 with 8-bit Adam: an error naming each one's reason.
+    request.base.precision = recipe(precision_kind::fp8);
+    CHECK_THROWS_WITH(plan_across(request, framework_profiles, options),
+                      Catch::Contains("none of them trains this") && Catch::Contains("framework megatron-core") &&
+                          Catch::Contains("framework pytorch-eager"));
+    // What no framework can change is an error, as for plan().
+    request = llama_on_h100s(8, 64);
+    request.gpus = 0;
+    CHECK_THROWS_WITH(plan_across(request, framework_profiles, options), Catch::Contains("gpus = 0"));
 }

@@ -1,5 +1,6 @@
 // `trainperf plan`: the fastest layouts that fit, for a model on N GPUs and a global
-// batch, found by predicting every valid layout. By default one layout per family
+// batch, found by predicting every valid layout of the framework (with --framework any,
+// of every framework, search/framework_search.hpp). By default one layout per family
 // (search/layout_search.hpp same_family) in text that fits 120 columns; --wide every
 // layout in full with its predict command.
 #include "cli.hpp"
@@ -9,6 +10,7 @@
 
 #include <trainperf/io/plan_json.hpp>
 #include <trainperf/spec/layout_text.hpp>
+#include <trainperf/search/framework_search.hpp>
 #include <trainperf/search/layout_search.hpp>
 #include <trainperf/io/report_table.hpp>
 #include <trainperf/search/batch_suggestion.hpp>
@@ -65,11 +67,16 @@ void print_counts_wide(const training_plan_request& request, const training_plan
     t.print(out);
 }
 
-// The columns of a layout's step in the narrow tables.
-std::vector<std::string> step_headers() { return {"step (ms)", "tokens/s", "MFU", "mem (GiB)", "bottleneck"}; }
-std::vector<std::string> step_cells(const step_report& r) {
-    return {fixed(r.step_time.value() * 1e3, 1), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
-            fixed(to_gib(r.memory.total()).value(), 1), std::string(to_string(r.bottleneck))};
+// The columns of a layout's step in the narrow tables; tokens/s only `with_tokens`.
+std::vector<std::string> step_headers(bool with_tokens) {
+    if (!with_tokens) return {"step (ms)", "MFU", "mem (GiB)", "bottleneck"};
+    return {"step (ms)", "tokens/s", "MFU", "mem (GiB)", "bottleneck"};
+}
+std::vector<std::string> step_cells(const step_report& r, bool with_tokens) {
+    std::vector<std::string> cells{fixed(r.step_time.value() * 1e3, 1), fixed(100 * r.mfu, 1) + " %",
+                                   fixed(to_gib(r.memory.total()).value(), 1), std::string(to_string(r.bottleneck))};
+    if (with_tokens) cells.insert(cells.begin() + 1, fixed(r.tokens_per_second, 0));
+    return cells;
 }
 
 template <class T>
@@ -77,32 +84,47 @@ void append(std::vector<T>& to, const std::vector<T>& more) {
     to.insert(to.end(), more.begin(), more.end());
 }
 
-// Layouts in narrow columns, each row after its label (a rank, a GPU count), the rest of
-// each beside the table or below it, then what the short headers mean.
-void print_narrow_table(const std::string& label_header,
-                        const std::vector<std::pair<std::string, const plan_candidate*>>& layouts,
-                        const framework_profile& base, std::ostream& out) {
+// A layout printed: its label (a rank, a GPU count), the candidate and the framework it
+// runs with (the request's, or with --framework any its own).
+struct layout_row {
+    std::string label;
+    const plan_candidate* candidate;
+    const framework_profile* framework;
+};
+
+// Layouts in narrow columns, each row after its label, the rest of each beside the table
+// or below it, then what the short headers mean. With `with_framework` (a search across
+// frameworks) each row's framework follows its label, in place of tokens/s: every row
+// of a plan runs the same tokens per step, so its tokens/s follows from its step time.
+void print_narrow_table(const std::string& label_header, const std::vector<layout_row>& layouts,
+                        bool with_framework, std::ostream& out) {
     const bool with_cp =
-        std::any_of(layouts.begin(), layouts.end(), [](const auto& l) { return l.second->layout.cp > 1; });
+        std::any_of(layouts.begin(), layouts.end(), [](const layout_row& l) { return l.candidate->layout.cp > 1; });
     std::vector<std::vector<std::string>> rows{{label_header}};
+    if (with_framework) rows[0].emplace_back("framework");
     append(rows[0], layout_headers(with_cp));
-    append(rows[0], step_headers());
+    append(rows[0], step_headers(!with_framework));
     std::vector<std::string> rest;
-    for (const auto& [label, c] : layouts) {
+    for (const auto& [label, c, fw] : layouts) {
         rows.push_back({label});
+        if (with_framework) rows.back().emplace_back(fw->name);
         append(rows.back(), layout_cells(c->layout, with_cp));
-        append(rows.back(), step_cells(c->report));
-        rest.push_back(layout_rest(c->layout, describe_changes(c->switches, base), base.overlap_data_parallel_sync));
+        append(rows.back(), step_cells(c->report, !with_framework));
+        rest.push_back(layout_rest(c->layout, describe_changes(c->switches, *fw), fw->overlap_data_parallel_sync));
     }
     print_with_rest(out, std::move(rows), rest, "other");
     out << wrap_words(layout_legend()) << "\n";
+    if (with_framework)
+        out << wrap_words("framework: its --framework; tokens/s (the step's tokens over its time) is in --wide, "
+                          "--json and --csv")
+            << "\n";
 }
 
 // Narrow: the counts' runs in one table, their fastest layouts in narrow columns in another.
 void print_counts_narrow(const training_plan_request& request, const training_plan& result,
                          const std::string& currency, std::ostream& out) {
     table runs({"GPUs", "days", "GPU-hours", "energy (MWh)", cost_header(request, currency), "meets deadline"});
-    std::vector<std::pair<std::string, const plan_candidate*>> layouts;
+    std::vector<layout_row> layouts;
     for (const gpu_count_plan& c : result.counts) {
         if (!c.best) {
             runs.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "no layout fits"});
@@ -110,11 +132,11 @@ void print_counts_narrow(const training_plan_request& request, const training_pl
         }
         runs.add_row({std::to_string(c.gpus), days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
                       request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no"});
-        layouts.emplace_back(std::to_string(c.gpus), &*c.best);
+        layouts.push_back({std::to_string(c.gpus), &*c.best, &request.layouts.base.framework});
     }
     runs.print(out);
     out << "\nThe fastest layout of each GPU count:\n";
-    print_narrow_table("GPUs", layouts, request.layouts.base.framework, out);
+    print_narrow_table("GPUs", layouts, false, out);
 }
 
 // --global-batch is required; without it the error suggests one for the run's sequence,
@@ -209,52 +231,72 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     if (!opt.wide) out << "--wide: each GPU count's layout in full in one table.\n";
 }
 
-// --wide: each layout in full, then each as its predict command, on long lines.
-void print_layouts_wide(const plan_flags& opt, const plan_request& request, const plan_result& result,
-                        std::ostream& out) {
-    const auto& s = request.base;
+// The layouts a search kept, fastest first, each with its framework and the setup
+// predict rebuilds; `across`: found by a search across frameworks.
+struct planned_layouts {
+    std::vector<layout_row> rows;
+    std::vector<training_setup> setups;
+    bool across = false, folded = false;
+};
+
+planned_layouts planned_of(const plan_request& request, const plan_result& result) {
+    planned_layouts p{.folded = result.folded};
+    for (const plan_candidate& c : result.best) {
+        p.rows.push_back({std::to_string(p.rows.size() + 1), &c, &request.base.framework});
+        p.setups.push_back(setup_of(request.base, c));
+    }
+    return p;
+}
+
+planned_layouts planned_of(const plan_request& request, const framework_plan_result& result) {
+    planned_layouts p{.across = true, .folded = result.folded};
+    for (std::size_t i = 0; i < result.best.size(); ++i) {
+        p.rows.push_back({std::to_string(i + 1), &result.best[i], &result.framework(i)});
+        p.setups.push_back(setup_of(request, result, i));
+    }
+    return p;
+}
+
+// --wide: each layout in full (after its framework, across frameworks), then each as its
+// predict command, on long lines.
+void print_layouts_wide(const plan_flags& opt, const planned_layouts& p, std::ostream& out) {
     table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
-    int rank = 1;
-    for (const auto& c : result.best)
-        t.add_row({std::to_string(rank++) + ". " + describe(c.layout) + describe_changes(c.switches, s.framework),
-                   fixed(c.report.step_time.value() * 1e3, 1),
-                   fixed(c.report.tokens_per_second, 0), fixed(100 * c.report.mfu, 1) + " %",
-                   fixed(to_gib(c.report.memory.total()).value(), 1), std::string(to_string(c.report.bottleneck))});
+    for (const auto& [label, c, fw] : p.rows)
+        t.add_row({label + ". " + (p.across ? std::string(fw->name) + ": " : "") + describe(c->layout) +
+                       describe_changes(c->switches, *fw),
+                   fixed(c->report.step_time.value() * 1e3, 1), fixed(c->report.tokens_per_second, 0),
+                   fixed(100 * c->report.mfu, 1) + " %", fixed(to_gib(c->report.memory.total()).value(), 1),
+                   std::string(to_string(c->report.bottleneck))});
     t.print(out);
     out << "\nThe same layouts as predict commands (the step of each, with its breakdown):\n";
-    rank = 1;
-    for (const auto& c : result.best)
-        out << rank++ << ". " << predict_command(opt.flags.run_text(setup_of(s, c)), c.layout) << "\n";
+    for (std::size_t i = 0; i < p.rows.size(); ++i)
+        out << p.rows[i].label << ". " << predict_command(opt.flags.run_text(p.setups[i]), p.setups[i].layout)
+            << "\n";
 }
 
 // The default: the layouts in narrow columns with the rest of each beside or below them,
 // the fastest as a predict command wrapped with line continuations, and how to see more;
 // every line within 120 columns.
-void print_layouts_narrow(const plan_flags& opt, const plan_request& request, const plan_result& result,
-                          std::ostream& out) {
-    const auto& s = request.base;
-    std::vector<std::pair<std::string, const plan_candidate*>> layouts;
-    for (const plan_candidate& c : result.best) layouts.emplace_back(std::to_string(layouts.size() + 1), &c);
-    print_narrow_table("#", layouts, s.framework, out);
+void print_layouts_narrow(const plan_flags& opt, const planned_layouts& p, std::ostream& out) {
+    print_narrow_table("#", p.rows, p.across, out);
     out << "\nThe fastest layout as a predict command (its step, with the breakdown):\n"
-        << wrap_command(predict_command(opt.flags.run_text(setup_of(s, result.best.front())),
-                                        result.best.front().layout))
-        << "\n\n";
+        << wrap_command(predict_command(opt.flags.run_text(p.setups.front()), p.setups.front().layout)) << "\n\n";
     const std::string folds = "layouts that differ only in interleave, schedule, stage split, shard group or overlaps";
+    const std::string of_one = p.across ? " of one framework" : "";
     const std::string wide = "--wide: every layout in full, each with its predict command. ";
-    out << wrap_words(result.folded ? wide + "Of " + folds + ", only the fastest is listed (--no-fold: each)."
-                                    : wide + "Every layout is listed (without --no-fold, of " + folds +
-                                          " only the fastest).")
+    out << wrap_words(p.folded ? wide + "Of " + folds + of_one + ", only the fastest is listed (--no-fold: each)."
+                               : wide + "Every layout is listed (without --no-fold, of " + folds + of_one +
+                                     " only the fastest).")
         << "\n";
 }
 
 // "trainperf plan: MODEL on N x GPU (framework, precision, optimizer[, adapters]), global
-// batch B x seq S".
-std::string plan_heading(const plan_request& request) {
+// batch B x seq S"; `framework`: the request's, or "any framework".
+std::string plan_heading(const plan_request& request, const std::string& framework) {
     const auto& s = request.base;
     std::string t = "trainperf plan: " + std::string(s.model.name) + " on " + std::to_string(request.gpus) + " x " +
-                    std::string(s.cluster.gpu.name) + " (" + std::string(s.framework.name) + ", " +
-                    std::string(s.precision.name) + ", " + std::string(to_string(s.optimizer));
+                    std::string(s.cluster.gpu.name) + " (" + framework + ", " + std::string(s.precision.name) +
+                    ", " + std::string(to_string(s.optimizer));
     if (s.finetune.freezes_base())
         t += ", " + std::string(to_string(s.finetune.mode)) + " rank " + std::to_string(s.finetune.rank) + " on " +
              lora_targets_text(s.finetune.targets);
@@ -262,47 +304,49 @@ std::string plan_heading(const plan_request& request) {
            std::to_string(sequence_length(s));
 }
 
-void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
-    require(opt.top >= 1 && opt.top <= 1000, "top", opt.top, "must be between 1 and 1000");
-    require(opt.threads <= 1024, "threads", opt.threads, "must be at most 1024 (0: one per hardware thread)");
-    check_currency(opt.currency);
-    if (sub->get_option("--train-tokens")->count() > 0) return run_training_plan(opt, sub, out);
-    for (const char* flag : {"--deadline-days", "--price-per-gpu-hour", "--max-gpus", "--currency"})
-        if (sub->get_option(flag)->count() > 0) throw usage_error(std::string(flag) + ": needs --train-tokens");
-    plan_request request;
-    request.base = opt.flags.build().get();
-    request.gpus = request.base.layout.gpus();
-    require_global_batch(sub, request.base, request.gpus, "the " + gpus_text(request.gpus));
-    request.global_batch = opt.global_batch;
-    request.max_micro_batch = opt.max_micro_batch;
-    request.allow_offload = opt.offload;
-    plan_options options;
-    options.top = opt.top;
-    options.threads = opt.threads;
-    options.fold_variants = !opt.no_fold;
-    // A search that runs longer than a second shows how far it is, on stderr when it is
-    // a terminal (a file or a pipe gets no carriage returns).
-    bool progress_shown = false;
-    if (isatty(fileno(stderr)))
-        options.progress = [&progress_shown](double fraction) {
-            std::fprintf(stderr, "\rtrainperf plan: %3.0f %% of the layouts searched", 100.0 * fraction);
-            progress_shown = true;
-        };
-    const plan_result result = plan(request, options);
-    if (progress_shown) std::fprintf(stderr, "\r%60s\r", "");
+// The lines after the heading that say which frameworks were searched and which were
+// left out, and why (none for a plan of one framework).
+std::vector<std::string> framework_lines(const plan_result&) { return {}; }
+std::vector<std::string> framework_lines(const framework_plan_result& result) {
+    std::string searched;
+    for (const framework_profile& fw : result.searched) searched += (searched.empty() ? "" : ", ") + std::string(fw.name);
+    std::vector<std::string> lines{"Frameworks searched: " + searched +
+                                   (result.skipped.empty() ? " (every one in the catalog)." : ".")};
+    for (const skipped_framework& s : result.skipped) lines.push_back("Left out, " + s.framework + ": " + s.reason);
+    return lines;
+}
+
+std::string framework_text(const plan_request& request, const plan_result&) {
+    return std::string(request.base.framework.name);
+}
+std::string framework_text(const plan_request&, const framework_plan_result&) { return "any framework"; }
+
+// --csv: the rank and the step row of each layout kept (io/report_table.hpp), its
+// framework among the setup's columns.
+report_table csv_table(const plan_request& request, const plan_result& result) { return plan_table(request, result); }
+report_table csv_table(const plan_request& request, const framework_plan_result& result) {
+    std::vector<std::string> columns{"rank"};
+    append(columns, step_columns());
+    report_table t(std::move(columns));
+    for (std::size_t i = 0; i < result.best.size(); ++i) {
+        std::vector<table_cell> row{static_cast<long long>(i + 1)};
+        append(row, step_row(setup_of(request, result, i), result.best[i].report));
+        t.add_row(std::move(row));
+    }
+    return t;
+}
+
+// A plan's answer (one framework's, or across frameworks) as CSV, JSON or text.
+template <class Result>
+void print_plan(const plan_flags& opt, const plan_request& request, const Result& result, std::ostream& out) {
     // No layout fits: "does not fit". No layout reaches the global batch at all is another
     // answer (the text says why), not a memory verdict.
     if (result.best.empty() && result.candidates > 0) answer_does_not_fit();
-    if (opt.csv) {
-        print_csv(out, plan_table(request, result));
-        return;
-    }
-    if (opt.json) {
-        print_json(out, to_json(request, result, predict_command_of(opt.flags)));
-        return;
-    }
+    if (opt.csv) return print_csv(out, csv_table(request, result));
+    if (opt.json) return print_json(out, to_json(request, result, predict_command_of(opt.flags)));
     const auto line = [&](const std::string& text) { out << (opt.wide ? text : wrap_words(text, 2)) << "\n"; };
-    line(plan_heading(request));
+    line(plan_heading(request, framework_text(request, result)));
+    for (const std::string& l : framework_lines(result)) line(l);
     line(std::to_string(result.candidates) + " candidate layouts: " + std::to_string(result.evaluated) +
          " predicted, " + std::to_string(result.pruned) + " skipped by a bound (cannot fit or cannot enter the top " +
          std::to_string(opt.top) + "), " + std::to_string(result.fitting) + " of the predicted fit in memory; " +
@@ -317,14 +361,72 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
             line("No layout fits. Try more GPUs, --offload, or a smaller global batch.");
         return;
     }
-    if (opt.wide) print_layouts_wide(opt, request, result, out);
-    else print_layouts_narrow(opt, request, result, out);
+    const planned_layouts p = planned_of(request, result);
+    if (opt.wide) print_layouts_wide(opt, p, out);
+    else print_layouts_narrow(opt, p, out);
+}
+
+// The search's options from the flags. A search that runs longer than a second shows
+// how far it is, on stderr when it is a terminal (a file or a pipe gets no carriage
+// returns); `progress_shown` says whether it did.
+plan_options options_of(const plan_flags& opt, bool& progress_shown) {
+    plan_options options;
+    options.top = opt.top;
+    options.threads = opt.threads;
+    options.fold_variants = !opt.no_fold;
+    if (isatty(fileno(stderr)))
+        options.progress = [&progress_shown](double fraction) {
+            std::fprintf(stderr, "\rtrainperf plan: %3.0f %% of the layouts searched", 100.0 * fraction);
+            progress_shown = true;
+        };
+    return options;
+}
+
+void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
+    require(opt.top >= 1 && opt.top <= 1000, "top", opt.top, "must be between 1 and 1000");
+    require(opt.threads <= 1024, "threads", opt.threads, "must be at most 1024 (0: one per hardware thread)");
+    check_currency(opt.currency);
+    const bool across = opt.flags.across_frameworks();
+    if (sub->get_option("--train-tokens")->count() > 0) {
+        if (across)
+            throw usage_error("--framework = any: not with --train-tokens (an end-to-end plan searches one "
+                              "framework); name one of " + catalog_names(framework_profiles, ", "));
+        return run_training_plan(opt, sub, out);
+    }
+    for (const char* flag : {"--deadline-days", "--price-per-gpu-hour", "--max-gpus", "--currency"})
+        if (sub->get_option(flag)->count() > 0) throw usage_error(std::string(flag) + ": needs --train-tokens");
+    setup_across_frameworks frameworks;
+    plan_request request;
+    if (across) frameworks = opt.flags.build_across();
+    request.base = across ? frameworks.base : opt.flags.build().get();
+    request.gpus = request.base.layout.gpus();
+    require_global_batch(sub, request.base, request.gpus, "the " + gpus_text(request.gpus));
+    request.global_batch = opt.global_batch;
+    request.max_micro_batch = opt.max_micro_batch;
+    request.allow_offload = opt.offload;
+    bool progress_shown = false;
+    const plan_options options = options_of(opt, progress_shown);
+    const auto searched = [&] {
+        if (progress_shown) std::fprintf(stderr, "\r%60s\r", "");
+    };
+    if (across) {
+        const framework_plan_result result = plan_across(request, frameworks.frameworks, options);
+        searched();
+        return print_plan(opt, request, result, out);
+    }
+    const plan_result result = plan(request, options);
+    searched();
+    print_plan(opt, request, result, out);
 }
 
 const command_registration registration{32, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<plan_flags>();
     auto* sub = app.add_subcommand("plan", "Best layouts for a model on N GPUs (exhaustive search)");
     opt->flags.add_to(sub, true, flag_set::system_only);
+    sub->get_option("--framework")
+        ->description(catalog_names(framework_profiles) +
+                      "|any: the framework whose software runs the layouts; any: every framework, ranked together, "
+                      "each leaving out what its software does not run (default pytorch-eager)");
     sub->add_option("--global-batch", opt->global_batch,
                     "Required: samples per optimizer step (without it, the error suggests one)");
     sub->add_option("--max-micro-batch", opt->max_micro_batch,

@@ -168,6 +168,14 @@ void print_with_rest(std::ostream& out, std::vector<std::vector<std::string>> ro
     const std::size_t before = table_width(rows) + 2;
     const std::size_t room = before < width ? width - before : 0;
     std::vector<std::string> notes;
+    if (room < std::max<std::size_t>(rest_header.size(), 4)) {  // no room for the column ("[10]"): notes only
+        table t(rows[0]);
+        for (std::size_t i = 1; i < rows.size(); ++i) t.add_row(rows[i]);
+        t.print(out);
+        for (std::size_t i = 1; i < rows.size(); ++i)
+            if (!rest[i - 1].empty()) out << wrap_words(rows[i][0] + ": " + rest[i - 1], 4, width) << "\n";
+        return;
+    }
     rows[0].push_back(rest_header);
     for (std::size_t i = 1; i < rows.size(); ++i) {
         const std::string& r = rest[i - 1];

@@ -61,7 +61,8 @@ std::string layout_rest(const parallel_layout& l, const std::string& changes, bo
 // Prints `rows` (the header first) as a table with a last column `rest_header` that
 // holds each data row's `rest` (empty: "-") where the table stays within `width`
 // columns with it; a longer rest is a numbered note below the table ("[1] ...",
-// wrapped), its number in the column.
+// wrapped), its number in the column. A table too wide for the column (its header or a
+// note's number) has none: each rest is a note after the row's first cell ("3: ...").
 void print_with_rest(std::ostream& out, std::vector<std::vector<std::string>> rows,
                      const std::vector<std::string>& rest, const std::string& rest_header,
                      std::size_t width = terminal_columns);

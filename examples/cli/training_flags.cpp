@@ -155,6 +155,33 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
 // The setup the flags describe, parsed but not yet checked as a whole (build makes a
 // checked_setup of it; build_without_model checks what a bare parameter count needs).
 training_setup training_flags::assemble() const {
+    if (across_frameworks())
+        throw usage_error("--framework = any: only `trainperf plan` searches every framework; name one of " +
+                          catalog_names(framework_profiles, ", "));
+    return assemble_with(framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file));
+}
+
+void training_flags::apply_framework_flags(training_setup& s) const {
+    if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
+    if (!grad_reduce_dtype.empty()) set_gradient_format(s, parse_enum<dtype>("grad-reduce-dtype", grad_reduce_dtype));
+    for (const auto& [name, value, field] :
+         {std::tuple<std::string_view, const std::string&, bool&>{"flash-attention", flash_attention,
+                                                                   s.framework.flash_attention},
+          std::tuple<std::string_view, const std::string&, bool&>{"tp-comm-overlap", tp_comm_overlap,
+                                                                   s.framework.tensor_parallel_overlap},
+          std::tuple<std::string_view, const std::string&, bool&>{"overlap-param-gather", overlap_param_gather,
+                                                                   s.framework.overlap_parameter_gather},
+          std::tuple<std::string_view, const std::string&, bool&>{"reshard-after-forward", reshard_after_forward,
+                                                                   s.framework.reshard_after_forward},
+          std::tuple<std::string_view, const std::string&, bool&>{"cuda-graphs", cuda_graphs,
+                                                                   s.framework.cuda_graphs}}) {
+        if (value.empty()) continue;
+        require(value == "on" || value == "off", name, value, "must be on or off");
+        field = value == "on";
+    }
+}
+
+training_setup training_flags::assemble_with(const framework_profile& fw) const {
     training_setup s;
     if (gpu.empty() && gpu_file.empty()) throw usage_error("--gpu or --gpu-file: required");
     const gpu_spec g = gpu_file.empty() ? lookup_gpu(gpu) : io::load_gpu_file(gpu_file);
@@ -179,24 +206,8 @@ training_setup training_flags::assemble() const {
         notice("--optimizer " + optimizer + " is priced as adamw (the same two fp32 moments and passes per step)");
     s.finetune = {.mode = parse_enum<finetune_mode>("finetune", finetune), .rank = lora_rank,
                   .targets = parse_lora_targets(lora_targets)};
-    s.framework = framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file);
-    if (fp32_grads) s.framework.fp32_gradient_accumulation = true;
-    if (!grad_reduce_dtype.empty()) set_gradient_format(s, parse_enum<dtype>("grad-reduce-dtype", grad_reduce_dtype));
-    for (const auto& [name, value, field] :
-         {std::tuple<std::string_view, const std::string&, bool&>{"flash-attention", flash_attention,
-                                                                   s.framework.flash_attention},
-          std::tuple<std::string_view, const std::string&, bool&>{"tp-comm-overlap", tp_comm_overlap,
-                                                                   s.framework.tensor_parallel_overlap},
-          std::tuple<std::string_view, const std::string&, bool&>{"overlap-param-gather", overlap_param_gather,
-                                                                   s.framework.overlap_parameter_gather},
-          std::tuple<std::string_view, const std::string&, bool&>{"reshard-after-forward", reshard_after_forward,
-                                                                   s.framework.reshard_after_forward},
-          std::tuple<std::string_view, const std::string&, bool&>{"cuda-graphs", cuda_graphs,
-                                                                   s.framework.cuda_graphs}}) {
-        if (value.empty()) continue;
-        require(value == "on" || value == "off", name, value, "must be on or off");
-        field = value == "on";
-    }
+    s.framework = fw;
+    apply_framework_flags(s);
     const auto order = parse_enum<trainperf::rank_order>("rank_order", rank_order);
     if (!system_file.empty())
         s.cluster = build_cluster(g, io::load_system_file(system_file), total, order);
@@ -243,6 +254,21 @@ checked_setup training_flags::build() const {
     checked_setup checked(std::move(s));
     if (seq == 0) model.default_seq(checked->model);  // a file's default said (its value is the setup's)
     return checked;
+}
+
+setup_across_frameworks training_flags::build_across() const {
+    setup_across_frameworks out;
+    out.base = assemble_with(framework_profiles.front());
+    out.base.model = model.build(seq);
+    out.base.seq = seq;
+    if (seq == 0) model.default_seq(out.base.model);
+    for (const framework_profile& fw : framework_profiles) {
+        training_setup s = out.base;
+        s.framework = fw;
+        apply_framework_flags(s);
+        out.frameworks.push_back(s.framework);
+    }
+    return out;
 }
 
 namespace {

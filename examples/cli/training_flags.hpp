@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,16 @@ namespace trainperf::cli {
 // Which flags a subcommand takes: `plan` searches the layout itself, `fit` searches
 // the micro-batch.
 enum class flag_set { all, all_but_batch, system_only };
+
+// `--framework any`: every catalog framework (`plan` only; search/framework_search.hpp).
+inline constexpr std::string_view any_framework = "any";
+
+// The setup the flags describe with --framework any: the first catalog framework in its
+// place, and every catalog framework with the framework flags applied to each.
+struct setup_across_frameworks {
+    training_setup base;
+    std::vector<framework_profile> frameworks;
+};
 
 struct training_flags {
     std::string gpu, gpu_file, system_file, framework_file;  // a catalog name or a description file
@@ -51,6 +62,13 @@ struct training_flags {
     // Everything but the model (for a bare parameter count): system, recipe,
     // framework and layout, validated without the model's shape.
     training_setup build_without_model() const;
+    // Whether --framework any was given.
+    bool across_frameworks() const { return framework == any_framework; }
+    // With --framework any: the setup, not checked (the search across frameworks checks
+    // it with each framework), and every catalog framework with the flags that set a
+    // framework switch (--flash-attention, --grad-reduce-dtype, ...) applied to each as
+    // --framework NAME would apply them to one. The default sequence is said as build says it.
+    setup_across_frameworks build_across() const;
     // The flags that describe `s` (built from these flags, its layout and node size
     // possibly changed since) apart from its layout: setup_flags(s) (with the
     // description files in place of the names they replaced) and the link,
@@ -60,6 +78,10 @@ struct training_flags {
 
 private:
     training_setup assemble() const;
+    // The setup with `fw` in place of --framework / --framework-file.
+    training_setup assemble_with(const framework_profile& fw) const;
+    // --fp32-grads, --grad-reduce-dtype and the on/off switches applied to s.framework.
+    void apply_framework_flags(training_setup& s) const;
 };
 
 // The flags of a setup's GPU, model (a catalog name, or custom with its sizes),

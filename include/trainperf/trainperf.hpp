@@ -54,6 +54,7 @@
 #include "search/data_parallel_scaling.hpp"
 #include "search/fit_advice.hpp"
 #include "search/fit_table.hpp"
+#include "search/framework_search.hpp"
 #include "search/layout_search.hpp"
 #include "search/training_plan.hpp"
 

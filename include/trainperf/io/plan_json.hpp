@@ -1,6 +1,7 @@
 // A layout search as JSON (`trainperf plan --json`, docs/cli.md): the request, how
 // much of the space was evaluated, and the fastest layouts that fit, each with its
-// layout's fields and its predicted step.
+// framework, its layout's fields and its predicted step; a search across frameworks
+// (`--framework any`) also lists the frameworks searched and those left out, with why.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../search/framework_search.hpp"
 #include "../search/layout_search.hpp"
 #include "../search/training_plan.hpp"
 #include "report_json.hpp"
@@ -38,6 +40,7 @@ inline nlohmann::json to_json(const plan_request& request, const plan_result& re
     nlohmann::json best = nlohmann::json::array();
     for (const plan_candidate& c : result.best) {
         best.push_back(to_json(c));
+        best.back()["framework"] = std::string(request.base.framework.name);
         if (command) best.back()["predict_command"] = command(setup_of(request.base, c));
     }
     const training_setup& s = request.base;
@@ -45,6 +48,37 @@ inline nlohmann::json to_json(const plan_request& request, const plan_result& re
             {"model", std::string(s.model.name)},
             {"gpus", request.gpus},
             {"global_batch", request.global_batch},
+            {"candidates", result.candidates},
+            {"evaluated", result.evaluated},
+            {"pruned", result.pruned},
+            {"fitting", result.fitting},
+            {"folded", result.folded},
+            {"wall_seconds", result.wall.value()},
+            {"best", best}};
+}
+
+// A search across frameworks (search/framework_search.hpp): the keys of a plan, each of
+// the best with the framework it runs with, "frameworks_searched" (names) and
+// "frameworks_skipped" (each a framework and the reason it was left out).
+inline nlohmann::json to_json(const plan_request& request, const framework_plan_result& result,
+                              const command_of& command = {}) {
+    nlohmann::json best = nlohmann::json::array();
+    for (std::size_t i = 0; i < result.best.size(); ++i) {
+        best.push_back(to_json(result.best[i]));
+        best.back()["framework"] = std::string(result.framework(i).name);
+        if (command) best.back()["predict_command"] = command(setup_of(request, result, i));
+    }
+    nlohmann::json searched = nlohmann::json::array(), skipped = nlohmann::json::array();
+    for (const framework_profile& fw : result.searched) searched.push_back(std::string(fw.name));
+    for (const skipped_framework& s : result.skipped)
+        skipped.push_back({{"framework", s.framework}, {"reason", s.reason}});
+    const training_setup& s = request.base;
+    return {{"gpu", std::string(s.cluster.gpu.name)},
+            {"model", std::string(s.model.name)},
+            {"gpus", request.gpus},
+            {"global_batch", request.global_batch},
+            {"frameworks_searched", searched},
+            {"frameworks_skipped", skipped},
             {"candidates", result.candidates},
             {"evaluated", result.evaluated},
             {"pruned", result.pruned},
@@ -65,6 +99,7 @@ inline nlohmann::json to_json(const training_plan_request& request, const traini
         nlohmann::json j{{"gpus", c.gpus}, {"evaluated", c.evaluated}, {"fits", c.best.has_value()}};
         if (c.best) {
             j["best"] = to_json(*c.best);
+            j["best"]["framework"] = std::string(request.layouts.base.framework.name);
             if (command) j["predict_command"] = command(setup_of(request, c));
             j.update(to_json(*c.run));
             j["train_days"] = c.run->days();
