@@ -1151,6 +1151,12 @@ TEST_CASE("a framework trains only with the optimizers, recipes and adapters its
     const auto core = run_json("frameworks --json megatron-core");
     CHECK(core["precisions"] == nlohmann::json({"fp32", "bf16", "fp16", "fp8"}));
     CHECK(core["finetune_modes"] == nlohmann::json({"full"}));
+    // Where fp8 fits fewer micro-batches than bf16 (H100: the FP8 weight copies, no
+    // activation saved), fit says why; on B200 it fits more and says nothing.
+    const auto fp8_fit = run_cli("fit --gpu h100-sxm --model gpt2-xl --framework megatron-core --optimizer sgd");
+    CHECK(fp8_fit.out.find("fp8 fits less than bf16 here") != std::string::npos);
+    CHECK(run_cli("fit --gpu b200 --model gpt2-xl --framework megatron-core --optimizer sgd").out.find("fp8 fits less") ==
+          std::string::npos);
     // fit lists only the recipes and optimizers the framework runs.
     const auto fit = run_json("fit --gpu h100-sxm --model gpt2 --framework megatron --json");
     for (const auto& row : fit["fits"]) {
@@ -1246,6 +1252,16 @@ TEST_CASE("counts, GPUs and costs read as people write them", "[cli]") {
     CHECK(plan.out.find(": 1 GPU, ") != std::string::npos);
     CHECK(plan.out.find("1 GPUs") == std::string::npos);
     CHECK(run_cli("comm --bytes 1MB --gpus 1 --gpu h100-sxm").out.find("on 1 GPU\n") != std::string::npos);
+    // The currency goes with the cost into JSON and CSV too (null or empty without a price).
+    const std::string priced = "plan --gpu h100-sxm --model gpt2 --global-batch 64 --train-tokens 2e12 --max-gpus 2 "
+                               "--price-per-gpu-hour 2.5 --currency EUR";
+    const auto j = run_json(priced + " --json");
+    CHECK(j["currency"] == "EUR");
+    CHECK(j["counts"][0]["train_cost_currency"] == "EUR");
+    CHECK(run_cli(priced + " --csv").out.find(",EUR,") != std::string::npos);
+    CHECK(run_json("predict --gpu h100-sxm --model gpt2 --train-tokens 2T --json")["train_cost_currency"].is_null());
+    CHECK(run_json("predict --gpu h100-sxm --model gpt2 --train-tokens 2T --price-per-gpu-hour 2 --json")
+              ["train_cost_currency"] == "USD");
     check_refused(std::vector<std::string>{"predict --gpu h100-sxm --model gpt2 --train-tokens 1e9 "
                                            "--price-per-gpu-hour 2 --currency usd",
                                            "predict --gpu h100-sxm --model gpt2 --currency EUR",

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <trainperf/core/error.hpp>
+#include <trainperf/cost/training_run.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -149,8 +150,7 @@ std::string count_text(double n) {
 }
 
 void check_currency(const std::string& code) {
-    const bool iso = code.size() == 3 && std::all_of(code.begin(), code.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
-    if (!iso) throw usage_error("--currency = " + code + ": must be an ISO 4217 code, three upper-case letters (USD, EUR)");
+    if (!is_currency_code(code)) throw usage_error("--currency = " + code + ": must be an ISO 4217 code, three upper-case letters (USD, EUR)");
 }
 
 }  // namespace trainperf::cli

@@ -171,6 +171,7 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     request.train_tokens = parse_count("--train-tokens", opt.train_tokens);
     request.deadline_days = opt.deadline_days;
     request.price_per_gpu_hour = opt.price_per_gpu_hour;
+    request.currency = opt.currency;
     request.gpus_per_node = node;
     if (sub->get_option("--max-gpus")->count() > 0) request.max_gpus = opt.max_gpus;
     plan_options options;

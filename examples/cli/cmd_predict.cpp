@@ -157,7 +157,7 @@ const command_registration registration{30, [](CLI::App& app, std::ostream& out)
         // A layout that does not fit cannot run: no days, GPU-hours or cost for it.
         std::optional<training_run> run;
         if (train_tokens != 0 && r.fits)
-            run = estimate_training_run(r, s.cluster.gpu, train_tokens, opt->price_per_gpu_hour);
+            run = estimate_training_run(r, s.cluster.gpu, train_tokens, opt->price_per_gpu_hour, opt->currency);
         report_table row = step_table();
         add_step(row, s, r);
         if (!opt->plot.empty()) {

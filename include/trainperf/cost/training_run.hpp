@@ -6,6 +6,9 @@
 #include <boost/units/systems/si/power.hpp>
 #include <boost/units/systems/si/time.hpp>
 
+#include <string>
+#include <string_view>
+
 #include "../core/error.hpp"
 #include "../core/units.hpp"
 #include "step.hpp"
@@ -24,17 +27,32 @@ struct training_run {
     seconds time = seconds_of(0.0);   // wall clock
     double gpu_hours = 0;
     joules energy{};                  // GPUs at board power (TDP) for the whole run: an upper bound
-    double cost = 0;                  // gpu_hours × price per GPU-hour (the caller's currency)
+    double cost = 0;                  // gpu_hours × price per GPU-hour, in `currency`
+    std::string currency;             // the price's ISO 4217 code; empty without a price
 
     constexpr double days() const { return time.value() / seconds_per_day; }
 };
 
-// `price_per_gpu_hour` may be 0 (no cost wanted).
+// An ISO 4217 currency code has the shape of three upper-case letters (USD, EUR, JPY);
+// which codes exist is not checked.
+constexpr bool is_currency_code(std::string_view code) {
+    if (code.size() != 3) return false;
+    for (char c : code)
+        if (c < 'A' || c > 'Z') return false;
+    return true;
+}
+
+inline void validate_currency(std::string_view code) {
+    require(is_currency_code(code), "currency", code, "must be an ISO 4217 code, three upper-case letters (USD, EUR)");
+}
+
+// `price_per_gpu_hour` may be 0 (no cost wanted); `currency` names its currency.
 inline training_run estimate_training_run(const step_report& step, const gpu_spec& gpu, double tokens,
-                                          double price_per_gpu_hour = 0.0) {
+                                          double price_per_gpu_hour = 0.0, std::string_view currency = "USD") {
     require(tokens > 0 && tokens < 1e18, "train_tokens", tokens, "must be a positive token count");
     require(price_per_gpu_hour >= 0 && price_per_gpu_hour < 1e9, "price_per_gpu_hour", price_per_gpu_hour,
             "must be finite and not negative");
+    validate_currency(currency);
     require(step.tokens_per_second > 0, "tokens_per_second", step.tokens_per_second, "must be positive");
     training_run run;
     run.tokens = tokens;
@@ -43,6 +61,7 @@ inline training_run estimate_training_run(const step_report& step, const gpu_spe
     const watts board = watts::from_value(gpu.tdp_watts * step.gpus);
     run.energy = board * boost::units::quantity<boost::units::si::time, double>::from_value(run.time.value());
     run.cost = run.gpu_hours * price_per_gpu_hour;
+    if (price_per_gpu_hour > 0) run.currency = currency;
     return run;
 }
 

@@ -117,6 +117,7 @@ inline nlohmann::json to_json(const training_plan_request& request, const traini
             {"train_tokens", request.train_tokens},
             {"deadline_days", request.deadline_days},
             {"price_per_gpu_hour", request.price_per_gpu_hour},
+            {"currency", request.price_per_gpu_hour > 0 ? nlohmann::json(request.currency) : nlohmann::json(nullptr)},
             {"gpus_per_node", request.gpus_per_node},
             {"max_gpus", request.max_gpus},
             {"energy_note", "GPU board power (TDP) for the whole run: an upper bound for the GPUs alone"},

@@ -101,7 +101,8 @@ inline nlohmann::json to_json(const training_run& run) {
             {"train_time_seconds", run.time.value()},
             {"train_gpu_hours", run.gpu_hours},
             {"train_energy_kwh", run.energy.value() / joules_per_kwh},
-            {"train_cost", run.cost > 0 ? nlohmann::json(run.cost) : nlohmann::json(nullptr)}};  // null: no price
+            {"train_cost", run.cost > 0 ? nlohmann::json(run.cost) : nlohmann::json(nullptr)},  // null: no price
+            {"train_cost_currency", run.currency.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.currency)}};
 }
 
 // The command that reproduces a setup, written beside each setup a document suggests as

@@ -280,7 +280,7 @@ inline report_table plan_table(const plan_request& request, const plan_result& r
 // layout. A count where no layout fits keeps only its system and GPU count.
 inline report_table training_plan_table(const training_plan_request& request, const training_plan& plan) {
     std::vector<std::string> columns{"meets_deadline", "cheapest", "fastest", "train_days", "train_gpu_hours",
-                                     "train_energy_kWh", "train_cost"};
+                                     "train_energy_kWh", "train_cost", "train_cost_currency"};
     report_table_detail::append(columns, step_columns());
     report_table t(columns);
     for (std::size_t i = 0; i < plan.counts.size(); ++i) {
@@ -291,6 +291,7 @@ inline report_table training_plan_table(const training_plan_request& request, co
             row = {c.meets_deadline, plan.cheapest == i, plan.fastest == i, plan.days(i), run.gpu_hours,
                    run.energy.value() / joules_per_kwh};
             row.push_back(run.cost > 0 ? table_cell(run.cost) : table_cell(std::monostate{}));
+            row.push_back(run.currency.empty() ? table_cell(std::monostate{}) : table_cell(run.currency));
             report_table_detail::append(row, step_row(setup_of(request, c), c.best->report));
         } else {
             const training_setup& s = request.layouts.base;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -38,6 +39,7 @@ struct training_plan_request {
     double train_tokens = 0;
     double deadline_days = 0;        // 0: no deadline
     double price_per_gpu_hour = 0;   // 0: no cost wanted
+    std::string currency = "USD";    // the price's ISO 4217 code
     int gpus_per_node = default_gpus_per_node;  // the node; smaller counts share one node
     int max_gpus = default_training_plan_max_gpus;  // the largest count tried
 };
@@ -88,6 +90,7 @@ inline void validate(const training_plan_request& r) {
             "must be finite and not negative (0: no deadline)");
     require(r.price_per_gpu_hour >= 0 && r.price_per_gpu_hour < 1e9, "price_per_gpu_hour", r.price_per_gpu_hour,
             "must be finite and not negative");
+    validate_currency(r.currency);
     (void)training_plan_gpu_counts(r.gpus_per_node, r.max_gpus);
     require(r.max_gpus == 1 || r.layouts.base.cluster.intra_node.kind != link_kind::none, "link",
             to_string(r.layouts.base.cluster.intra_node.kind),
@@ -115,7 +118,7 @@ inline training_plan plan_training(const training_plan_request& r, plan_options 
         if (!found.best.empty()) {
             c.best = found.best.front();
             c.run = estimate_training_run(c.best->report, request.base.cluster.gpu, r.train_tokens,
-                                          r.price_per_gpu_hour);
+                                          r.price_per_gpu_hour, r.currency);
             c.meets_deadline = r.deadline_days == 0 || c.run->days() <= r.deadline_days;
         }
         result.counts.push_back(c);
