@@ -1144,7 +1144,7 @@ TEST_CASE("a framework trains only with the optimizers, recipes and adapters its
     refused("--framework megatron-core --finetune lora", "finetune = lora: framework megatron-core");
     refused("--framework deepspeed --zero 2 --offload optimizer --optimizer adafactor",
             "offload = optimizer: framework deepspeed (the Hugging Face Trainer with DeepSpeed ZeRO (DeepSpeed "
-            "v0.12.6)) does not run adafactor on the host (it runs adamw, adamw-fused there)");
+            "v0.12.6)) does not run adafactor on the host (it runs adamw, adamw-fused, lion there)");
     // What each runs, in the frameworks table and in its description file.
     const auto table = run_cli("frameworks");
     CHECK(table.out.find("What each trains with") != std::string::npos);
@@ -1273,10 +1273,14 @@ TEST_CASE("plan without --global-batch suggests one; --train-tokens has a defaul
     const auto r = run_cli("plan --gpu h100-sxm --model llama3-8b --gpus 64");
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(r.err == "trainperf: --global-batch: required (samples per optimizer step); e.g. --global-batch 512: about "
-                   "4.19e6 tokens per step at seq 8192, a multiple of the 64 GPUs\n");
+    CHECK(r.err == "trainperf: --global-batch: required (samples per optimizer step); e.g. --global-batch 512: "
+                   "4.19e6 tokens per step at seq 8192 (about 4.19e6 is usual in pre-training), a multiple of the 64 "
+                   "GPUs\n");
     // gpt2 at 1024 tokens: 4096 samples, on 3 GPUs the nearest multiple of 3.
-    CHECK(run_cli("plan --gpu h100-sxm --model gpt2 --gpus 3").err.find("e.g. --global-batch 4095:") !=
+    CHECK(run_cli("plan --gpu h100-sxm --model gpt2 --gpus 3").err.find("e.g. --global-batch 4095: 4.19e6 tokens") !=
+          std::string::npos);
+    // More GPUs than 2^22 tokens fill: one sample each, and the message says what that is.
+    CHECK(run_cli("plan --gpu h100-sxm --model gpt2 --gpus 8192").err.find("e.g. --global-batch 8192: 8.39e6 tokens") !=
           std::string::npos);
     const auto suggested = run_cli("plan --gpu h100-sxm --model llama3-8b --gpus 64 --global-batch 512 --top 1");
     CHECK(suggested.exit_code == 0);  // the suggestion is a batch the planner takes

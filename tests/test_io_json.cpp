@@ -334,14 +334,15 @@ TEST_CASE("GPU and model files carry their derived figures, checked when read", 
     // 123,651,840; 6·N = 741,911,040 and 12·L·h·T = 12·12·768·1024 = 113,246,208 FLOPs per
     // token at its 1024 positions. Its parameters, embeddings included: 124,439,808.
     const nlohmann::json m = io::model_to_json(gpt2::config);
-    CHECK(m["derived"]["parameters"] == 124439808.0);
+    CHECK(m["derived"]["parameters"] == 124439808);
+    CHECK(m["derived"]["parameters"].is_number_integer());
     CHECK(m["derived"]["training_length"] == 1024);
     CHECK(m["derived"]["model_flops_per_token"] == 741911040.0 + 113246208.0);
     // H100 SXM: 85,520,809,984 B reported (79.647 GiB); BF16 989.4 TFLOP/s over 3.35 TB/s.
     const nlohmann::json g = io::gpu_to_json(h100_sxm::spec);
-    CHECK(g["derived"]["memory_GB"].get<double>() == Approx(85.520809984));
-    CHECK(g["derived"]["memory_GiB"].get<double>() == Approx(85.520809984e9 / 1073741824.0));
-    CHECK(g["derived"]["ridge_point_flops_per_byte"]["bf16"].get<double>() ==
+    CHECK(g["derived"]["device_memory_GB"].get<double>() == Approx(85.520809984));
+    CHECK(g["derived"]["device_memory_GiB"].get<double>() == Approx(85.520809984e9 / 1073741824.0));
+    CHECK(g["derived"]["ridge_point_ops_per_byte"]["bf16"].get<double>() ==
           Approx(h100_sxm::spec.peak.bf16->value() / h100_sxm::spec.memory_bandwidth.value()));
     // Optional when read; a stale figure is an error naming it.
     nlohmann::json without = m;
@@ -356,7 +357,14 @@ TEST_CASE("GPU and model files carry their derived figures, checked when read", 
     CHECK_THROWS_WITH(io::gpu_from_json(unknown), Catch::Contains("derived.speed"));
     nlohmann::json edited = g;
     edited["memory_reported_bytes"] = 80e9;
-    CHECK_THROWS_WITH(io::gpu_from_json(edited), Catch::Contains("derived.memory_GB"));
+    CHECK_THROWS_WITH(io::gpu_from_json(edited), Catch::Contains("derived.device_memory_GB"));
+    // Within the tolerance, nested figures too: a ridge point rounded in its 12th digit reads.
+    nlohmann::json rounded = g;
+    auto& bf16 = rounded["derived"]["ridge_point_ops_per_byte"]["bf16"];
+    bf16 = bf16.get<double>() * (1 + 1e-12);
+    CHECK_NOTHROW(io::gpu_from_json(rounded));
+    bf16 = bf16.get<double>() * 1.01;
+    CHECK_THROWS_WITH(io::gpu_from_json(rounded), Catch::Contains("derived.ridge_point_ops_per_byte"));
 }
 
 TEST_CASE("a system file builds the cluster the same flags build", "[descriptions]") {

@@ -438,6 +438,7 @@ TEST_CASE("end-to-end plans reject bad requests", "[planner][training_plan]") {
     CHECK_THROWS_WITH(plan_training(r), Catch::Contains("gpus_per_node"));
 }
 
+#include <trainperf/search/batch_suggestion.hpp>
 #include <trainperf/search/fit_advice.hpp>
 
 TEST_CASE("advice: every way to fit fits, and every way to speed up is faster per GPU", "[planner][advice]") {
@@ -545,6 +546,15 @@ TEST_CASE("the planner offers no optimizer offload to a GPU without a host link"
     const plan_result result = plan(request, every);
     REQUIRE(!result.best.empty());
     for (const plan_candidate& c : result.best) CHECK(c.layout.offload == offload_mode::none);
+}
+
+TEST_CASE("the suggested global batch: about 2^22 tokens, a multiple of the GPUs", "[planner]") {
+    CHECK(suggested_global_batch(8192, 64) == 512);   // 2^22 / 8192 = 512 = 8·64
+    CHECK(suggested_global_batch(1024, 3) == 4095);   // 4096 samples, the nearest multiple of 3
+    CHECK(suggested_global_batch(1024, 8192) == 8192);  // fewer samples than GPUs: one each
+    CHECK(suggested_global_batch(1 << 23, 1) == 1);     // half a sample: at least one
+    CHECK_THROWS_WITH(suggested_global_batch(0, 8), Catch::Contains("seq = 0"));
+    CHECK_THROWS_WITH(suggested_global_batch(1024, 0), Catch::Contains("gpus = 0"));
 }
 
 TEST_CASE("advice offers a lighter optimizer and adapters where the framework runs them", "[planner][advice]") {
@@ -809,7 +819,7 @@ TEST_CASE("a search across frameworks leaves out those that do not train the rec
     // No framework trains fp8 with 8-bit Adam: an error naming each one's reason.
     request.base.precision = recipe(precision_kind::fp8);
     CHECK_THROWS_WITH(plan_across(request, framework_profiles, options),
-                      Catch::Contains("none of them trains this") && Catch::Contains("framework megatron-core") &&
+                      Catch::Contains("none of them runs this setup as a whole") && Catch::Contains("framework megatron-core") &&
                           Catch::Contains("framework pytorch-eager"));
     // What no framework can change is an error, as for plan().
     request = llama_on_h100s(8, 64);

@@ -149,8 +149,13 @@ std::string count_text(double n) {
     return fixed(mantissa, 2) + "e" + std::to_string(e);
 }
 
+// The library's rule (cost/training_run.hpp validate_currency), its message under the flag's name.
 void check_currency(const std::string& code) {
-    if (!is_currency_code(code)) throw usage_error("--currency = " + code + ": must be an ISO 4217 code, three upper-case letters (USD, EUR)");
+    try {
+        validate_currency(code);
+    } catch (const trainperf::invalid_argument& e) {
+        throw usage_error(std::string("--") + e.what());
+    }
 }
 
 }  // namespace trainperf::cli

@@ -53,15 +53,7 @@ void run(const fit_options& opt, std::ostream& out) {
         t.add_row(row);
     }
     t.print(out);
-    // FP8 holds more than bf16 for the same micro-batch where the weights dominate: say why
-    // where the table shows it.
-    const auto column = [&](precision_kind p) {
-        return std::find(f.precisions.begin(), f.precisions.end(), p) - f.precisions.begin();
-    };
-    const auto fp8 = column(precision_kind::fp8), bf16 = column(precision_kind::bf16);
-    const auto columns = static_cast<std::ptrdiff_t>(f.precisions.size());
-    if (fp8 < columns && bf16 < columns &&
-        std::any_of(f.largest.begin(), f.largest.end(), [&](const std::vector<int>& row) { return row[fp8] < row[bf16]; }))
+    if (f.fp8_fits_less_than_bf16)
         out << "\nfp8 fits less than bf16 here: Transformer Engine keeps an FP8 copy of every Linear weight beside the\n"
                "bf16 one, which outweighs what saving the Linear inputs in FP8 frees at these micro-batches (before\n"
                "Blackwell it frees nothing: a transposed FP8 copy is kept beside each; docs/memory.md, \"Under fp8\").\n";

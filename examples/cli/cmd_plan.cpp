@@ -48,6 +48,11 @@ std::string cost_header(const training_plan_request& request, const std::string&
     return request.price_per_gpu_hour > 0 ? "cost (" + currency + ")" : "cost";
 }
 
+// Why a GPU count has no layout: none fits in memory, or none reaches the global batch.
+std::string no_layout_text(const gpu_count_plan& c) {
+    return c.reaches_global_batch ? "no layout fits" : "no layout reaches the global batch";
+}
+
 // --wide: every count's run and its fastest layout in full, in one table.
 void print_counts_wide(const training_plan_request& request, const training_plan& result,
                        const std::string& currency, std::ostream& out) {
@@ -55,7 +60,7 @@ void print_counts_wide(const training_plan_request& request, const training_plan
              "meets deadline", "fastest layout"});
     for (const gpu_count_plan& c : result.counts) {
         if (!c.best) {
-            t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", "no layout fits"});
+            t.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "-", "-", "-", no_layout_text(c)});
             continue;
         }
         const step_report& r = c.best->report;
@@ -127,7 +132,7 @@ void print_counts_narrow(const training_plan_request& request, const training_pl
     std::vector<layout_row> layouts;
     for (const gpu_count_plan& c : result.counts) {
         if (!c.best) {
-            runs.add_row({std::to_string(c.gpus), "-", "-", "-", "-", "no layout fits"});
+            runs.add_row({std::to_string(c.gpus), "-", "-", "-", "-", no_layout_text(c)});
             continue;
         }
         runs.add_row({std::to_string(c.gpus), days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
@@ -144,10 +149,11 @@ void print_counts_narrow(const training_plan_request& request, const training_pl
 void require_global_batch(const CLI::App* sub, const training_setup& s, int gpus, const std::string& multiple_of) {
     if (sub->get_option("--global-batch")->count() > 0) return;
     const int seq = sequence_length(s);
+    const long long batch = suggested_global_batch(seq, gpus);
     throw usage_error("--global-batch: required (samples per optimizer step); e.g. --global-batch " +
-                      std::to_string(suggested_global_batch(seq, gpus)) + ": about " +
-                      count_text(suggested_tokens_per_step) + " tokens per step at seq " + std::to_string(seq) +
-                      ", a multiple of " + multiple_of);
+                      std::to_string(batch) + ": " + count_text(double(batch) * seq) + " tokens per step at seq " +
+                      std::to_string(seq) + " (about " + count_text(suggested_tokens_per_step) +
+                      " is usual in pre-training), a multiple of " + multiple_of);
 }
 
 // --train-tokens: every GPU count up to --max-gpus, the fastest layout of each, and
@@ -177,7 +183,10 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
     plan_options options;
     options.threads = opt.threads;
     const training_plan result = plan_training(request, options);
-    if (std::none_of(result.counts.begin(), result.counts.end(), [](const gpu_count_plan& c) { return c.best; }))
+    // "Does not fit" only where some count's layouts reach the batch and none fits.
+    if (std::none_of(result.counts.begin(), result.counts.end(), [](const gpu_count_plan& c) { return c.best; }) &&
+        std::any_of(result.counts.begin(), result.counts.end(),
+                    [](const gpu_count_plan& c) { return c.reaches_global_batch; }))
         answer_does_not_fit();
     const auto& s = request.layouts.base;
     const command_of command = predict_command_of(opt.flags);

@@ -170,6 +170,22 @@ enum_set<E> enum_list(const json& j, std::string_view context, std::string_view 
     return set;
 }
 
+// Whether two derived figures agree: numbers within a relative 1e-9, objects key by key,
+// anything else exactly.
+inline bool same_figure(const json& want, const json& given) {
+    if (want.is_number() && given.is_number()) {
+        const double a = want.get<double>(), b = given.get<double>();
+        return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+    }
+    if (want.is_object() && given.is_object()) {
+        if (want.size() != given.size()) return false;
+        for (auto it = want.begin(); it != want.end(); ++it)
+            if (!given.contains(it.key()) || !same_figure(it.value(), given[it.key()])) return false;
+        return true;
+    }
+    return want == given;
+}
+
 // A description's "derived" object: figures computed from its other fields (parameters,
 // GiB, ...), written for people and programs that read the file. Optional when read;
 // where given, each must be one of `computed`'s and equal to it (numbers within a relative
@@ -183,12 +199,7 @@ inline void check_derived(const json& j, const json& computed) {
         const std::string name = "derived." + it.key();
         require(computed.contains(it.key()), name, shown(it.value()), "is not a derived figure of this description");
         const json& want = computed[it.key()];
-        bool same = want == it.value();
-        if (!same && want.is_number() && it.value().is_number()) {
-            const double a = want.get<double>(), b = it.value().get<double>();
-            same = std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
-        }
-        require(same, name, shown(it.value()),
+        require(same_figure(want, it.value()), name, shown(it.value()),
                 "does not match the description (" + want.dump() +
                     "): derived figures are computed from the other fields; delete them or correct those");
     }

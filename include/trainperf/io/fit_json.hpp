@@ -32,6 +32,7 @@ inline nlohmann::json to_json(const fit_table& t) {
                      {"seq", sequence_length(s)},
                      {"framework", std::string(s.framework.name)},
                      {"finetune", std::string(to_string(s.finetune.mode))},
+                     {"fp8_fits_less_than_bf16", t.fp8_fits_less_than_bf16},
                      {"fits", rows}};
     if (s.finetune.freezes_base()) {
         j["lora_rank"] = s.finetune.rank;

@@ -76,17 +76,18 @@ inline link_spec link_from_json(const nlohmann::json& j, std::string_view contex
 }
 
 // Figures computed from a GPU's fields ("derived", io/description_file.hpp check_derived):
-// the memory a process sees (memory_reported_bytes where given, else memory_bytes) in GB
-// (1e9 B) and GiB (2^30 B), and the ridge point of each number format it has: its dense
-// peak over the memory bandwidth, the FLOPs per byte of DRAM traffic above which a kernel
-// can be compute-bound (Williams et al. 2009, "Roofline").
+// the device memory a process sees (memory_reported_bytes where given, else memory_bytes,
+// the datasheet's) in GB (1e9 B) and GiB (2^30 B), and the ridge point of each number
+// format it has: its dense peak over the memory bandwidth, the operations (FLOP; int8:
+// integer operations) per byte of DRAM traffic above which a kernel can be compute-bound
+// (Williams et al. 2009, "Roofline: An Insightful Visual Performance Model").
 inline nlohmann::json gpu_derived(const gpu_spec& g) {
     nlohmann::json ridge = nlohmann::json::object();
     for (dtype t : all_dtypes)
         if (const auto p = g.peak.of(t)) ridge[std::string(to_string(t))] = p->value() / g.memory_bandwidth.value();
-    return {{"memory_GB", g.device_memory().value() / 1e9},
-            {"memory_GiB", g.device_memory().value() / 1073741824.0},
-            {"ridge_point_flops_per_byte", ridge}};
+    return {{"device_memory_GB", g.device_memory().value() / 1e9},
+            {"device_memory_GiB", g.device_memory().value() / 1073741824.0},
+            {"ridge_point_ops_per_byte", ridge}};
 }
 
 inline nlohmann::json gpu_to_json(const gpu_spec& g) {

@@ -36,7 +36,7 @@ inline constexpr std::string_view model_schema = "trainperf.model.v1";
 // trained at it (workload/flops.hpp; null without a length).
 inline nlohmann::json model_derived(const transformer_config& m) {
     const int length = training_length(m);
-    return {{"parameters", parameter_count(m)},
+    return {{"parameters", static_cast<long long>(parameter_count(m))},
             {"training_length", length},
             {"model_flops_per_token",
              length > 0 ? nlohmann::json(palm_training_flops_per_sample(m, length).value() / length)

@@ -96,7 +96,10 @@ inline nlohmann::json to_json(const training_plan_request& request, const traini
                               const command_of& command = {}) {
     nlohmann::json counts = nlohmann::json::array();
     for (const gpu_count_plan& c : plan.counts) {
-        nlohmann::json j{{"gpus", c.gpus}, {"evaluated", c.evaluated}, {"fits", c.best.has_value()}};
+        nlohmann::json j{{"gpus", c.gpus},
+                         {"evaluated", c.evaluated},
+                         {"reaches_global_batch", c.reaches_global_batch},
+                         {"fits", c.best.has_value()}};
         if (c.best) {
             j["best"] = to_json(*c.best);
             j["best"]["framework"] = std::string(request.layouts.base.framework.name);

@@ -7,8 +7,9 @@
 // the step engine; for a setup that does not fit also ZeRO-3 over more data-parallel
 // GPUs, and beyond the layout an optimizer with less state, LoRA or QLoRA adapters, or
 // the same layout on a shorter sequence, where the framework runs them. Those that fit (advise_fit) or raise
-// tokens/s per GPU (advise_speed) are kept, the most tokens/s per GPU first, the best of
-// each kind of change only.
+// tokens/s per GPU (advise_speed) are kept, the best of each kind of change only: the
+// nearest to the run asked for first (departure()), within each the most tokens/s per
+// GPU first.
 #pragma once
 
 #include <algorithm>
@@ -86,7 +87,7 @@ struct fit_option {
 struct fit_advice {
     bytes needed = bytes_of(0.0);     // memory per GPU of the setup as given
     bytes capacity = bytes_of(0.0);   // what the GPU offers
-    std::vector<fit_option> options;  // each fits on its own; most tokens/s per GPU first
+    std::vector<fit_option> options;  // each fits on its own; nearest to the run asked for first (departure())
 
     constexpr bool fits() const { return needed <= capacity; }
     constexpr bytes excess() const { return fits() ? bytes_of(0.0) : needed - capacity; }
@@ -240,13 +241,19 @@ inline void best_of_each_kind(std::vector<fit_option>& options) {
 // (block-wise quantized moments, Dettmers et al. 2022) for an Adam-like one, and
 // Adafactor (a factored second moment, no first, Shazeer & Stern 2018). Each trains the
 // same model with another update rule.
+// Adapters' state is small (the base is frozen): none is offered with LoRA or QLoRA. With
+// optimizer offload, an optimizer the framework does not run on the host is tried on the
+// GPU.
 inline std::vector<training_setup> lighter_optimizers(const training_setup& s) {
     std::vector<training_setup> out;
+    if (s.finetune.freezes_base()) return out;
     const bytes own = optimizer_state_bytes(s.optimizer, s.model);
     for (optimizer_kind k : {optimizer_kind::adam8bit, optimizer_kind::adafactor})
         if (k != s.optimizer && s.framework.optimizers.contains(k) && optimizer_state_bytes(k, s.model) < own) {
             training_setup t = s;
             t.optimizer = k;
+            if (t.layout.offload == offload_mode::optimizer && !t.framework.host_optimizers.contains(k))
+                t.layout.offload = offload_mode::none;
             out.push_back(t);
         }
     return out;

@@ -4,6 +4,7 @@
 // cost/memory.hpp's max_micro_batch.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct fit_table {
     // recipe and optimizer with full recompute, as fine-tuning recipes checkpoint
     // activations (PEFT's gradient checkpointing).
     std::optional<int> with_full_recompute;
+    // Whether some optimizer fits a smaller micro-batch in fp8 than in bf16: Transformer
+    // Engine keeps an FP8 copy of every Linear weight beside the bf16 one, and before
+    // Blackwell the Linear inputs it saves in FP8 keep a transposed FP8 copy beside them,
+    // as many bytes as bf16 (cost/memory.hpp; docs/memory.md, "Under fp8").
+    bool fp8_fits_less_than_bf16 = false;
 };
 
 inline fit_table fit_table_of(const fit_table_request& r) {
@@ -54,6 +60,12 @@ inline fit_table fit_table_of(const fit_table_request& r) {
             row.push_back(max_micro_batch(s));
         }
     }
+    const auto column = [&](precision_kind p) { return std::find(t.precisions.begin(), t.precisions.end(), p); };
+    const auto fp8 = column(precision_kind::fp8), bf16 = column(precision_kind::bf16);
+    if (fp8 != t.precisions.end() && bf16 != t.precisions.end())
+        for (const std::vector<int>& row : t.largest)
+            t.fp8_fits_less_than_bf16 |= row[std::size_t(fp8 - t.precisions.begin())] <
+                                         row[std::size_t(bf16 - t.precisions.begin())];
     if (r.base.finetune.freezes_base() && r.base.layout.recompute != recompute_mode::full) {
         training_setup s = r.base;
         s.layout.recompute = recompute_mode::full;

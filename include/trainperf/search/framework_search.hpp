@@ -128,7 +128,9 @@ inline framework_plan_result plan_across(const plan_request& request, std::span<
             names += (names.empty() ? "" : ",") + s.framework;
             reasons += (reasons.empty() ? "" : "; ") + s.reason;
         }
-        detail::fail("frameworks", names, "none of them trains this: " + reasons);
+        detail::fail("frameworks", names,
+                     "none of them runs this setup as a whole (each reason on its own; a framework named as "
+                     "offering one part may lack another): " + reasons);
     }
     merge(all, options.top, out);
     out.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

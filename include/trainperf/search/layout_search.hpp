@@ -27,8 +27,10 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <iterator>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -389,15 +391,17 @@ inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
 // family's best: such a candidate cannot replace its own family's entry (an entry
 // held is no slower than worst()) and cannot enter as a new family (it would have to
 // beat worst()); the bounds therefore stay exact with folding, and only prune less
-// (the k-th family's best is no faster than the k-th layout).
+// (the k-th family's best is no faster than the k-th layout). Folded, the entries are
+// kept in rank order with an index by family, so that an offer costs O(log k) whatever
+// --top is.
 class top_k {
 public:
     explicit top_k(std::size_t k, bool fold = false) : k_(k), fold_(fold) {}
-    bool full() const { return k_ > 0 && heap_.size() >= k_; }
-    seconds worst() const { return heap_.front().report.step_time; }
+    bool full() const { return k_ > 0 && (fold_ ? ranked_.size() : heap_.size()) >= k_; }
+    seconds worst() const { return fold_ ? std::prev(ranked_.end())->report.step_time : heap_.front().report.step_time; }
     void offer(const plan_candidate& c) {
         if (k_ == 0) return;
-        if (fold_ && offer_to_family(c)) return;
+        if (fold_) return offer_folded(c);
         if (!full()) {
             heap_.push_back(c);
             std::push_heap(heap_.begin(), heap_.end(), ranks_before);
@@ -407,25 +411,42 @@ public:
             std::push_heap(heap_.begin(), heap_.end(), ranks_before);
         }
     }
-    std::vector<plan_candidate>& items() { return heap_; }
+    // The candidates kept, in no particular order.
+    std::vector<plan_candidate>& items() {
+        if (fold_) heap_.assign(ranked_.begin(), ranked_.end());
+        return heap_;
+    }
 
 private:
-    // Whether c's family is held: then it keeps the better of the two (a linear scan,
-    // k is small: the layouts a person reads).
-    bool offer_to_family(const plan_candidate& c) {
-        const auto held = std::find_if(heap_.begin(), heap_.end(),
-                                       [&](const plan_candidate& h) { return same_family(h, c); });
-        if (held == heap_.end()) return false;
-        if (ranks_before(c, *held)) {
-            *held = c;
-            std::make_heap(heap_.begin(), heap_.end(), ranks_before);
+    struct ranked_first {
+        bool operator()(const plan_candidate& a, const plan_candidate& b) const { return ranks_before(a, b); }
+    };
+    using ranked_set = std::set<plan_candidate, ranked_first>;
+
+    // A family held keeps the better of its entry and c; a new family enters as the
+    // unfolded list would, the worst family leaving when k are held.
+    void offer_folded(const plan_candidate& c) {
+        const layout_family family = family_key(c);
+        if (const auto held = by_family_.find(family); held != by_family_.end()) {
+            if (!ranks_before(c, *held->second)) return;
+            ranked_.erase(held->second);
+            held->second = ranked_.insert(c).first;
+            return;
         }
-        return true;
+        if (full()) {
+            const auto last = std::prev(ranked_.end());
+            if (!ranks_before(c, *last)) return;
+            by_family_.erase(family_key(*last));
+            ranked_.erase(last);
+        }
+        by_family_.emplace(family, ranked_.insert(c).first);
     }
 
     std::size_t k_;
     bool fold_;
     std::vector<plan_candidate> heap_;
+    ranked_set ranked_;                                         // folded: rank order
+    std::map<layout_family, ranked_set::iterator> by_family_;   // folded: each family's entry
 };
 
 struct worker_result {

@@ -29,8 +29,8 @@ namespace trainperf {
 inline constexpr int max_training_plan_gpus = 1 << 16;
 
 // ASSUMPTION: the GPU counts a plan tries when the caller names no limit: up to 4096
-// (512 nodes of 8), the scale of the clusters most pre-training runs are planned on; a
-// 70B model's plan on H100 searches them in a few seconds on 2 cores.
+// (512 nodes of 8), the scale of the clusters most pre-training runs are planned on;
+// docs/cli.md ("End-to-end plans") gives the time such a plan takes.
 inline constexpr int default_training_plan_max_gpus = 4096;
 
 struct training_plan_request {
@@ -48,6 +48,7 @@ struct training_plan_request {
 struct gpu_count_plan {
     int gpus = 1;
     std::optional<plan_candidate> best;   // none: no layout of this count fits / reaches the batch
+    bool reaches_global_batch = true;     // some layout of this count reaches the global batch exactly
     std::optional<training_run> run;      // with best
     bool meets_deadline = false;          // with best: run days ≤ deadline (always, without one)
     long long evaluated = 0;              // layouts predicted for this count
@@ -115,6 +116,7 @@ inline training_plan plan_training(const training_plan_request& r, plan_options 
         gpu_count_plan c;
         c.gpus = gpus;
         c.evaluated = found.evaluated;
+        c.reaches_global_batch = found.candidates > 0;
         if (!found.best.empty()) {
             c.best = found.best.front();
             c.run = estimate_training_run(c.best->report, request.base.cluster.gpu, r.train_tokens,

@@ -372,13 +372,17 @@ inline constexpr framework_profile pytorch_eager_profile{
     .hybrid_sharding = true,
     // The Trainer's optimizers (TrainingArguments.optim, OptimizerNames in
     // transformers@00349ae8 src/transformers/training_args.py: sgd, adamw_torch,
-    // adamw_torch_fused, adafactor, lion_32bit, adamw_bnb_8bit).
+    // adamw_torch_fused, adafactor, lion_32bit, adamw_bnb_8bit), and any torch optimizer
+    // handed to it (Trainer(optimizers=(optimizer, scheduler))): SGD with momentum so.
     .optimizers = enum_set<optimizer_kind>::all(),
     // Every recipe but Transformer Engine's fp8 (the model's own code has no FP8 Linears):
     // --tf32; --bf16 / --fp16, which are autocast under DDP (bf16-amp, fp16-amp) and
     // FSDP's MixedPrecision under FSDP (fp32 sharded parameters as the master, 16-bit
     // compute copies: the bf16 and fp16 recipes); a model loaded in 16 bits (bf16-pure,
-    // fp16-pure).
+    // fp16-pure). ASSUMPTION: the bf16 and fp16 recipes are allowed with DDP (ZeRO 0) too,
+    // where the Trainer's own flag is autocast: they stand for a 16-bit model with fp32
+    // master weights kept by the optimizer (e.g. a torch optimizer over fp32 copies handed
+    // to the Trainer); a DDP run of `--bf16` is bf16-amp (docs/engine.md).
     .precisions = {precision_kind::fp32, precision_kind::tf32, precision_kind::bf16, precision_kind::fp16,
                    precision_kind::bf16_pure, precision_kind::fp16_amp, precision_kind::bf16_amp,
                    precision_kind::fp16_pure},
@@ -512,10 +516,14 @@ inline constexpr framework_profile deepspeed_profile{
     .pipeline_parallel = false,
     .interleaved_pipeline = false,
     // Without a DeepSpeed optimizer in its configuration the Trainer hands DeepSpeed its
-    // own (trainer.create_optimizer(), "zero_allow_untested_optimizer"), so every Trainer
-    // optimizer; with ZeRO-Offload only DeepSpeed's own ("ZeRO Offload can only work with
-    // DeepSpeed optimizers": DeepSpeedCPUAdam) (huggingface/transformers@02348331
-    // src/transformers/integrations/deepspeed.py, deepspeed_optim_sched).
+    // own (trainer.create_optimizer(), "zero_allow_untested_optimizer";
+    // huggingface/transformers@02348331 src/transformers/integrations/deepspeed.py,
+    // deepspeed_optim_sched), so every Trainer optimizer. On the host with ZeRO-Offload:
+    // DeepSpeed's own CPU optimizers, DeepSpeedCPUAdam (Adam, AdamW) and DeepSpeedCPULion
+    // from the configuration's optimizer (and CPU Adagrad, not modelled); a client
+    // optimizer other than DeepSpeedCPUAdam is refused ("You are using ZeRO-Offload with a
+    // client provided optimizer ...") unless zero_force_ds_cpu_optimizer is set false
+    // (microsoft/DeepSpeed@c00388a2 deepspeed/runtime/engine.py).
     .optimizers = enum_set<optimizer_kind>::all(),
     // fp32, --tf32, and DeepSpeed's fp16 and bf16 modes, which keep fp32 master weights in
     // the optimizer (FP16_Optimizer, BF16_Optimizer, ZeRO's fp32 partitions;
@@ -524,7 +532,7 @@ inline constexpr framework_profile deepspeed_profile{
     // PEFT's LoRA and QLoRA under DeepSpeed (the Trainer builds the engine around the PEFT
     // model; ASSUMPTION for QLoRA below ZeRO-3, which PEFT documents with ZeRO-3).
     .finetune_modes = enum_set<finetune_mode>::all(),
-    .host_optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused},
+    .host_optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused, optimizer_kind::lion},
     .per_step_overhead = milliseconds_of(5.0),
     .memory = {
         .fp32_logits = true,
