@@ -1442,12 +1442,12 @@ TEST_CASE("plan --framework any leaves out the frameworks that do not train the 
     CHECK(adam8bit["frameworks_skipped"].size() == 2);
 }
 
-TEST_CASE("only plan takes --framework any, and not with --train-tokens", "[cli][plan][framework]") {
+TEST_CASE("only plan and fit take --framework any, and plan not with --train-tokens", "[cli][plan][framework]") {
     const std::string model = " --gpu h100-sxm --model llama2-7b --framework any";
     check_refused(std::vector<std::string>{
         "predict" + model,
         "memory" + model,
-        "fit" + model + " --gpus 8",
+        "sweep" + model + " --vary batch=1,2",
         "scale" + model + " --gpus 8",
         "plan" + model + " --global-batch 64 --train-tokens 1T --max-gpus 16",
         // No framework trains fp8 with 8-bit Adam.
@@ -1455,4 +1455,69 @@ TEST_CASE("only plan takes --framework any, and not with --train-tokens", "[cli]
     });
     const auto r = run_cli("predict" + model);
     CHECK(r.err.find("--framework = any") != std::string::npos);
+}
+
+TEST_CASE("fit --framework any: a table per framework that runs the setup, the others left out with why",
+          "[cli][fit][framework]") {
+    const std::string setup = "fit --gpu h100-sxm --model llama2-7b --gpus 8 --zero 1";
+    // Each framework's table is the one --framework NAME gives.
+    const auto any = run_json(setup + " --framework any --json");
+    REQUIRE(any["frameworks"].size() + any["frameworks_skipped"].size() == 4);
+    REQUIRE(any["frameworks"].size() >= 2);
+    for (const auto& t : any["frameworks"]) {
+        INFO(t["framework"]);
+        CHECK(t == run_json(setup + " --framework " + t["framework"].get<std::string>() + " --json"));
+    }
+    const auto text = run_cli(setup + " --framework any");
+    REQUIRE(text.exit_code == 0);
+    // Every line within 120 columns but the heading (as long as with one framework).
+    const auto after_heading = [](const std::string& out) { return out.substr(out.find('\n') + 1); };
+    CHECK(widest_line(after_heading(text.out)) <= 120);
+    CHECK(text.out.find("Largest micro-batch that fits: llama2-7b, seq 4096, on h100-sxm, any framework") !=
+          std::string::npos);
+    for (const auto& t : any["frameworks"]) {
+        const std::string heading = std::string("\n").append(t["framework"].get<std::string>()).append(": ");
+        CHECK(text.out.find(heading) != std::string::npos);
+    }
+    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed.
+    const auto tp2 = run_json(setup + " --tp 2 --framework any --json");
+    REQUIRE(tp2["frameworks_skipped"].size() == 2);
+    CHECK(tp2["frameworks_skipped"][0]["framework"] == "pytorch-eager");
+    CHECK(tp2["frameworks_skipped"][1]["framework"] == "deepspeed");
+    for (const auto& s : tp2["frameworks_skipped"])
+        CHECK(s["reason"].get<std::string>().rfind("tp = 2: framework " + s["framework"].get<std::string>(), 0) == 0);
+    const auto tp2_text = run_cli(setup + " --tp 2 --framework any");
+    CHECK(widest_line(after_heading(tp2_text.out)) <= 120);
+    CHECK(tp2_text.out.find("Left out, pytorch-eager: tp = 2: framework pytorch-eager") != std::string::npos);
+    // --precision fp8: Megatron-Core only, one column.
+    const auto fp8 = run_json(setup + " --precision fp8 --framework any --json");
+    REQUIRE(fp8["frameworks"].size() == 1);
+    CHECK(fp8["frameworks"][0]["framework"] == "megatron-core");
+    for (const auto& row : fp8["frameworks"][0]["fits"]) CHECK(row["precision"] == "fp8");
+    // Adapters: not in Megatron-LM or Megatron-Core.
+    const auto lora =
+        run_json("fit --gpu h100-sxm --model llama2-7b --gpus 8 --finetune lora --framework any --json");
+    CHECK(lora["frameworks_skipped"].size() == 2);
+    for (const auto& t : lora["frameworks"]) CHECK(t.contains("max_micro_batch_with_full_recompute"));
+}
+
+TEST_CASE("fit --framework any: exit status 3 only when nothing fits under any framework, 2 for bad input",
+          "[cli][fit][framework]") {
+    // llama2-70b's weights alone outgrow one H100 under every framework.
+    const auto big = run_cli("fit --gpu h100-sxm --model llama2-70b --framework any");
+    CHECK(big.exit_code == 3);
+    CHECK(big.out.find("Left out") == std::string::npos);
+    const auto big_json = run_cli("fit --gpu h100-sxm --model llama2-70b --framework any --json");
+    REQUIRE(big_json.exit_code == 3);
+    for (const auto& t : nlohmann::json::parse(big_json.out)["frameworks"])
+        for (const auto& row : t["fits"]) CHECK(row["max_micro_batch"] == 0);
+    check_refused(std::vector<std::string>{
+        // No framework trains fp8 with 8-bit Adam; 32 heads do not split over 3 ranks.
+        "fit --gpu h100-sxm --model llama2-7b --gpus 8 --precision fp8 --optimizer adam8bit --framework any",
+        "fit --gpu h100-sxm --model llama2-7b --gpus 6 --tp 3 --framework any",
+    });
+    CHECK(run_cli("fit --gpu h100-sxm --model llama2-7b --gpus 8 --precision fp8 --optimizer adam8bit "
+                  "--framework any")
+              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core: none of them runs this") !=
+          std::string::npos);
 }

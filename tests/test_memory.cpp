@@ -9,12 +9,15 @@
 #include <trainperf/spec/layout_text.hpp>
 #include <trainperf/cost/memory.hpp>
 #include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/search/fit_across.hpp>
 #include <trainperf/search/fit_table.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include <span>
 #include <stdexcept>
+#include <string>
 
 using namespace trainperf;
 using trainperf_tests::memory_at;
@@ -561,4 +564,75 @@ TEST_CASE("the fit table: the largest micro-batch per recipe the GPU runs and pe
     training_setup bf16_on_v100 = base;
     bf16_on_v100.precision = recipe(precision_kind::bf16);
     CHECK_THROWS_WITH(fit_table_of({.base = bf16_on_v100, .only_base_precision = true}), Catch::Contains("bf16"));
+}
+
+namespace {
+// llama2-7b at seq 4096 on a node of 8 H100s, data-parallel, as `layout` changes it.
+training_setup llama_on_a_node(parallel_layout layout) {
+    return {.cluster = standard_cluster(h100_sxm::spec, 8), .model = llama2_7b::config, .layout = layout, .seq = 4096};
+}
+
+// The names of the frameworks left out.
+std::vector<std::string> skipped_names(const fit_across_result& r) {
+    std::vector<std::string> names;
+    for (const skipped_framework& s : r.skipped) names.push_back(s.framework);
+    return names;
+}
+}  // namespace
+
+TEST_CASE("the fit table across frameworks: each framework's own table, the others left out with why",
+          "[memory][fit][framework]") {
+    const fit_table_request zero1{.base = llama_on_a_node({.dp = 8, .zero = 1})};
+    const fit_across_result all = fit_tables_across(zero1, framework_profiles);
+    CHECK(all.tables.size() + all.skipped.size() == framework_profiles.size());
+    for (const fit_table& t : all.tables) {
+        INFO(t.base.framework.name);
+        fit_table_request own = zero1;
+        own.base.framework = lookup_framework(t.base.framework.name);
+        const fit_table expected = fit_table_of(own);
+        CHECK(t.precisions == expected.precisions);
+        CHECK(t.optimizers == expected.optimizers);
+        CHECK(t.largest == expected.largest);
+        CHECK(t.with_full_recompute == expected.with_full_recompute);
+    }
+    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed.
+    const fit_across_result tp2 = fit_tables_across({.base = llama_on_a_node({.dp = 4, .tp = 2})}, framework_profiles);
+    CHECK(skipped_names(tp2) == std::vector<std::string>{"pytorch-eager", "deepspeed"});
+    for (const skipped_framework& s : tp2.skipped) {
+        CHECK_THAT(s.reason, Catch::StartsWith("tp = 2: framework " + s.framework));
+    }
+    // fp8, asked for: Megatron-Core only. Not asked for, bf16 is the base: every framework.
+    fit_table_request fp8{.base = llama_on_a_node({.dp = 8, .zero = 1}), .only_base_precision = true};
+    fp8.base.precision = recipe(precision_kind::fp8);
+    const fit_across_result only_fp8 = fit_tables_across(fp8, framework_profiles);
+    REQUIRE(only_fp8.tables.size() == 1);
+    CHECK(only_fp8.tables[0].base.framework.name == "megatron-core");
+    CHECK(only_fp8.tables[0].precisions == std::vector{precision_kind::fp8});
+    CHECK(only_fp8.skipped.size() == 3);
+    // Adapters: not in Megatron-LM or Megatron-Core.
+    training_setup lora = llama_on_a_node({.dp = 8});
+    lora.finetune = {.mode = finetune_mode::lora};
+    const fit_across_result adapters = fit_tables_across({.base = lora}, framework_profiles);
+    CHECK(skipped_names(adapters) == std::vector<std::string>{"megatron", "megatron-core"});
+    for (const fit_table& t : adapters.tables) CHECK(t.with_full_recompute);
+}
+
+TEST_CASE("the fit table across frameworks: none runs the setup", "[memory][fit][framework]") {
+    // fp8 with 8-bit Adam: no framework trains both; each named with its reason.
+    fit_table_request none{.base = llama_on_a_node({.dp = 8}), .only_base_precision = true,
+                           .only_base_optimizer = true};
+    none.base.precision = recipe(precision_kind::fp8);
+    none.base.optimizer = optimizer_kind::adam8bit;
+    CHECK_THROWS_WITH(fit_tables_across(none, framework_profiles),
+                      Catch::StartsWith("frameworks = pytorch-eager,megatron,deepspeed,megatron-core: none of them "
+                                        "runs this: ") &&
+                          Catch::Contains("framework megatron-core"));
+    // What no framework runs is the error as it is: 32 heads do not split over 3 ranks.
+    const fit_table_request tp3{.base = llama_on_a_node({.dp = 2, .tp = 3})};
+    fit_table_request tp3_megatron = tp3;
+    tp3_megatron.base.framework = megatron_profile;
+    CHECK_THROWS_WITH(fit_table_of(tp3_megatron), Catch::StartsWith("tp = 3"));
+    CHECK_THROWS_WITH(fit_tables_across(tp3, framework_profiles), Catch::StartsWith("tp = 3") &&
+                                                                     !Catch::Contains("frameworks ="));
+    CHECK_THROWS_AS(fit_tables_across(tp3, std::span<const framework_profile>{}), trainperf::invalid_argument);
 }

@@ -156,8 +156,8 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
 // checked_setup of it; build_without_model checks what a bare parameter count needs).
 training_setup training_flags::assemble() const {
     if (across_frameworks())
-        throw usage_error("--framework = any: only `trainperf plan` searches every framework; name one of " +
-                          catalog_names(framework_profiles, ", "));
+        throw usage_error("--framework = any: only `trainperf plan` and `trainperf fit` search every framework; "
+                          "name one of " + catalog_names(framework_profiles, ", "));
     return assemble_with(framework_file.empty() ? lookup_framework(framework) : io::load_framework_file(framework_file));
 }
 

@@ -20,7 +20,8 @@ namespace trainperf::cli {
 // the micro-batch.
 enum class flag_set { all, all_but_batch, system_only };
 
-// `--framework any`: every catalog framework (`plan` only; search/framework_search.hpp).
+// `--framework any`: every catalog framework (`plan` and `fit` only;
+// search/framework_search.hpp, search/fit_across.hpp).
 inline constexpr std::string_view any_framework = "any";
 
 // The setup the flags describe with --framework any: the first catalog framework in its

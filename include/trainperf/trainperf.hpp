@@ -52,6 +52,7 @@
 
 #include "search/batch_suggestion.hpp"
 #include "search/data_parallel_scaling.hpp"
+#include "search/fit_across.hpp"
 #include "search/fit_advice.hpp"
 #include "search/fit_table.hpp"
 #include "search/framework_search.hpp"

@@ -1,5 +1,6 @@
 // The largest micro-batch per recipe and optimizer as JSON (`trainperf fit --json`,
-// docs/cli.md): one row per (optimizer, precision) cell.
+// docs/cli.md): one row per (optimizer, precision) cell; across frameworks (--framework
+// any), each framework's table so and the frameworks left out with the reason.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
+#include "../search/fit_across.hpp"
 #include "../search/fit_table.hpp"
 #include "../spec/finetune.hpp"
 
@@ -40,6 +42,13 @@ inline nlohmann::json to_json(const fit_table& t) {
     }
     if (t.with_full_recompute) j["max_micro_batch_with_full_recompute"] = *t.with_full_recompute;
     return j;
+}
+
+inline nlohmann::json to_json(const fit_across_result& r) {
+    nlohmann::json tables = nlohmann::json::array(), skipped = nlohmann::json::array();
+    for (const fit_table& t : r.tables) tables.push_back(to_json(t));
+    for (const skipped_framework& s : r.skipped) skipped.push_back({{"framework", s.framework}, {"reason", s.reason}});
+    return {{"frameworks", tables}, {"frameworks_skipped", skipped}};
 }
 
 }  // namespace trainperf
