@@ -92,6 +92,14 @@ TEST_CASE("memory, flops, scale and pipeline print their JSON keys", "[cli]") {
     const auto derived = run_json("scale --gpu a100-sxm-80gb --model gpt2-medium --batch 8 --gpus 8 --framework megatron --json");
     CHECK(derived["r"].get<double>() > 0.0);
     CHECK(derived["speedup"].get<double>() <= 8.0);
+    CHECK(derived["above_linear"] == false);
+    // ZeRO-3 shards the optimizer step: above 8 on 8 replicas, and the text says why.
+    const std::string sharded = "scale --gpu h100-sxm --model llama2-7b --gpus 8 --zero 3";
+    const auto above = run_json(sharded + " --json");
+    CHECK(above["above_linear"] == true);
+    CHECK(above["one_replica_fits"] == false);
+    CHECK(above["speedup"].get<double>() > 8.0);
+    CHECK(run_cli(sharded).out.find("(ZeRO 3 shards the optimizer step over them)") != std::string::npos);
     const auto pipeline = run_json("pipeline --data-ms 10 --pcie-ms 2 --compute-ms 30 --sync-ms 25 --json");
     CHECK(pipeline["bottleneck"] == "compute");
     CHECK(pipeline["sequential_ms"].get<double>() == Approx(67.0));
@@ -1509,7 +1517,8 @@ TEST_CASE("fit --framework any: exit status 3 only when nothing fits under any f
     CHECK(big.out.find("Left out") == std::string::npos);
     const auto big_json = run_cli("fit --gpu h100-sxm --model llama2-70b --framework any --json");
     REQUIRE(big_json.exit_code == 3);
-    for (const auto& t : nlohmann::json::parse(big_json.out)["frameworks"])
+    const nlohmann::json big_document = nlohmann::json::parse(big_json.out);  // outlives the loop
+    for (const auto& t : big_document["frameworks"])
         for (const auto& row : t["fits"]) CHECK(row["max_micro_batch"] == 0);
     check_refused(std::vector<std::string>{
         // No framework trains fp8 with 8-bit Adam; 32 heads do not split over 3 ranks.

@@ -239,9 +239,28 @@ TEST_CASE("the communication fraction r is derived from the engine", "[step][sca
     // ... and the engine's speedup never falls as replicas are added.
     for (std::size_t i = 1; i < scaling.points.size(); ++i)
         CHECK(scaling.points[i].engine_speedup >= scaling.points[i - 1].engine_speedup);
+    CHECK_FALSE(scaling.above_linear);
+    CHECK(scaling.one_replica_fits);
     // A slower link means a larger r.
     s.cluster.intra_node = default_link(link_kind::pcie_no_p2p);
     CHECK(data_parallel_scaling(s, 8).r > scaling.r);
+}
+
+TEST_CASE("ZeRO's sharded optimizer step can scale above the replica count; r is then 0", "[step][scaling]") {
+    // llama2-7b, ZeRO-3 under FSDP with overlapped sync over NVLink: one replica runs
+    // AdamW over all 6.7e9 parameters (and does not fit), eight run an eighth each, so each
+    // replica's step is shorter at eight than at one.
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec, 8);
+    s.model = llama2_7b::config;
+    s.framework = pytorch_eager_profile;
+    s.layout = {.zero = 3, .micro_batch = 1};
+    const auto scaling = data_parallel_scaling(s, 8);
+    CHECK(scaling.points.back().engine_speedup > 8.0);
+    CHECK(scaling.above_linear);
+    CHECK(scaling.r == 0.0);
+    CHECK(scaling.points.back().formula_speedup == 8.0);
+    CHECK_FALSE(scaling.one_replica_fits);
 }
 
 TEST_CASE("ZeRO stages trade memory for communication", "[step][zero]") {

@@ -73,6 +73,13 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
             t.add_row({std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.engine_speedup, 3),
                        fixed(p.formula_speedup, 3), fixed(100 * p.engine_speedup / p.replicas, 1)});
     t.print(out);
+    if (scaling.above_linear)
+        out << "\nThe engine scales above the replica count: each replica's step is shorter with more replicas"
+            << (s.layout.zero >= 1 ? "\n(ZeRO " + std::to_string(s.layout.zero) + " shards the optimizer step over them)" : "")
+            << ". The formula, r >= 0, cannot exceed N.\n";
+    if (!scaling.one_replica_fits)
+        out << "One replica does not fit in memory: its throughput, the baseline of every speedup, is what it\n"
+               "would run at with enough memory.\n";
     if (!opt.plot.empty()) out << '\n' << plot_written_note(opt.plot);
 }
 

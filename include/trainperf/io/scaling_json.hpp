@@ -37,7 +37,9 @@ inline nlohmann::json to_json(const engine_scaling& e) {
                      {"speedup", top.engine_speedup},
                      {"efficiency", top.engine_speedup / top.replicas},
                      {"wasted_gpus", top.replicas - top.engine_speedup},
-                     {"formula_speedup", top.formula_speedup}};
+                     {"formula_speedup", top.formula_speedup},
+                     {"above_linear", e.above_linear},
+                     {"one_replica_fits", e.one_replica_fits}};
     auto curve = nlohmann::json::array();
     for (const engine_scaling_point& p : e.points)
         curve.push_back({{"replicas", p.replicas},

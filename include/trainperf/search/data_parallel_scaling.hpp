@@ -27,6 +27,13 @@ struct engine_scaling_point {
 struct engine_scaling {
     double r = 0;                 // derived at max_replicas
     std::vector<engine_scaling_point> points;
+    // The engine's speedup exceeds the replica count: each replica's step is shorter with
+    // more replicas, as where ZeRO shards the optimizer step (and its state) over them. The
+    // formula, r ≥ 0, cannot exceed N: r is then 0.
+    bool above_linear = false;
+    // One replica fits in memory; where it does not, its throughput is what it would run
+    // at with enough memory, the baseline every speedup is measured against.
+    bool one_replica_fits = true;
 };
 
 // One prediction per replica count: bounded so that a sweep ends in seconds.
@@ -37,14 +44,17 @@ inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) 
     require(max_replicas <= max_sweep_replicas, "replicas", max_replicas, "at most 65536 replicas can be swept");
     std::vector<double> throughput;
     const int shard_group = s.layout.shard_group;
+    engine_scaling result;
     for (int n = 1; n <= max_replicas; ++n) {
         s.layout.dp = n;
         // A hybrid shard group where it divides the replicas' ranks, else all of them.
         s.layout.shard_group = shards_evenly(shard_group, n, s.layout.cp) ? shard_group : 0;
-        throughput.push_back(predict(s).samples_per_second);
+        const step_report r = predict(s);
+        if (n == 1) result.one_replica_fits = r.fits;
+        throughput.push_back(r.samples_per_second);
     }
-    engine_scaling result;
     const double top = throughput.back() / throughput.front();
+    result.above_linear = top > max_replicas * (1 + 1e-9);
     // Overlapped sync can make the engine scale perfectly; r is then 0.
     result.r = implied_r(max_replicas, std::clamp(top, 1.0, double(max_replicas)));
     for (int n = 1; n <= max_replicas; ++n)
