@@ -1381,14 +1381,18 @@ TEST_CASE("plan --framework any ranks every framework's layouts together", "[cli
         REQUIRE(j["best"].size() == 10);
         std::set<std::string> listed;
         double previous = 0;
+        std::size_t rank = 0;
         for (const auto& c : j["best"]) {
             const std::string command = c["predict_command"].get<std::string>();
+            ++rank;
             INFO(command);
             listed.insert(c["framework"].get<std::string>());
             CHECK(command.find(" --framework " + c["framework"].get<std::string>() + " ") != std::string::npos);
             CHECK(c["step_time_seconds"].get<double>() >= previous);
             previous = c["step_time_seconds"].get<double>();
-            // Each row's predict command gives the plan's step.
+            // The first rows' predict commands give the plan's step (test_planner checks every
+            // row's setup in the library; a process per row is slow under the sanitizers).
+            if (rank > 3) continue;
             const auto predicted = run_json(command.substr(std::string("trainperf ").size()) + " --json");
             CHECK(predicted["step_time_seconds"].get<double>() ==
                   Approx(c["step_time_seconds"].get<double>()).epsilon(1e-12));
