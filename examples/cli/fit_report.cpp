@@ -1,6 +1,7 @@
 #include "fit_report.hpp"
 
 #include "cli.hpp"
+#include "table_output.hpp"
 #include "training_flags.hpp"
 
 #include <trainperf/spec/layout_text.hpp>
@@ -13,6 +14,26 @@ namespace trainperf::cli {
 namespace {
 std::string gb_and_gib(bytes b) {
     return fixed(to_gb(b).value(), 2) + " GB (" + fixed(to_gib(b).value(), 2) + " GiB)";
+}
+
+// Under an advice option, indented five columns and wrapped within the terminal's width:
+// its predict command (with shell continuations) and a borderline verdict's line.
+constexpr std::size_t option_indent = 5;
+
+std::string indented(std::string text) {
+    for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+        text.insert(at + 1, std::string(option_indent, ' '));
+    return std::string(option_indent, ' ') + text + "\n";
+}
+
+std::string option_command(const std::string& command) {
+    return indented(wrap_command(command, terminal_columns - option_indent));
+}
+
+std::string option_borderline(const fit_option& o) {
+    std::string text = borderline_text(o.margin, o.setup.framework.memory);
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return indented(wrap_words(text, 0, terminal_columns - option_indent));
 }
 
 // What a change beyond the layout changed, before the layout it runs on.
@@ -74,8 +95,8 @@ void print_does_not_fit(std::ostream& out, const fit_advice& advice,
             << fixed(to_gib(o.margin.margin).value(), 2) << " GiB) on " << gpus_text(r.gpus) << ", "
             << fixed(r.step_time.value() * 1e3, 0) << " ms per step of " << r.global_batch << " samples, "
             << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU\n";
-        if (o.margin.borderline()) out << "     " << borderline_text(o.margin, o.setup.framework.memory);
-        out << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
+        if (o.margin.borderline()) out << option_borderline(o);
+        out << option_command(predict_command(run_flags(o.setup), o.setup.layout));
     }
 }
 
@@ -94,7 +115,7 @@ void print_speed_advice(std::ostream& out, const speed_advice& advice,
             << "     +" << fixed(100 * o.gain, 1) << " % tokens/s per GPU: " << fixed(r.step_time.value() * 1e3, 1)
             << " ms per step, " << fixed(r.tokens_per_second_per_gpu(), 0) << " tokens/s per GPU, "
             << fixed(to_gib(r.memory.total()).value(), 1) << " GiB per GPU\n"
-            << "     " << predict_command(run_flags(o.setup), o.setup.layout) << "\n";
+            << option_command(predict_command(run_flags(o.setup), o.setup.layout));
     }
 }
 
