@@ -56,7 +56,9 @@
 #include "search/fit_advice.hpp"
 #include "search/fit_table.hpp"
 #include "search/framework_search.hpp"
+#include "search/layout_ranking.hpp"
 #include "search/layout_search.hpp"
+#include "search/plan_candidate.hpp"
 #include "search/training_plan.hpp"
 
 #include "calibrate/measurement.hpp"
