@@ -625,7 +625,7 @@ TEST_CASE("the fit table across frameworks: none runs the setup", "[memory][fit]
     none.base.optimizer = optimizer_kind::adam8bit;
     CHECK_THROWS_WITH(fit_tables_across(none, framework_profiles),
                       Catch::StartsWith("frameworks = pytorch-eager,megatron,deepspeed,megatron-core: none of them "
-                                        "runs this: ") &&
+                                        "runs this setup as a whole") &&
                           Catch::Contains("framework megatron-core"));
     // What no framework runs is the error as it is: 32 heads do not split over 3 ranks.
     const fit_table_request tp3{.base = llama_on_a_node({.dp = 2, .tp = 3})};

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -32,17 +33,11 @@ inline nlohmann::json to_json(const plan_candidate& c) {
     return j;
 }
 
-// With `command`, each of the best layouts has its predict_command (report_json.hpp).
-// "folded": whether `best` holds one layout per family (search/layout_search.hpp
-// same_family), the fastest of each.
-inline nlohmann::json to_json(const plan_request& request, const plan_result& result,
-                              const command_of& command = {}) {
-    nlohmann::json best = nlohmann::json::array();
-    for (const plan_candidate& c : result.best) {
-        best.push_back(to_json(c));
-        best.back()["framework"] = std::string(request.base.framework.name);
-        if (command) best.back()["predict_command"] = command(setup_of(request.base, c));
-    }
+namespace plan_json_detail {
+// The keys every plan document has: the request, the search's counts (plan_result and
+// framework_plan_result alike) and `best`.
+template <class Result>
+nlohmann::json plan_document(const plan_request& request, const Result& result, nlohmann::json best) {
     const training_setup& s = request.base;
     return {{"gpu", std::string(s.cluster.gpu.name)},
             {"model", std::string(s.model.name)},
@@ -54,7 +49,22 @@ inline nlohmann::json to_json(const plan_request& request, const plan_result& re
             {"fitting", result.fitting},
             {"folded", result.folded},
             {"wall_seconds", result.wall.value()},
-            {"best", best}};
+            {"best", std::move(best)}};
+}
+}  // namespace plan_json_detail
+
+// With `command`, each of the best layouts has its predict_command (report_json.hpp).
+// "folded": whether `best` holds one layout per family (search/layout_ranking.hpp
+// same_family), the fastest of each.
+inline nlohmann::json to_json(const plan_request& request, const plan_result& result,
+                              const command_of& command = {}) {
+    nlohmann::json best = nlohmann::json::array();
+    for (const plan_candidate& c : result.best) {
+        best.push_back(to_json(c));
+        best.back()["framework"] = std::string(request.base.framework.name);
+        if (command) best.back()["predict_command"] = command(setup_of(request.base, c));
+    }
+    return plan_json_detail::plan_document(request, result, std::move(best));
 }
 
 // A search across frameworks (search/framework_search.hpp): the keys of a plan, each of
@@ -72,20 +82,10 @@ inline nlohmann::json to_json(const plan_request& request, const framework_plan_
     for (const framework_profile& fw : result.searched) searched.push_back(std::string(fw.name));
     for (const skipped_framework& s : result.skipped)
         skipped.push_back({{"framework", s.framework}, {"reason", s.reason}});
-    const training_setup& s = request.base;
-    return {{"gpu", std::string(s.cluster.gpu.name)},
-            {"model", std::string(s.model.name)},
-            {"gpus", request.gpus},
-            {"global_batch", request.global_batch},
-            {"frameworks_searched", searched},
-            {"frameworks_skipped", skipped},
-            {"candidates", result.candidates},
-            {"evaluated", result.evaluated},
-            {"pruned", result.pruned},
-            {"fitting", result.fitting},
-            {"folded", result.folded},
-            {"wall_seconds", result.wall.value()},
-            {"best", best}};
+    nlohmann::json j = plan_json_detail::plan_document(request, result, std::move(best));
+    j["frameworks_searched"] = searched;
+    j["frameworks_skipped"] = skipped;
+    return j;
 }
 
 // An end-to-end plan: the request, every GPU count tried with its fastest layout and

@@ -48,20 +48,6 @@ inline std::string refusal(const fit_table_request& r, const framework_profile& 
     return {};
 }
 
-// Every framework left out: one error. Where each gives the same reason, the reason does
-// not depend on the framework and is the error as it is; else each is named.
-[[noreturn]] inline void fail_all_skipped(const std::vector<skipped_framework>& skipped) {
-    const bool same = std::all_of(skipped.begin(), skipped.end(),
-                                  [&](const skipped_framework& s) { return s.reason == skipped.front().reason; });
-    if (same) throw invalid_argument(skipped.front().reason);
-    std::string names, reasons;
-    for (const skipped_framework& s : skipped) {
-        names += (names.empty() ? "" : ",") + s.framework;
-        reasons += (reasons.empty() ? "" : "; ") + s.reason;
-    }
-    detail::fail("frameworks", names, "none of them runs this: " + reasons);
-}
-
 }  // namespace fit_across_detail
 
 // fit_table_of(request) with each framework of `frameworks` that runs the base setup in
@@ -78,7 +64,7 @@ inline fit_across_result fit_tables_across(const fit_table_request& request,
         }
         out.tables.push_back(fit_table_of(with_framework(request, fw)));
     }
-    if (out.tables.empty()) fail_all_skipped(out.skipped);
+    if (out.tables.empty()) fail_no_framework_runs(out.skipped);
     return out;
 }
 

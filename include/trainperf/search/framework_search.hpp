@@ -33,6 +33,23 @@ struct skipped_framework {
     std::string reason;
 };
 
+// Every framework was left out: one error naming each with its reason, or the one reason
+// itself where all give the same (then it is not about frameworks: 32 heads over tp 3).
+[[noreturn]] inline void fail_no_framework_runs(const std::vector<skipped_framework>& skipped) {
+    require(!skipped.empty(), "frameworks", 0, "must name at least one framework profile");
+    const bool same = std::all_of(skipped.begin(), skipped.end(),
+                                  [&](const skipped_framework& s) { return s.reason == skipped.front().reason; });
+    if (same && skipped.size() > 1) throw invalid_argument(skipped.front().reason);
+    std::string names, reasons;
+    for (const skipped_framework& s : skipped) {
+        names += (names.empty() ? "" : ",") + s.framework;
+        reasons += (reasons.empty() ? "" : "; ") + s.reason;
+    }
+    detail::fail("frameworks", names,
+                 "none of them runs this setup as a whole (each reason on its own; a framework named as offering "
+                 "one part may lack another): " + reasons);
+}
+
 struct framework_plan_result {
     std::vector<framework_profile> searched;  // the profiles planned, in the order given
     std::vector<skipped_framework> skipped;   // the profiles that do not train the request's recipe
@@ -122,16 +139,7 @@ inline framework_plan_result plan_across(const plan_request& request, std::span<
         for (plan_candidate& c : r.best) all.emplace_back(std::move(c), out.searched.size());
         out.searched.push_back(fw);
     }
-    if (out.searched.empty()) {
-        std::string names, reasons;
-        for (const skipped_framework& s : out.skipped) {
-            names += (names.empty() ? "" : ",") + s.framework;
-            reasons += (reasons.empty() ? "" : "; ") + s.reason;
-        }
-        detail::fail("frameworks", names,
-                     "none of them runs this setup as a whole (each reason on its own; a framework named as "
-                     "offering one part may lack another): " + reasons);
-    }
+    if (out.searched.empty()) fail_no_framework_runs(out.skipped);
     merge(all, options.top, out);
     out.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return out;
