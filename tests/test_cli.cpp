@@ -1147,8 +1147,8 @@ TEST_CASE("a framework trains only with the optimizers, recipes and adapters its
             "has no such optimizer (it runs sgd, sgd-momentum, adamw, adamw-fused); pytorch-eager, deepspeed offer it\n");
     refused("--framework megatron-core --precision bf16-amp",
             "precision = bf16-amp: framework megatron-core (Megatron-Core with Transformer Engine "
-            "(NVIDIA/Megatron-LM@d98e8a64)) does not run this recipe (it runs fp32, bf16, fp16, fp8); pytorch-eager "
-            "offers it");
+            "(NVIDIA/Megatron-LM@d98e8a64)) does not run this recipe (it runs fp32, bf16, fp16, fp8); pytorch-eager, "
+            "torchtitan offer it");
     refused("--framework megatron-core --finetune lora", "finetune = lora: framework megatron-core");
     refused("--framework deepspeed --zero 2 --offload optimizer --optimizer adafactor",
             "offload = optimizer: framework deepspeed (the Hugging Face Trainer with DeepSpeed ZeRO (DeepSpeed "
@@ -1364,20 +1364,22 @@ TEST_CASE("sweep varies the framework's switches, the schedule and the shard gro
 
 TEST_CASE("plan --framework any ranks every framework's layouts together", "[cli][plan][framework]") {
     // llama2-7b on 8 H100, global batch 64: Megatron-Core's layouts are the fastest; with
-    // LoRA, DeepSpeed's and the Hugging Face Trainer's alternate.
+    // LoRA, DeepSpeed's and the Hugging Face Trainer's alternate (torchtitan and the
+    // Megatrons train no adapters).
     struct request {
         std::string args;
         std::vector<std::string> searched;
         std::set<std::string> listed;  // frameworks among the ten fastest
     };
     const std::string base = "plan --gpu h100-sxm --model llama2-7b --gpus 8 --global-batch 64 --framework any";
-    for (const request& r : {request{base, {"pytorch-eager", "megatron", "deepspeed", "megatron-core"}, {"megatron-core"}},
+    for (const request& r : {request{base, {"pytorch-eager", "megatron", "deepspeed", "megatron-core", "torchtitan"},
+                                     {"megatron-core"}},
                              request{base + " --finetune lora", {"pytorch-eager", "deepspeed"},
                                      {"pytorch-eager", "deepspeed"}}}) {
         INFO(r.args);
         const auto j = run_json(r.args + " --json");
         CHECK(j["frameworks_searched"] == nlohmann::json(r.searched));
-        CHECK(j["frameworks_skipped"].size() == 4 - r.searched.size());
+        CHECK(j["frameworks_skipped"].size() == trainperf::framework_profiles.size() - r.searched.size());
         REQUIRE(j["best"].size() == 10);
         std::set<std::string> listed;
         double previous = 0;
@@ -1433,9 +1435,9 @@ TEST_CASE("plan --framework any ranks every framework's layouts together", "[cli
 
 TEST_CASE("plan --framework any leaves out the frameworks that do not train the recipe", "[cli][plan][framework]") {
     const std::string request = "plan --gpu h100-sxm --model llama2-7b --gpus 8 --global-batch 64 --framework any";
-    // fp8: Megatron-Core only; the others named, with why.
+    // fp8: Megatron-Core (Transformer Engine) and torchtitan (torchao) only; the others named, with why.
     const auto fp8 = run_json(request + " --precision fp8 --top 3 --json");
-    CHECK(fp8["frameworks_searched"] == nlohmann::json::array({"megatron-core"}));
+    CHECK(fp8["frameworks_searched"] == nlohmann::json::array({"megatron-core", "torchtitan"}));
     REQUIRE(fp8["frameworks_skipped"].size() == 3);
     for (const auto& s : fp8["frameworks_skipped"]) {
         INFO(s.dump());
@@ -1443,7 +1445,7 @@ TEST_CASE("plan --framework any leaves out the frameworks that do not train the 
         CHECK(s["reason"].get<std::string>().find("framework " + s["framework"].get<std::string>()) !=
               std::string::npos);
     }
-    for (const auto& c : fp8["best"]) CHECK(c["framework"] == "megatron-core");
+    for (const auto& c : fp8["best"]) CHECK((c["framework"] == "megatron-core" || c["framework"] == "torchtitan"));
     const auto text = run_cli(request + " --precision fp8 --top 3");
     REQUIRE(text.exit_code == 0);
     CHECK(widest_line(text.out) <= 120);
@@ -1451,7 +1453,7 @@ TEST_CASE("plan --framework any leaves out the frameworks that do not train the 
     // 8-bit Adam: the Hugging Face Trainer, with or without DeepSpeed.
     const auto adam8bit = run_json(request + " --optimizer adam8bit --top 3 --json");
     CHECK(adam8bit["frameworks_searched"] == nlohmann::json::array({"pytorch-eager", "deepspeed"}));
-    CHECK(adam8bit["frameworks_skipped"].size() == 2);
+    CHECK(adam8bit["frameworks_skipped"].size() == 3);
 }
 
 TEST_CASE("only plan and fit take --framework any, and plan not with --train-tokens", "[cli][plan][framework]") {
@@ -1474,7 +1476,7 @@ TEST_CASE("fit --framework any: a table per framework that runs the setup, the o
     const std::string setup = "fit --gpu h100-sxm --model llama2-7b --gpus 8 --zero 1";
     // Each framework's table is the one --framework NAME gives.
     const auto any = run_json(setup + " --framework any --json");
-    REQUIRE(any["frameworks"].size() + any["frameworks_skipped"].size() == 4);
+    REQUIRE(any["frameworks"].size() + any["frameworks_skipped"].size() == trainperf::framework_profiles.size());
     REQUIRE(any["frameworks"].size() >= 2);
     for (const auto& t : any["frameworks"]) {
         INFO(t["framework"]);
@@ -1491,25 +1493,29 @@ TEST_CASE("fit --framework any: a table per framework that runs the setup, the o
         const std::string heading = std::string("\n").append(t["framework"].get<std::string>()).append(": ");
         CHECK(text.out.find(heading) != std::string::npos);
     }
-    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed.
+    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed; and
+    // torchtitan has no ZeRO-1.
     const auto tp2 = run_json(setup + " --tp 2 --framework any --json");
-    REQUIRE(tp2["frameworks_skipped"].size() == 2);
+    REQUIRE(tp2["frameworks_skipped"].size() == 3);
     CHECK(tp2["frameworks_skipped"][0]["framework"] == "pytorch-eager");
     CHECK(tp2["frameworks_skipped"][1]["framework"] == "deepspeed");
-    for (const auto& s : tp2["frameworks_skipped"])
-        CHECK(s["reason"].get<std::string>().rfind("tp = 2: framework " + s["framework"].get<std::string>(), 0) == 0);
+    CHECK(tp2["frameworks_skipped"][2]["framework"] == "torchtitan");
+    for (const auto& s : tp2["frameworks_skipped"]) {
+        const std::string field = s["framework"] == "torchtitan" ? "zero = 1" : "tp = 2";
+        CHECK(s["reason"].get<std::string>().rfind(field + ": framework " + s["framework"].get<std::string>(), 0) == 0);
+    }
     const auto tp2_text = run_cli(setup + " --tp 2 --framework any");
     CHECK(widest_line(after_heading(tp2_text.out)) <= 120);
     CHECK(tp2_text.out.find("Left out, pytorch-eager: tp = 2: framework pytorch-eager") != std::string::npos);
-    // --precision fp8: Megatron-Core only, one column.
+    // --precision fp8 with ZeRO 1: Megatron-Core only (torchtitan has no ZeRO-1), one column.
     const auto fp8 = run_json(setup + " --precision fp8 --framework any --json");
     REQUIRE(fp8["frameworks"].size() == 1);
     CHECK(fp8["frameworks"][0]["framework"] == "megatron-core");
     for (const auto& row : fp8["frameworks"][0]["fits"]) CHECK(row["precision"] == "fp8");
-    // Adapters: not in Megatron-LM or Megatron-Core.
+    // Adapters: not in Megatron-LM, Megatron-Core or torchtitan.
     const auto lora =
         run_json("fit --gpu h100-sxm --model llama2-7b --gpus 8 --finetune lora --framework any --json");
-    CHECK(lora["frameworks_skipped"].size() == 2);
+    CHECK(lora["frameworks_skipped"].size() == 3);
     for (const auto& t : lora["frameworks"]) CHECK(t.contains("max_micro_batch_with_full_recompute"));
 }
 
@@ -1531,6 +1537,6 @@ TEST_CASE("fit --framework any: exit status 3 only when nothing fits under any f
     });
     CHECK(run_cli("fit --gpu h100-sxm --model llama2-7b --gpus 8 --precision fp8 --optimizer adam8bit "
                   "--framework any")
-              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core: none of them runs this") !=
+              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan: none of them runs this") !=
           std::string::npos);
 }

@@ -56,7 +56,7 @@ TEST_CASE("aliases parse but are not listed", "[enum_names]") {
 
 TEST_CASE("an unknown name names the field, the value and every name", "[enum_names]") {
     CHECK_THROWS_WITH(parse_enum<recompute_mode>("recompute", "most"),
-                      "recompute = \"most\": unknown; expected one of none, selective, full");
+                      "recompute = \"most\": unknown; expected one of none, selective, full, op-selective");
     CHECK_THROWS_WITH(parse_offload(""), "offload = \"\": unknown; expected one of none, optimizer");
     CHECK_THROWS_AS(parse_recompute("nothing"), trainperf::invalid_argument);
     CHECK(enum_name_list<dp_overlap_mode>(", ") == "framework, on, off");

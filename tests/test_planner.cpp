@@ -741,8 +741,8 @@ std::vector<std::pair<plan_candidate, std::string>> merged_plans(const plan_requ
 }  // namespace
 
 TEST_CASE("a search across frameworks is every framework's plan, merged by step time", "[planner][framework]") {
-    // llama2-7b on 8 H100, global batch 64: Megatron-Core's layouts lead, Megatron-LM's
-    // reach the 400 fastest families; with LoRA (the Hugging Face Trainer with or without
+    // llama2-7b on 8 H100, global batch 64: Megatron-Core's layouts lead, Megatron-LM's and
+    // torchtitan's reach the 400 fastest families; with LoRA (the Hugging Face Trainer with or without
     // DeepSpeed) the two alternate from the first rows on.
     struct search {
         finetune_mode finetune;
@@ -750,7 +750,7 @@ TEST_CASE("a search across frameworks is every framework's plan, merged by step 
         bool fold;
         std::set<std::string> winners;  // frameworks among the best
     };
-    for (const search& c : {search{finetune_mode::full, 400, true, {"megatron-core", "megatron"}},
+    for (const search& c : {search{finetune_mode::full, 400, true, {"megatron-core", "megatron", "torchtitan"}},
                             search{finetune_mode::full, 100, false, {"megatron-core"}},
                             search{finetune_mode::lora, 20, true, {"deepspeed", "pytorch-eager"}},
                             search{finetune_mode::lora, 20, false, {"deepspeed", "pytorch-eager"}}}) {
@@ -797,23 +797,24 @@ TEST_CASE("a search across frameworks leaves out those that do not train the rec
         for (const framework_profile& fw : r.searched) searched.insert(std::string(fw.name));
         return searched;
     };
-    // fp8: Megatron-Core with Transformer Engine only.
+    // fp8: Megatron-Core with Transformer Engine and torchtitan with torchao only.
     request.base.precision = recipe(precision_kind::fp8);
     const framework_plan_result fp8 = plan_across(request, framework_profiles, options);
-    CHECK(names(fp8) == std::set<std::string>{"megatron-core"});
+    CHECK(names(fp8) == std::set<std::string>{"megatron-core", "torchtitan"});
     REQUIRE(fp8.skipped.size() == 3);
     for (const skipped_framework& s : fp8.skipped) {
         INFO(s.reason);
         CHECK(s.reason.find("precision = fp8") != std::string::npos);
         CHECK(s.reason.find("framework " + s.framework) != std::string::npos);
     }
-    for (std::size_t i = 0; i < fp8.best.size(); ++i) CHECK(fp8.framework(i).name == "megatron-core");
+    for (std::size_t i = 0; i < fp8.best.size(); ++i)
+        CHECK((fp8.framework(i).name == "megatron-core" || fp8.framework(i).name == "torchtitan"));
     // 8-bit Adam: the Hugging Face Trainer, with or without DeepSpeed.
     request.base.precision = recipe(precision_kind::bf16);
     request.base.optimizer = optimizer_kind::adam8bit;
     const framework_plan_result adam8bit = plan_across(request, framework_profiles, options);
     CHECK(names(adam8bit) == std::set<std::string>{"pytorch-eager", "deepspeed"});
-    REQUIRE(adam8bit.skipped.size() == 2);
+    REQUIRE(adam8bit.skipped.size() == 3);
     for (const skipped_framework& s : adam8bit.skipped)
         CHECK(s.reason.find("optimizer = adam8bit") != std::string::npos);
     // No framework trains fp8 with 8-bit Adam: an error naming each one's reason.

@@ -653,7 +653,7 @@ TEST_CASE("a framework runs only what its software can, and the message says who
     CHECK(refused({.dp = 8, .zero = 2, .shard_group = 4}, pytorch_eager_profile).empty());
     CHECK_THAT(refused({.dp = 4, .tp = 2}, pytorch_eager_profile),
                Catch::StartsWith("tp = 2: framework pytorch-eager (the Hugging Face Trainer") &&
-                   Catch::Contains("has no tensor parallelism; megatron, megatron-core offer it"));
+                   Catch::Contains("has no tensor parallelism; megatron, megatron-core, torchtitan offer it"));
     CHECK_THAT(refused({.dp = 8, .zero = 1}, pytorch_eager_profile), Catch::StartsWith("zero = 1") &&
                                                                          Catch::Contains("has no ZeRO stage 1"));
     CHECK_THAT(refused({.dp = 4, .pp = 2}, pytorch_eager_profile), Catch::StartsWith("pp = 2"));
@@ -668,7 +668,7 @@ TEST_CASE("a framework runs only what its software can, and the message says who
     // Megatron-LM 2022: tp, sp, pp, interleaving, the distributed optimizer; no cp, ZeRO-2/3 or offload.
     CHECK(refused({.dp = 1, .tp = 2, .pp = 4, .interleave = 2, .sp = true, .grad_accum = 4}, megatron_profile).empty());
     CHECK_THAT(refused({.dp = 4, .cp = 2}, megatron_profile),
-               Catch::StartsWith("cp = 2") && Catch::Contains("megatron-core offers it"));
+               Catch::StartsWith("cp = 2") && Catch::Contains("megatron-core, torchtitan offer it"));
     CHECK_THAT(refused({.dp = 8, .zero = 3}, megatron_profile), Catch::StartsWith("zero = 3"));
     CHECK_THAT(refused({.dp = 2, .pp = 4, .first_stage_layers = 5}, megatron_profile),
                Catch::StartsWith("first_stage_layers = 5") && Catch::Contains("evenly"));

@@ -107,14 +107,15 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
     // What each software runs: a layout asking for more is refused (docs/engine.md).
     out << "\nWhat each runs (a layout asking for more is refused):\n\n";
     table runs({"framework", "tp", "sp", "cp", "pp", "interleave", "uneven stages", "ZeRO stages", "hybrid shard",
-                "optimizer on host", "software"});
+                "optimizer on host", "recompute", "compile", "software"});
     for (const framework_profile& f : profiles) {
         std::string zero;
         for (int z = 0; z <= 3; ++z)
             if (f.zero_stages & (1u << z)) zero += (zero.empty() ? "" : ",") + std::to_string(z);
         runs.add_row({str(f.name), on_off(f.tensor_parallel), on_off(f.sequence_parallel), on_off(f.context_parallel),
                       on_off(f.pipeline_parallel), on_off(f.interleaved_pipeline), on_off(f.uneven_pipeline_split), zero,
-                      on_off(f.hybrid_sharding), on_off(f.optimizer_offload), str(f.software)});
+                      on_off(f.hybrid_sharding), on_off(f.optimizer_offload), names_of(f.recompute_modes, " "),
+                      on_off(f.layer_compile), str(f.software)});
     }
     runs.print(out);
     out << "\nWhat each trains with (a setup asking for anything else is refused):\n\n";

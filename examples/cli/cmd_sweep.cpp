@@ -28,7 +28,7 @@ enum class sweep_parameter {
     precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node, flash_attention, tp_comm_overlap,
     schedule, shard_group, model, finetune, lora_rank, lora_targets, fp8_scaling, grad_reduce_dtype,
     overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
-    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch
+    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile
 };
 }  // namespace trainperf::cli
 
@@ -36,7 +36,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 43> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 44> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -78,7 +78,8 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::adapters_per_node, "adapters-per-node"},
                                                           {p::data_ms, "data-ms"},
                                                           {p::pcie_ms, "pcie-ms"},
-                                                          {p::prefetch, "prefetch"}}};
+                                                          {p::prefetch, "prefetch"},
+                                                          {p::compile, "compile"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -208,6 +209,7 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::overlap_param_gather: f.overlap_param_gather = v; break;
         case sweep_parameter::reshard_after_forward: f.reshard_after_forward = v; break;
         case sweep_parameter::cuda_graphs: f.cuda_graphs = v; break;
+        case sweep_parameter::compile: f.compile = v; break;
         case sweep_parameter::first_stage_layers: f.first_stage_layers = parse_int(a, v); break;
         case sweep_parameter::last_stage_layers: f.last_stage_layers = parse_int(a, v); break;
         case sweep_parameter::rank_order: f.rank_order = v; break;

@@ -123,6 +123,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                     "on|off: each layer's forward and backward replayed from CUDA graphs, one launch per pass "
                     "instead of every kernel from Python (Megatron-Core --cuda-graph-impl; not with full recompute, "
                     "optimizer offload or ZeRO-3) (default: the profile's)");
+    sub->add_option("--compile", compile,
+                    "on|off: each layer compiled with torch.compile (Inductor): its elementwise chains fused into "
+                    "one kernel each, one compiled call per pass (frameworks that compile their layers: "
+                    "torchtitan --training.compile) (default: the profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
     auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
@@ -174,11 +178,14 @@ void training_flags::apply_framework_flags(training_setup& s) const {
           std::tuple<std::string_view, const std::string&, bool&>{"reshard-after-forward", reshard_after_forward,
                                                                    s.framework.reshard_after_forward},
           std::tuple<std::string_view, const std::string&, bool&>{"cuda-graphs", cuda_graphs,
-                                                                   s.framework.cuda_graphs}}) {
+                                                                   s.framework.cuda_graphs},
+          std::tuple<std::string_view, const std::string&, bool&>{"compile", compile, s.framework.compiled}}) {
         if (value.empty()) continue;
         require(value == "on" || value == "off", name, value, "must be on or off");
         field = value == "on";
     }
+    // An explicit --reshard-after-forward holds with pipeline stages too.
+    if (!reshard_after_forward.empty()) s.framework.keeps_gathered_with_pipeline = false;
 }
 
 training_setup training_flags::assemble_with(const framework_profile& fw) const {
@@ -291,10 +298,16 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
 }
 
 // The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather,
-// --reshard-after-forward, --cuda-graphs) where
-// the setup's framework differs from `base`, every one of them without a base.
+// --reshard-after-forward, --cuda-graphs, --compile) where
+// the setup's framework differs from `base`, every one of them without a base. An
+// explicit --reshard-after-forward also overrides the profile's pipeline default
+// (keeps_gathered_with_pipeline), so it is printed where that differs too, and not
+// without a base where the profile keeps it.
 std::string framework_switches(const framework_profile& fw, const framework_profile* base) {
     std::string t;
+    const bool reshard_differs = base ? fw.reshard_after_forward != base->reshard_after_forward ||
+                                            fw.keeps_gathered_with_pipeline != base->keeps_gathered_with_pipeline
+                                      : !fw.keeps_gathered_with_pipeline;
     for (const auto& [flag, on, was] :
          {std::tuple<std::string_view, bool, bool>{"--flash-attention", fw.flash_attention,
                                                     base && base->flash_attention},
@@ -302,10 +315,10 @@ std::string framework_switches(const framework_profile& fw, const framework_prof
                                                     base && base->tensor_parallel_overlap},
           std::tuple<std::string_view, bool, bool>{"--overlap-param-gather", fw.overlap_parameter_gather,
                                                     base && base->overlap_parameter_gather},
-          std::tuple<std::string_view, bool, bool>{"--reshard-after-forward", fw.reshard_after_forward,
-                                                    !base || base->reshard_after_forward},
-          std::tuple<std::string_view, bool, bool>{"--cuda-graphs", fw.cuda_graphs, base && base->cuda_graphs}})
+          std::tuple<std::string_view, bool, bool>{"--cuda-graphs", fw.cuda_graphs, base && base->cuda_graphs},
+          std::tuple<std::string_view, bool, bool>{"--compile", fw.compiled, base && base->compiled}})
         if (!base || on != was) t += " " + std::string(flag) + (on ? " on" : " off");
+    if (reshard_differs) t += std::string(" --reshard-after-forward ") + (fw.reshard_after_forward ? "on" : "off");
     return t;
 }
 

@@ -201,6 +201,44 @@ constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, doubl
 // V, the softmax, the GELU input (SwiGLU's gate and up outputs) stay 16-bit. GPT
 // layer, t = 1: Blackwell (34 − 7)·sbh + 5·as²b = 27·sbh + 5·as²b; Hopper
 // 34·sbh + 5·as²b, as in bf16.
+// Op-level selective checkpointing (recompute_mode::op_selective; torchtitan@b0902b29
+// parallelize.py) keeps, per layer, over the rank's tokens s·b:
+//   the layer input (the checkpoint's)                        n·sbh (÷ t with SP)
+//   the output of every other matmul, from the first (spec/parallel.hpp
+//     op_selective_keeps_output), 16-bit: a column-parallel projection's part (Q q/t,
+//     K and V kv/t, the fused QKV (q + 2kv)/t, gate and up f/t), a row-parallel one's
+//     whole partial sum before its reduction (output projection, FFN down: h)
+//   the attention kernel's output and log-sum-exp (SDPA)      g·sb·q/t + 4·a·sb/t
+//   the sequence-parallel reduce-scatters' outputs            2·g·sbh/t
+// The attention core's bmm outputs are not on the save list: without a fused attention
+// kernel nothing of the core is kept. FP8 Linears' matmuls are not saved (they are not
+// aten.mm). Dropout masks: torchtitan's models have none (not counted).
+constexpr bytes op_selective_activation_bytes(const transformer_config& m, const activation_formats& x, double sb,
+                                              int tp, bool sp, const framework_profile& fw) {
+    const double h = m.hidden, a = m.heads, t = tp, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
+    const double g = size_of(x.gemm_inputs), n = size_of(x.residual);
+    const model_code code = fw.runs_model_code ? m.code : model_code::generic;
+    const bool fp8 = x.fp8_linear_inputs > 0;
+    double kept = n * sb * h / (sp ? t : 1.0);
+    const auto linear = [&](std::string_view name, double width) {
+        if (op_selective_keeps_output(name, code, m.ffn, fp8)) kept += g * sb * width;
+    };
+    if (code == model_code::bert || code == model_code::llama) {
+        linear("q", q / t);
+        linear("k", kv / t);
+        linear("v", kv / t);
+    } else {
+        linear("qkv", (q + 2 * kv) / t);
+    }
+    linear("attention_out", h);
+    if (m.ffn == ffn_kind::swiglu) linear("ffn_gate", f / t);
+    linear("ffn_up", f / t);
+    linear("ffn_down", h);
+    if (fw.flash_attention) kept += g * sb * q / t + size_of(dtype::fp32) * a * sb / t;
+    if (sp && tp > 1) kept += 2 * g * sb * h / t;
+    return bytes_of(kept);
+}
+
 constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
                                            int micro_batch, int seq, int tp, bool sp, recompute_mode r,
                                            const framework_profile& fw = pytorch_eager_profile) {
@@ -212,6 +250,7 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, const ac
     const double lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
     const double sbh = s * b * h;
     if (r == recompute_mode::full) return bytes_of(n * sbh / (sp ? t : 1.0));
+    if (r == recompute_mode::op_selective) return op_selective_activation_bytes(m, x, s * b, tp, sp, fw);
     const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
     const double masks = dropout ? 2 * sbh : 0.0;
     // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs.
@@ -333,8 +372,13 @@ constexpr layer_activations layer_activations_of(const transformer_config& m, co
     const activation_formats x = activation_formats_of(r);
     const double cp = p.cp;
     a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw) / cp;
-    if (p.recompute == recompute_mode::full)
-        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
+    // Recomputing a layer rebuilds what it would have kept and did not, live during its
+    // backward.
+    if (p.recompute == recompute_mode::full || p.recompute == recompute_mode::op_selective) {
+        const bytes whole =
+            activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
+        a.rebuilt = p.recompute == recompute_mode::full || whole < a.kept ? whole : whole - a.kept;
+    }
     if (ft.freezes_base()) {
         const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft) / cp;
         if (p.recompute == recompute_mode::full) a.rebuilt += adapters;
@@ -481,6 +525,11 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
                                 state.optimizer_state, r, p, ft.quantized());
     } else {
         add_static_state(mb, local, share * state.optimizer_state, r, p);
+        // FSDP's fp32 shard is the master (spec/framework_profile.hpp
+        // fp32_sharded_parameters); the 16-bit copy is gathered (buffers below).
+        if (fw.fp32_sharded_parameters && p.zero >= 3 && p.shard_size() > 1 && r.fp32_master &&
+            p.offload == offload_mode::none)
+            mb.weights = bytes_of(0);
     }
     // Communication buckets when dp > 1; DDP's copy of every gradient into them only
     // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
@@ -492,7 +541,7 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
     // ZeRO-3's gathered weights: the layer in use and the one prefetched, or, kept from
     // forward to backward (reshard_after_forward off), every layer of the stage.
     if (p.zero == 3 && p.shard_size() > 1)
-        mb.buffers += bytes_of((fw.reshard_after_forward ? 2.0 : held.layers) * state.layer_parameters / t *
+        mb.buffers += bytes_of((reshards_after_forward(fw, p) ? 2.0 : held.layers) * state.layer_parameters / t *
                                (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
     if (p.offload == offload_mode::none)
         mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * trained * fp32 / zero_optimizer);

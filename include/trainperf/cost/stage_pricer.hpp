@@ -85,6 +85,8 @@ constexpr double host_call_cost(const eager_host_costs& c, host_call call) {
         case host_call::rng_state: return c.rng_state;
         case host_call::library_module: return c.library_module;
         case host_call::library_module_backward: return c.library_module_backward;
+        case host_call::compiled_graph: return c.compiled_graph;
+        case host_call::dispatch_mode: return c.dispatch_mode;
         case host_call::gradient_hook:
         case host_call::graph_launch: break;
     }
@@ -221,6 +223,13 @@ public:
     // host launches none of the layer's kernels (the workload's replay calls stand in).
     void graph_layers() {
         graphed_ = true;
+        set_launch_costs();
+    }
+
+    // Each layer compiled with torch.compile (framework_profile::compiled): its kernels
+    // launched by the generated wrapper (eager_host_costs::compiled_launch).
+    void compile_layers() {
+        compiled_ = true;
         set_launch_costs();
     }
 
@@ -457,9 +466,16 @@ private:
         sections_[at_][stage_sums::gpu + 2] += recomputed * time.value();
     }
     // What the host spends launching a kernel of the section now priced, from Python in
-    // forward and from the engine in backward (nothing in a graphed layer).
+    // forward and from the engine in backward (nothing in a graphed layer; from the
+    // generated wrapper, the same in both passes, in a compiled layer).
     void set_launch_costs() {
-        const bool launches = !(graphed_ && at_ == std::size_t(stage_section::layer));
+        const bool layer = at_ == std::size_t(stage_section::layer);
+        const bool launches = !(graphed_ && layer);
+        if (compiled_ && layer) {
+            launch_cost_ = {host_.compiled_launch, host_.compiled_launch};
+            gemm_launch_cost_ = host_.compiled_launch;
+            return;
+        }
         launch_cost_ = {launches ? host_.op : 0.0, launches ? host_.backward_launch : 0.0};
         gemm_launch_cost_ = launches ? host_.op * host_.gemm : 0.0;
     }
@@ -473,6 +489,7 @@ private:
     seconds bare_op_;
     int tp_overlap_ = 0;
     bool graphed_ = false;
+    bool compiled_ = false;
     std::array<double, 2> launch_cost_{};                                  // forward, backward
     double gemm_launch_cost_ = 0;
     int sms_ = 1;
@@ -489,7 +506,8 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
     // The lists carry no sections: with CUDA graphs every kernel's launch is still
-    // charged here (an upper bound; predict() charges the graphed layers' none).
+    // charged here (an upper bound; predict() charges the graphed layers' none), and
+    // compiled layers' launches as eager ones.
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);
@@ -506,6 +524,7 @@ inline stage_pricer price_stage_parts(checked_view s, const layout_groups& group
     stage_pricer pricer(s->cluster.gpu, k, &s->cluster, s->framework.host, s->cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s->layout.tp);
     if (s->framework.cuda_graphs) pricer.graph_layers();
+    if (s->framework.compiled) pricer.compile_layers();
     for_each_stage_op(s, stage_shape{1, true, true}, groups, stage_pricer::checked_setup_sink(pricer));
     return pricer;
 }

@@ -89,7 +89,10 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
               {"collective", f.host.collective},
               {"rng_state", f.host.rng_state},
               {"library_module", f.host.library_module},
-              {"library_module_backward", f.host.library_module_backward}}},
+              {"library_module_backward", f.host.library_module_backward},
+              {"compiled_graph", f.host.compiled_graph},
+              {"compiled_launch", f.host.compiled_launch},
+              {"dispatch_mode", f.host.dispatch_mode}}},
             {"layer_host_calls",
              {{"modules", f.layer_host.modules},
               {"views", f.layer_host.views},
@@ -100,6 +103,12 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
               {"library_modules", f.layer_host.library_modules},
               {"gradient_hooks", f.layer_host.gradient_hooks}}},
             {"cuda_graphs", f.cuda_graphs},
+            {"recompute_modes", name_list(f.recompute_modes)},
+            {"layer_compile", f.layer_compile},
+            {"compiled", f.compiled},
+            {"checkpoint_rng_state", f.checkpoint_rng_state},
+            {"keeps_gathered_with_pipeline", f.keeps_gathered_with_pipeline},
+            {"fp32_sharded_parameters", f.fp32_sharded_parameters},
             {"memory",
              {{"fp32_logits", o.fp32_logits},
               {"loss_buffers", o.loss_buffers},
@@ -127,7 +136,9 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs",
                    "scales_gradients_every_step", "software", "tensor_parallel", "sequence_parallel",
                    "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
-                   "optimizers", "precisions", "finetune_modes", "host_optimizers"});
+                   "optimizers", "precisions", "finetune_modes", "host_optimizers", "recompute_modes",
+                   "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
+                   "fp32_sharded_parameters"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -148,6 +159,17 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("hybrid_sharding")) f.hybrid_sharding = dd::boolean(j, "", "hybrid_sharding");
     if (j.contains("reshard_after_forward")) f.reshard_after_forward = dd::boolean(j, "", "reshard_after_forward");
     if (j.contains("cuda_graphs")) f.cuda_graphs = dd::boolean(j, "", "cuda_graphs");
+    // Optional too (absent: Megatron's recompute modes, no torch.compile, the generators'
+    // states saved around a checkpoint, reshard_after_forward with pipeline stages too,
+    // a 16-bit ZeRO-3 shard beside the fp32 master).
+    if (j.contains("recompute_modes"))
+        f.recompute_modes = dd::enum_list<recompute_mode>(j, "", "recompute_modes", false);
+    for (const auto& [key, field] : {std::pair<std::string_view, bool*>{"layer_compile", &f.layer_compile},
+                                     {"compiled", &f.compiled},
+                                     {"checkpoint_rng_state", &f.checkpoint_rng_state},
+                                     {"keeps_gathered_with_pipeline", &f.keeps_gathered_with_pipeline},
+                                     {"fp32_sharded_parameters", &f.fp32_sharded_parameters}})
+        if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
     if (j.contains("scales_gradients_every_step"))
         f.scales_gradients_every_step = dd::boolean(j, "", "scales_gradients_every_step");
     // What the software runs (optional; absent: everything the engine models, as a
@@ -208,7 +230,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     const std::string_view hctx = "host_costs_in_bare_ops";
     dd::only_keys(h, hctx,
                   {"op", "gemm", "view", "module", "backward_node", "backward_launch", "function",
-                   "function_backward", "collective", "rng_state", "library_module", "library_module_backward"});
+                   "function_backward", "collective", "rng_state", "library_module", "library_module_backward",
+                   "compiled_graph", "compiled_launch", "dispatch_mode"});
     f.host.op = dd::number(h, hctx, "op", 0, 1000, "(bare ops)");
     f.host.gemm = dd::number(h, hctx, "gemm", 0, 1000, "(x an op)");
     f.host.view = dd::number(h, hctx, "view", 0, 1000, "(bare ops)");
@@ -221,7 +244,10 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                                      {"collective", &f.host.collective},
                                      {"rng_state", &f.host.rng_state},
                                      {"library_module", &f.host.library_module},
-                                     {"library_module_backward", &f.host.library_module_backward}})
+                                     {"library_module_backward", &f.host.library_module_backward},
+                                     {"compiled_graph", &f.host.compiled_graph},
+                                     {"compiled_launch", &f.host.compiled_launch},
+                                     {"dispatch_mode", &f.host.dispatch_mode}})
         if (h.contains(key)) *value = dd::number(h, hctx, key, 0, 1000, "(bare ops)");
 
     const auto& m = dd::field(j, "", "memory");

@@ -88,7 +88,7 @@ inline std::vector<std::string> setup_columns() {
             "first_stage_layers", "last_stage_layers", "schedule",
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
             "global_batch", "recompute",  "dp_overlap",  "flash_attention", "tp_comm_overlap",
-            "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "grad_reduce_dtype", "fp8_scaling",
+            "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "compile", "grad_reduce_dtype", "fp8_scaling",
             "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node", "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch"};
 }
 
@@ -127,8 +127,9 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             s.framework.flash_attention,
             s.framework.tensor_parallel_overlap,
             s.framework.overlap_parameter_gather,
-            s.framework.reshard_after_forward,
+            reshards_after_forward(s.framework, l),
             s.framework.cuda_graphs,
+            s.framework.compiled,
             text(to_string(stored_precision(s).gradients)),
             fp8_linears(s.precision) ? text(to_string(s.precision.scaling)) : table_cell{},
             text(to_string(s.finetune.mode)),

@@ -121,7 +121,7 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
         out.emplace_back(c, t);
     };
     for (recompute_mode r : enum_values<recompute_mode>())
-        if (r != l.recompute)
+        if (r != l.recompute && s.framework.recompute_modes.contains(r))
             with(r == recompute_mode::full ? fit_change::recompute_full : fit_change::recompute_other,
                  [r](parallel_layout& p) { p.recompute = r; });
     const long long per_replica = 1LL * l.micro_batch * l.grad_accum;

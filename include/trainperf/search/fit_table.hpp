@@ -66,7 +66,8 @@ inline fit_table fit_table_of(const fit_table_request& r) {
         for (const std::vector<int>& row : t.largest)
             t.fp8_fits_less_than_bf16 |= row[std::size_t(fp8 - t.precisions.begin())] <
                                          row[std::size_t(bf16 - t.precisions.begin())];
-    if (r.base.finetune.freezes_base() && r.base.layout.recompute != recompute_mode::full) {
+    if (r.base.finetune.freezes_base() && r.base.layout.recompute != recompute_mode::full &&
+        r.base.framework.recompute_modes.contains(recompute_mode::full)) {
         training_setup s = r.base;
         s.layout.recompute = recompute_mode::full;
         t.with_full_recompute = max_micro_batch(s);

@@ -2,7 +2,7 @@
 // every layout — tensor parallel size, context parallel size (long sequences),
 // pipeline stages, virtual stages, layers on the first and last stage, the pipeline
 // schedule, data-parallel replicas, micro-batch (every divisor of the per-replica
-// batch), sequence parallelism, recompute none/selective/full, the ZeRO stages and
+// batch), sequence parallelism, the recompute modes the framework offers, the ZeRO stages and
 // hybrid shard groups the profile offers, optimizer offload, data-parallel overlap
 // on/off — and the framework's switches where its profile offers them (FlashAttention,
 // tensor-parallel overlap, parameter-gather overlap) that reaches the global batch
@@ -551,7 +551,8 @@ inline space build_space(const plan_request& r) {
             if (pps.empty()) continue;
             for (bool sequence_parallel : {false, true}) {
                 if (sequence_parallel && (tp == 1 || !fw.sequence_parallel)) continue;
-                for (auto rc : {recompute_mode::none, recompute_mode::selective, recompute_mode::full})
+                for (auto rc : enum_values<recompute_mode>()) {
+                    if (!fw.recompute_modes.contains(rc)) continue;
                     for (bool flash : switch_values(fw.flash_attention))
                         for (bool overlap : switch_values(fw.tensor_parallel_overlap, sequence_parallel)) {
                             sp.units.push_back({.tp = tp, .cp = cp, .pps = pps, .sp = sequence_parallel,
@@ -559,6 +560,7 @@ inline space build_space(const plan_request& r) {
                                                 .tensor_parallel_overlap = overlap});
                             sp.candidates += inner;
                         }
+                }
             }
         }
     }

@@ -1,339 +1,16 @@
-// Software profiles as data: which elementwise ops a framework fuses, how its
-// optimizer runs, whether gradient sync overlaps backward, and the memory it holds
-// beyond the model's own state. A user can define a profile of their own.
+// The catalog of framework profiles (spec/framework_profile.hpp): the Hugging Face
+// Trainer on PyTorch eager, Megatron-LM, DeepSpeed, Megatron-Core and torchtitan, each
+// with the software version it describes and the sources of its figures.
 #pragma once
 
 #include <array>
 #include <string_view>
-#include <utility>
 
 #include "../core/catalog_lookup.hpp"
-#include "../core/enum_set.hpp"
-#include "../core/error.hpp"
 #include "../core/units.hpp"
-#include "attention_kernels.hpp"
-#include "finetune.hpp"
-#include "optimizer.hpp"
-#include "precision.hpp"
+#include "framework_profile.hpp"
 
 namespace trainperf {
-
-// What a framework holds on top of the model's own tensors (peak allocated). The
-// framework profile owns these: cost/memory.hpp reads them from the profile, so every
-// path (memory, fit, predict, plan) sees the same bytes.
-struct memory_overheads {
-    // Logits and loss: HF upcasts the logits to fp32 for the cross-entropy; besides
-    // the logits themselves `loss_buffers` b·s·V buffers are live at the peak (the
-    // log-softmax kept for backward and the gradient of the logits).
-    bool fp32_logits = true;
-    double loss_buffers = 2;
-    // Dropout masks (1 B per element) are part of Korthikanti's 34·s·b·h; models
-    // trained without dropout (LLaMA) keep none.
-    bool dropout = true;
-    // cuBLAS workspace: PyTorch defaults to 32 MiB on Hopper (":4096:8") and 8.125 MiB
-    // before it (":4096:2:16:8"), CUDABlasHandlePool.cpp; the larger is the default.
-    bytes workspace = mebibytes_of(32);
-    // Temporary buffers of the backward pass not covered by the activation formula.
-    bytes temporaries = bytes_of(0);
-    // Gradient communication buckets when dp > 1 (bytes), plus a fraction of the
-    // gradients duplicated into them (PyTorch DDP without gradient_as_bucket_view
-    // copies every gradient into its buckets: 1.0).
-    bytes gradient_buckets = bytes_of(0);
-    double gradient_bucket_copy = 0.0;
-    // Temporaries of the optimizer step, as a multiple of the local fp32 parameter
-    // bytes (a per-tensor or foreach AdamW allocates intermediates; fused: ~0).
-    double optimizer_temporaries = 0.0;
-    // Caching-allocator overhead (reserved beyond allocated), a fraction of the peak.
-    double fragmentation = 0.0;
-    // Devices whose memory is shared with the CPU (Jetson): what the OS, the CPU side
-    // of the training process and the desktop keep. An estimate, not a datasheet
-    // number (Ubuntu + Python + PyTorch CPU side typically hold 1.5-3 GB).
-    bytes host_reserve = gigabytes_of(2);
-    // What the process cannot allocate on any device: the CUDA context (driver state,
-    // kernel images of the libraries loaded) lives outside the framework's allocator.
-    // ASSUMPTION: 500 MiB, the order PyTorch shows with CUDA 12 and lazy module loading
-    // (it depends on the GPU, the driver and the libraries; measure it on yours).
-    bytes cuda_context = mebibytes_of(500);
-};
-
-constexpr void validate(const memory_overheads& o) {
-    // Every field finite: an infinite buffer would be a silent "does not fit".
-    for (double v : {o.loss_buffers, o.workspace.value(), o.temporaries.value(), o.gradient_buckets.value(),
-                     o.gradient_bucket_copy, o.optimizer_temporaries, o.host_reserve.value(), o.cuda_context.value()})
-        require(v < 1e18, "memory_overheads", v, "must be finite (and below 1e18)");
-    require(o.loss_buffers >= 0, "loss_buffers", o.loss_buffers, "must not be negative");
-    require(o.workspace.value() >= 0, "workspace", o.workspace.value(), "must not be negative");
-    require(o.temporaries.value() >= 0, "temporaries", o.temporaries.value(),
-            "must not be negative");
-    require(o.gradient_buckets.value() >= 0, "gradient_buckets", o.gradient_buckets.value(),
-            "must not be negative");
-    require(o.gradient_bucket_copy >= 0, "gradient_bucket_copy", o.gradient_bucket_copy,
-            "must not be negative");
-    require(o.optimizer_temporaries >= 0, "optimizer_temporaries", o.optimizer_temporaries,
-            "must not be negative");
-    require(o.fragmentation >= 0 && o.fragmentation < 1, "fragmentation", o.fragmentation,
-            "must be in [0, 1)");
-    require(o.host_reserve.value() >= 0, "host_reserve", o.host_reserve.value(),
-            "must not be negative");
-    require(o.cuda_context.value() >= 0, "cuda_context", o.cuda_context.value(), "must not be negative");
-}
-
-// What the host spends issuing work in eager mode (PyTorch runs every op from Python:
-// the interpreter, the dispatcher, autograd's recording, the CUDA launch). Kernels are
-// queued asynchronously, so a pass takes the larger of the GPU's time and the host's
-// (cost/stage_pricer.hpp). Costs are in units of the host's bare op (host_spec::eager_op_time: one
-// `y = x * 1.2` on a small CUDA tensor from Python, no autograd), so that one profile
-// describes PyTorch and the system description its CPU.
-struct eager_host_costs {
-    // An op that launches a kernel, called from a module's Python with autograd
-    // recording: 7 µs per op with requires_grad against 5 µs without on the same
-    // CPU (PyTorch issue #41383, `y = 2*x`, 1M calls).
-    double op = 1.4;
-    // A matmul/addmm/bmm relative to an elementwise op (cuBLAS's handle, workspace and
-    // heuristic on top of the dispatch). FITTED: the bare n = 128 fp16 matmul (its GPU
-    // time a few % of it) over the bare elementwise op on the same host, RTX 3090 Ti
-    // system (docs/validation.md, single GPU).
-    double gemm = 2.4;
-    // An op that launches nothing (view, permute, split, slicing): "x*x without grad
-    // ≈ 2 µs ... approx half of it is python parsing overhead" against 5 µs for an op
-    // with a launch (PyTorch issue #41383, maintainer's reply): ASSUMPTION 0.4.
-    double view = 0.4;
-    // One nn.Module call with the modeling code's Python around its ops (hook checks,
-    // argument handling, HF's apply_chunking_to_forward). FITTED jointly with
-    // backward_node on the BERT-large layer rows at batch 2, sequence 128 (forward;
-    // forward+backward) of the RTX 3090 Ti, the ones its host bounds most clearly.
-    double module = 2.76;
-    // One autograd node in backward, its dispatch and bookkeeping (the engine is C++:
-    // no Python). FITTED jointly with module (above).
-    double backward_node = 3.90;
-    // A kernel launched from the C++ backward: the CUDA launch without Python.
-    // ASSUMPTION: half a bare op (the launch is 2-5 µs of a 5-20 µs op, Holistic Trace
-    // Analysis docs, cuda_kernel_launch_stats.rst@0c2146a8).
-    double backward_launch = 0.5;
-    // A Python torch.autograd.Function's apply beyond the kernels its forward launches
-    // (the context object, saving tensors, the Python forward's own code): 20.7 µs
-    // median against 3.2 µs for calling the same function directly, 13 inputs and 2
-    // outputs (PyTorch issue #189573): 17.4 µs, over issue #41383's 5 µs bare op. Also
-    // charged for a call into a scripted (TorchScript) function from Python
-    // (ASSUMPTION: the same Python-to-graph boundary).
-    double function = 3.5;
-    // Its backward: the engine takes the GIL, wraps the gradients and runs the Python
-    // backward (its kernels counted apart). ASSUMPTION: the mirror of the forward's apply
-    // (no separate measurement found).
-    double function_backward = 3.5;
-    // A torch.distributed collective called from Python (ProcessGroupNCCL: the work
-    // object, its CUDA events, the stream waits and ncclAllReduce's own enqueue); the
-    // Python autograd.Function around it, where the framework has one (Megatron's
-    // mappings), is counted as a Function. ASSUMPTION: one op's worth, 1.4; PyTorch
-    // issue #138773 profiled 89 µs of CPU per c10d all-reduce (torch 2.4, under the
-    // profiler), which bounds it from above.
-    double collective = 1.4;
-    // One get or set of a generator's state from Python (torch.cuda.get_rng_state builds
-    // a small CPU tensor; set_state copies one back; no kernel, no sync: PyTorch
-    // aten/src/ATen/cuda/CUDAGeneratorImpl.cpp). ASSUMPTION: one bare op.
-    double rng_state = 1.0;
-    // A Transformer Engine module's own bookkeeping in forward beyond a module call, its
-    // Function and its GEMM launch (prepare_forward/end_forward, the argument record,
-    // quantizer and workspace set-up: TransformerEngine module/base.py@d0067d0d).
-    // DERIVED: te.Linear's forward took 99.66 µs of CPU against 37.08 µs for
-    // torch.nn.Linear on the same GB200 (BF16, hidden 2048, 8192 tokens; TransformerEngine
-    // issue #2053), 2.69 torch Linears; a torch Linear here is module + op·gemm = 6.12
-    // bare ops, so te.Linear is 16.45 = 2.76 (module) + 3.5 (function) + 3.36 (GEMM) +
-    // 6.83.
-    double library_module = 6.83;
-    // Its backward beyond the Function's backward, the GEMM launches and the autograd
-    // nodes. DERIVED: te.Linear BF16, 59.19 µs forward and 311.30 µs forward+backward on
-    // GB200 (TransformerEngine PR #3523, before its changes): backward = 4.26 forwards =
-    // 70.1 bare ops of the 16.45 above, less the engine's start of a one-module backward
-    // (ASSUMPTION: one torch Linear, 6.12), the Function's backward (3.5), two GEMM
-    // launches (1.0) and two nodes (7.8): 51.7.
-    double library_module_backward = 51.7;
-
-};
-
-// What one layer of a framework's own implementation calls on the host per forward,
-// besides the kernels the workload launches (counted from the ops): the framework's
-// layer replaces the model's code (framework_profile::runs_model_code false). Counted in
-// the framework's source (framework_profile comments). All zero: not described (the
-// generic layer of workload/layer.hpp host_calls_per_layer is used).
-struct layer_host_inventory {
-    double modules = 0;           // nn.Module calls
-    double views = 0;             // ops that launch nothing (view, transpose, split, no-op contiguous)
-    double functions = 0;         // Python autograd.Functions, each with a Python backward
-    double rotary_functions = 0;  // more of them when the model has rotary positions
-    double scripted_calls = 0;    // scripted/compiled functions whose backward runs in C++
-    double rng_forks = 0;         // RNG tracker forks (2 state gets and 2 sets each)
-    double library_modules = 0;   // Transformer Engine modules (eager_host_costs::library_module)
-    bool gradient_hooks = false;  // the data-parallel wrapper's Python hook per parameter in backward
-
-    constexpr bool described() const {
-        return modules > 0 || views > 0 || functions > 0 || rotary_functions > 0 || scripted_calls > 0 ||
-               rng_forks > 0 || library_modules > 0 || gradient_hooks;
-    }
-};
-
-// Host calls of one full-recompute checkpoint per layer (Megatron-LM
-// megatron/mpu/random.py@28ba253f CheckpointFunction, lines 289-359; Megatron-Core's is the
-// same): its Function and Python backward, 4 state gets and 4 sets of the CPU and CUDA
-// generators and 2 of the RNG tracker's, and the re-entrant torch.autograd.backward
-// that runs the layer's backward (ASSUMPTION: one Function backward's worth). The
-// forward saves the CPU and CUDA states and copies the tracker's (3 calls); the
-// backward makes the other 7. The recomputed forward is counted with the forward's calls.
-inline constexpr double checkpoint_rng_calls_forward = 3;
-inline constexpr double checkpoint_rng_calls_backward = 7;
-
-constexpr void validate(const eager_host_costs& c) {
-    for (const auto& [name, v] : {std::pair<const char*, double>{"framework.host.op", c.op},
-                                  {"framework.host.gemm", c.gemm}, {"framework.host.view", c.view},
-                                  {"framework.host.module", c.module},
-                                  {"framework.host.backward_node", c.backward_node},
-                                  {"framework.host.backward_launch", c.backward_launch},
-                                  {"framework.host.function", c.function},
-                                  {"framework.host.function_backward", c.function_backward},
-                                  {"framework.host.collective", c.collective},
-                                  {"framework.host.rng_state", c.rng_state},
-                                  {"framework.host.library_module", c.library_module},
-                                  {"framework.host.library_module_backward", c.library_module_backward}})
-        require(v >= 0 && v <= 1000, name, v, "must be between 0 and 1000 bare ops");
-}
-
-constexpr void validate(const layer_host_inventory& l) {
-    for (const auto& [name, v] : {std::pair<const char*, double>{"framework.layer_host.modules", l.modules},
-                                  {"framework.layer_host.views", l.views},
-                                  {"framework.layer_host.functions", l.functions},
-                                  {"framework.layer_host.rotary_functions", l.rotary_functions},
-                                  {"framework.layer_host.scripted_calls", l.scripted_calls},
-                                  {"framework.layer_host.rng_forks", l.rng_forks},
-                                  {"framework.layer_host.library_modules", l.library_modules}})
-        require(v >= 0 && v <= 1000, name, v, "must be between 0 and 1000 calls per layer");
-}
-
-// The numeric constants below (traffic ratios, kernel counts, overlap share, per-step
-// overhead, fragmentation) are ASSUMPTIONS, not measurements: only the megatron profile
-// has been checked against published times (docs/validation.md); the others are
-// priors that a measurement of the framework should replace.
-struct framework_profile {
-    std::string_view name = "custom";
-
-    // --- which elementwise kernels exist (workload/layer.hpp turns these into ops) ---
-    bool fused_softmax = false;       // scale + mask + softmax in one kernel (Megatron)
-    bool fused_bias_gelu = false;     // bias + GELU in one kernel (Megatron)
-    bool fused_bias_dropout_add = false;  // bias + dropout + residual add in one kernel
-    bool flash_attention = false;     // attention core in one kernel, no s² tensor in memory
-    // The fused attention kernel the software runs where the GPU has it
-    // (spec/attention_kernels.hpp): PyTorch's SDPA runs FlashAttention-2 everywhere;
-    // Transformer Engine runs a Hopper-native one (FlashAttention-3 or cuDNN) on Hopper.
-    attention_kernel flash_kernel = attention_kernel::flash2;
-    // Runs the model's own (Hugging Face) code op by op: its activation, attention and
-    // norm as PyTorch launches them (model_code, activation_kind); otherwise the
-    // framework's own layer (unfused ops are one kernel each).
-    bool runs_model_code = false;
-    bool head_layout_copies = false;  // split/merge-heads permute + contiguous copies (HF eager)
-    double backward_traffic_ratio = 1.5;  // bytes of an elementwise backward / its forward
-                                          // (reads output grad and saved input, writes input grad)
-
-    // --- optimizer ---
-    bool fused_optimizer = false;     // one multi-tensor kernel over all parameters
-    // Every step scales every gradient in place before the update, whether or not the
-    // norm exceeds the clip: PyTorch's clip_grad_norm_ multiplies by the clamped
-    // coefficient "to avoid a `if clip_coef < 1:` conditional which can require a CPU <=>
-    // device synchronization" (torch/nn/utils/clip_grad.py), which the Hugging Face
-    // Trainer calls every step (max_grad_norm defaults to 1.0, transformers
-    // src/transformers/training_args.py@00349ae8); DeepSpeed's unscale_and_clip_grads
-    // multiplies by the combined loss and clip scale (deepspeed/runtime/zero/
-    // stage_1_and_2.py). Megatron scales only when the norm exceeds the clip (clip_coeff
-    // < 1.0 on a host-side norm, megatron/core/optimizer/clip_grads.py@d98e8a64).
-    bool scales_gradients_every_step = false;
-    double unfused_optimizer_passes = 2.5;  // extra traffic of a per-op optimizer loop vs fused
-    int unfused_kernels_per_tensor = 8;     // Adam as separate mul_/add_/addcmul_/sqrt/div kernels
-
-    // --- communication and schedule ---
-    bool overlap_data_parallel_sync = false;  // bucketed all-reduce during backward (DDP)
-    double overlappable_backward_fraction = 0.0;  // share of backward time that can hide sync
-    bool fp32_gradient_accumulation = false;  // Megatron/DeepSpeed keep a fp32 main_grad
-    // The sharded optimizer's parameter all-gather (ZeRO-1/2, Megatron's distributed
-    // optimizer) runs bucket by bucket during the next forward instead of after the
-    // optimizer step (Megatron-Core --overlap-param-gather).
-    bool overlap_parameter_gather = false;
-    // ZeRO-3 frees a unit's gathered parameters after its forward and gathers them again
-    // for its backward (FSDP FULL_SHARD; FSDP2 fully_shard's reshard_after_forward=True,
-    // torch/distributed/fsdp/_fully_shard/_fully_shard.py@0257dd1c). Off: they stay
-    // gathered until the unit's backward, which needs no second all-gather (FSDP
-    // SHARD_GRAD_OP; torchtitan's default with pipeline parallelism, "to avoid
-    // per-microbatch all-gathers", torchtitan/distributed/fsdp.py@b5bcd76c).
-    bool reshard_after_forward = true;
-    // Tensor-parallel communication overlapped with the GEMMs it feeds or drains, the
-    // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
-    // --tp-comm-overlap; needs sequence parallelism). cost/stage_pricer.hpp prices it.
-    bool tensor_parallel_overlap = false;
-    // --- what the software can run: validate(training_setup) refuses a layout that asks
-    // for anything else (spec/setup.hpp require_framework_runs), and the planner and the
-    // advice search only these. A profile says which software and version it describes.
-    std::string_view software = "a custom framework profile";
-    bool tensor_parallel = true;       // Megatron-style tensor parallelism (tp > 1)
-    bool sequence_parallel = true;     // Megatron-style sequence parallelism (sp, with tp > 1)
-    bool context_parallel = true;      // the sequence split over ranks, K and V passed around a ring (cp > 1)
-    bool pipeline_parallel = true;     // pipeline stages (pp > 1), 1F1B
-    bool interleaved_pipeline = true;  // virtual pipeline stages (interleave > 1)
-    bool optimizer_offload = true;     // the optimizer step on the host, its state in host memory
-    // Pipeline options: layers per first and last stage set apart from an even split
-    // (Megatron-Core --decoder-first-pipeline-num-layers and
-    // --decoder-last-pipeline-num-layers), and the zero-bubble schedule zb-h1
-    // (spec/parallel.hpp pipeline_schedule).
-    bool uneven_pipeline_split = false;
-    bool zero_bubble_schedule = false;
-    // The ZeRO stages the software offers (bit z: stage z; stage 0, plain data
-    // parallelism, always), and whether it shards them over part of the data-parallel
-    // ranks, replicating across (spec/parallel.hpp shard_group).
-    unsigned zero_stages = 0b1111;
-    bool hybrid_sharding = false;
-    // What it trains with: the optimizers (spec/optimizer.hpp), the number recipes
-    // (spec/precision.hpp) and the fine-tuning modes (spec/finetune.hpp) the software
-    // runs, and of those optimizers the ones it runs on the host with optimizer offload.
-    enum_set<optimizer_kind> optimizers = enum_set<optimizer_kind>::all();
-    enum_set<precision_kind> precisions = enum_set<precision_kind>::all();
-    enum_set<finetune_mode> finetune_modes = enum_set<finetune_mode>::all();
-    enum_set<optimizer_kind> host_optimizers = enum_set<optimizer_kind>::all();
-    seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
-    eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
-    // What the framework's own layer calls on the host (when it does not run the model's
-    // code); not described: the generic layer's calls.
-    layer_host_inventory layer_host{};
-    // Each layer's forward and backward captured in CUDA graphs and replayed, one launch
-    // per pass instead of every kernel from Python (Megatron-Core --cuda-graph-impl
-    // local|transformer_engine, megatron/core/transformer/cuda_graphs.py@d98e8a64: one
-    // replay Function per layer, its static inputs copied in). Megatron-Core refuses it
-    // with full recompute ("full recompute is only supported with full iteration CUDA
-    // graph", transformer_config.py@d98e8a64) and with CPU offloading; ZeRO-3's
-    // per-layer gathers are not captured either (spec/setup.hpp refuses those).
-    bool cuda_graphs = false;
-
-    // --- memory held beyond the model state and activations ---
-    memory_overheads memory{};
-};
-
-// A profile's numbers must describe a real framework: counts bounded (the workload
-// has one op per kernel), shares in [0, 1], times and ratios finite.
-constexpr void validate(const framework_profile& fw) {
-    validate(fw.memory);
-    validate(fw.host);
-    validate(fw.layer_host);
-    require(fw.backward_traffic_ratio > 0 && fw.backward_traffic_ratio <= 16, "framework.backward_traffic_ratio",
-            fw.backward_traffic_ratio, "must be in (0, 16]");
-    require((fw.zero_stages & 1u) != 0 && fw.zero_stages <= 0b1111u, "framework.zero_stages", fw.zero_stages,
-            "must offer stage 0 and no stage above 3");
-    require(fw.unfused_optimizer_passes >= 1 && fw.unfused_optimizer_passes <= 16,
-            "framework.unfused_optimizer_passes", fw.unfused_optimizer_passes, "must be in [1, 16]");
-    require(fw.unfused_kernels_per_tensor >= 1 && fw.unfused_kernels_per_tensor <= 64,
-            "framework.unfused_kernels_per_tensor", fw.unfused_kernels_per_tensor, "must be between 1 and 64");
-    require(fw.overlappable_backward_fraction >= 0 && fw.overlappable_backward_fraction <= 1,
-            "framework.overlappable_backward_fraction", fw.overlappable_backward_fraction, "must be in [0, 1]");
-    require(!fw.optimizers.empty(), "framework.optimizers", "[]", "must name at least one optimizer");
-    require(!fw.precisions.empty(), "framework.precisions", "[]", "must name at least one precision recipe");
-    require(!fw.finetune_modes.empty(), "framework.finetune_modes", "[]", "must name at least one fine-tuning mode");
-    require(fw.per_step_overhead.value() >= 0 && fw.per_step_overhead.value() <= 3600,
-            "framework.per_step_overhead_s", fw.per_step_overhead.value(), "must be in [0, 3600] s");
-}
 
 // HF Transformers Trainer on PyTorch eager: unfused elementwise ops, attention
 // probabilities materialised over s², per-tensor optimizer unless adamw-fused, DDP
@@ -391,6 +68,7 @@ inline constexpr framework_profile pytorch_eager_profile{
     .finetune_modes = enum_set<finetune_mode>::all(),
     .host_optimizers = {},  // no optimizer offload (above)
     .per_step_overhead = milliseconds_of(2.0),
+    .fp32_sharded_parameters = true,  // FSDP MixedPrecision
     .memory = {
         // HF's loss upcasts the logits to fp32; the log-softmax and the logits'
         // gradient are live at the peak besides them.
@@ -630,8 +308,82 @@ inline constexpr framework_profile megatron_core_profile{
     .memory = megatron_profile.memory,
 };
 
-inline constexpr std::array framework_profiles{pytorch_eager_profile, megatron_profile,
-                                               deepspeed_profile, megatron_core_profile};
+// torchtitan (pytorch/torchtitan@b0902b29, 2025-07-01) on PyTorch: the model's own
+// PyTorch code (torchtitan/models/llama3/model/model.py: nn.RMSNorm, RoPE through
+// complex multiplication, repeat_kv, F.scaled_dot_product_attention, SwiGLU as
+// w2(silu(w1(x)) · w3(x)); the same ops and module calls as the Hugging Face LLaMA code
+// this engine already follows, so runs_model_code), laid out by torchtitan's
+// parallelize_llama (torchtitan/models/llama3/infra/parallelize.py):
+//   - FSDP2 fully_shard per TransformerBlock with MixedPrecisionPolicy(param bfloat16,
+//     reduce float32) (config_manager.py mixed_precision_param / mixed_precision_reduce):
+//     the sharded fp32 parameters are the master copy, the gradients reduced and kept
+//     sharded in fp32 (fp32_gradient_accumulation), ZeRO-3; without sharding,
+//     replicate() (DDP, ZeRO 0) with torch.autocast (bf16-amp); HSDP (hybrid_sharding);
+//     reshard_after_forward "default": on without pipeline stages, off with them
+//     (keeps_gathered_with_pipeline);
+//   - tensor parallelism through DTensor with sequence parallelism for the norms
+//     (apply_tp), context parallelism (context_parallel, ring attention), pipeline
+//     parallelism with 1F1B, interleaved 1F1B and others (pipeline_parallel_schedule),
+//     uneven splits (pipeline_parallel_split_points);
+//   - activation checkpointing: full (checkpoint_wrapper, preserve_rng_state=False) or
+//     the op-level selective policy (recompute_mode::op_selective), the default of its
+//     Llama 3 recipes (train_configs/llama3_8b.toml: mode "selective",
+//     selective_ac_option "op"), and no Megatron-style selective recompute;
+//   - torch.compile per TransformerBlock (--training.compile, off by default);
+//   - the optimizers Adam and AdamW with implementation "fused" by default
+//     (components/optimizer.py, config_manager.py); clip_grad_norm_ every step
+//     (train.py; max_norm 1.0), PyTorch's scaling every gradient;
+//   - Float8 training through torchao (Float8Linear, tensorwise or rowwise dynamic
+//     scaling: --fp8-scaling current); the loss upcasts the logits to fp32
+//     (components/loss.py cross_entropy_loss).
+// Not modelled: async tensor parallelism (symmetric-memory micro-pipelining, with
+// compile only), the zero-bubble schedules of torch.distributed.pipelining (not ZB-H1),
+// FSDP2's CPU offload (parameters and gradients on the host: another mechanism than
+// the optimizer offload priced here), DTensor's and FSDP2's own Python per op and per
+// block. ASSUMPTIONs as for the other profiles: overlappable share 0.8, 5 ms per step.
+inline constexpr framework_profile torchtitan_profile{
+    .name = "torchtitan",
+    .fused_softmax = false,
+    .fused_bias_gelu = false,
+    .fused_bias_dropout_add = false,
+    .flash_attention = true,
+    // SDPA's flash backend (torchtitan's op-level policy saves
+    // _scaled_dot_product_flash_attention's and the efficient kernel's outputs).
+    .flash_kernel = attention_kernel::flash2,
+    .runs_model_code = true,
+    .head_layout_copies = false,  // q, k, v transposed as views into SDPA
+    .fused_optimizer = true,
+    .scales_gradients_every_step = true,
+    .overlap_data_parallel_sync = true,
+    .overlappable_backward_fraction = 0.8,
+    .fp32_gradient_accumulation = true,
+    .software = "torchtitan on PyTorch (FSDP2, DTensor; pytorch/torchtitan@b0902b29)",
+    .optimizer_offload = false,
+    .uneven_pipeline_split = true,
+    .recompute_modes = {recompute_mode::none, recompute_mode::full, recompute_mode::op_selective},
+    .layer_compile = true,
+    .zero_stages = 0b1001,  // replicate() (DDP) and FSDP2 fully_shard
+    .hybrid_sharding = true,
+    .optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused},
+    // fp32 (mixed_precision_param float32), bf16 under FSDP2 (fp32 master shards, bf16
+    // compute), bf16-amp without sharding (torch.autocast), Float8 Linears (fp8).
+    .precisions = {precision_kind::fp32, precision_kind::bf16, precision_kind::bf16_amp, precision_kind::fp8},
+    .finetune_modes = {finetune_mode::full},
+    .host_optimizers = {},
+    .per_step_overhead = milliseconds_of(5.0),
+    .checkpoint_rng_state = false,
+    .keeps_gathered_with_pipeline = true,
+    .fp32_sharded_parameters = true,
+    .memory = {
+        .fp32_logits = true,   // cross_entropy over pred.float()
+        .loss_buffers = 2.0,
+        .workspace = mebibytes_of(32.0),
+        .fragmentation = 0.05,  // ASSUMPTION, as the Trainer's
+    },
+};
+
+inline constexpr std::array framework_profiles{pytorch_eager_profile, megatron_profile, deepspeed_profile,
+                                               megatron_core_profile, torchtitan_profile};
 
 constexpr const framework_profile& lookup_framework(std::string_view name) {
     return find_by_name(framework_profiles, "framework", name);

@@ -14,15 +14,55 @@
 
 namespace trainperf {
 
-enum class recompute_mode { none, selective, full };
+// What a layer recomputes in backward instead of keeping from its forward:
+//   - none;
+//   - selective: the attention core (Korthikanti et al. 2022, §5; Megatron-LM
+//     --recompute-activations);
+//   - full: the whole layer from its input (Megatron-LM --recompute-granularity full; the
+//     Hugging Face Trainer's gradient_checkpointing);
+//   - op_selective: op-level selective activation checkpointing as torchtitan runs it
+//     (torchtitan@b0902b29 torchtitan/models/llama3/infra/parallelize.py, `mode =
+//     "selective"`, `selective_ac_option = "op"`): the layer input is kept, and of the
+//     ops of its forward the outputs of the attention kernel (SDPA), of the
+//     sequence-parallel reduce-scatters, of amax (max) and of every other matmul in
+//     forward order (the 1st, 3rd, ...); everything else (norms, RoPE, activations,
+//     adds, the other matmuls, the all-gathers) is recomputed from the layer input in
+//     backward (cost/memory.hpp, workload/stage.hpp).
+enum class recompute_mode { none, selective, full, op_selective };
 
 template <>
 struct enum_names<recompute_mode> {
-    static constexpr std::array<enum_name<recompute_mode>, 3> table{{
-        {recompute_mode::none, "none"}, {recompute_mode::selective, "selective"}, {recompute_mode::full, "full"}}};
+    static constexpr std::array<enum_name<recompute_mode>, 4> table{{{recompute_mode::none, "none"},
+                                                                    {recompute_mode::selective, "selective"},
+                                                                    {recompute_mode::full, "full"},
+                                                                    {recompute_mode::op_selective, "op-selective"}}};
 };
 
 constexpr recompute_mode parse_recompute(std::string_view s) { return parse_enum<recompute_mode>("recompute", s); }
+
+// Op-level selective checkpointing keeps the output of every other matmul of a layer's
+// forward, counting from the first (torchtitan@b0902b29 parallelize.py _custom_policy:
+// the mm counter's odd calls are saved, its even ones recomputed). The layer's linear
+// projections in the order its code calls them: Q, K and V apart (BERT, LLaMA) or one
+// QKV projection; the output projection; SwiGLU's gate, up and down, or up and down.
+// `linear` is the GEMM's name in workload/layer.hpp layer_forward_gemms. Only plain
+// matmuls count: FP8 Linears run torch._scaled_mm, which the policy neither counts nor
+// saves (fp8: every Linear output is recomputed).
+constexpr bool op_selective_keeps_output(std::string_view linear, model_code code, ffn_kind ffn, bool fp8 = false) {
+    if (fp8) return false;
+    const bool separate_qkv = code == model_code::bert || code == model_code::llama;
+    const int attention = separate_qkv ? 4 : 2;  // the projections before the FFN
+    int index = 0;
+    if (linear == "q" || linear == "qkv") index = 1;
+    else if (linear == "k") index = 2;
+    else if (linear == "v") index = 3;
+    else if (linear == "attention_out") index = attention;
+    else if (ffn == ffn_kind::swiglu)
+        index = linear == "ffn_gate" ? attention + 1 : linear == "ffn_up" ? attention + 2 : attention + 3;
+    else
+        index = linear == "ffn_up" ? attention + 1 : attention + 2;
+    return index % 2 == 1;
+}
 
 enum class offload_mode { none, optimizer };
 

@@ -153,6 +153,12 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
         fail_framework_lacks("zero", l.zero, fw, "has no ZeRO stage " + std::to_string(l.zero),
                              [stage](const framework_profile& f) { return (f.zero_stages & stage) != 0; });
     }
+    if (!fw.recompute_modes.contains(l.recompute)) {
+        const recompute_mode r = l.recompute;
+        fail_framework_lacks("recompute", to_string(r), fw,
+                             "does not offer this recompute (it offers " + names_of(fw.recompute_modes) + ")",
+                             [r](const framework_profile& f) { return f.recompute_modes.contains(r); });
+    }
     if (l.shard_group > 0 && !fw.hybrid_sharding)
         fail_framework_lacks("shard_group", l.shard_group, fw, "has no hybrid sharding",
                              [](const framework_profile& f) { return f.hybrid_sharding; });

@@ -62,6 +62,12 @@ constexpr flops training_flops_per_sample(const transformer_config& m, int seq,
             return 3.0 * forward + flops_of(double(m.layers) * 4 * h * s * s);
         }
         case recompute_mode::full: return 4.0 * forward;
+        case recompute_mode::op_selective: {
+            // The seed's GPT layer (fused QKV, GELU FFN): the output projection (2·s·h²) and
+            // the FFN's down matrix (8·s·h²) are the matmuls recomputed.
+            const double h = m.hidden, s = seq;
+            return 3.0 * forward + flops_of(double(m.layers) * 10 * s * h * h);
+        }
     }
     return 3.0 * forward;
 }
@@ -100,6 +106,31 @@ struct flop_breakdown {
 };
 
 namespace flops_detail {
+// The forward FLOPs of one layer's linear projections that op-level selective
+// checkpointing recomputes (spec/parallel.hpp op_selective_keeps_output), as the model's
+// code calls them; the attention kernel's output is saved.
+constexpr flops op_selective_recomputed(const transformer_config& m, const flop_breakdown& b) {
+    const double s_h = b.out_proj.value() / double(m.q_width());  // 2·s·h
+    const double ffn_matrix = b.ffn.value() / (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+    const bool separate = m.code == model_code::bert || m.code == model_code::llama;
+    double total = 0;
+    const auto add = [&](std::string_view name, double f) {
+        if (!op_selective_keeps_output(name, m.code, m.ffn)) total += f;
+    };
+    if (separate) {
+        add("q", s_h * m.q_width());
+        add("k", s_h * m.kv_width());
+        add("v", s_h * m.kv_width());
+    } else {
+        add("qkv", b.qkv.value());
+    }
+    add("attention_out", b.out_proj.value());
+    if (m.ffn == ffn_kind::swiglu) add("ffn_gate", ffn_matrix);
+    add("ffn_up", ffn_matrix);
+    add("ffn_down", ffn_matrix);
+    return flops_of(total);
+}
+
 // exact_forward_breakdown for a model and sequence already checked (check_seq).
 constexpr flop_breakdown forward_breakdown(const transformer_config& m, int seq, const flop_options& o = {}) {
     const double h = m.hidden, s = seq, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
@@ -137,6 +168,7 @@ constexpr flops exact_training_flops_per_sample(const transformer_config& m, int
     flops repeated = flops_of(0);
     if (r == recompute_mode::full) repeated = double(m.layers) * b.layer();
     if (r == recompute_mode::selective) repeated = double(m.layers) * b.attention_core();
+    if (r == recompute_mode::op_selective) repeated = double(m.layers) * flops_detail::op_selective_recomputed(m, b);
     return 3.0 * forward + repeated;
 }
 
@@ -171,6 +203,7 @@ constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq,
     const flop_breakdown b = forward_breakdown(m, seq);
     if (r == recompute_mode::full) return double(m.layers) * b.layer();
     if (r == recompute_mode::selective) return double(m.layers) * b.attention_core();
+    if (r == recompute_mode::op_selective) return double(m.layers) * op_selective_recomputed(m, b);
     return flops_of(0);
 }
 }  // namespace flops_detail

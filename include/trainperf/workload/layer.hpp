@@ -266,6 +266,46 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     if (c.autocast && !c.frozen_16bit_weights)
         sink(cast("autocast_weight_cast", layer_linear_parameters(m) / c.tp, f32, a, op_region::other,
                   layer_linear_tensors(m, c.code)));
+    if (fw.compiled) {
+        // torch.compile (Inductor) fuses each chain of elementwise ops and reductions
+        // between two extern calls (GEMMs, the attention kernel, collectives) into one
+        // generated kernel that reads the chain's inputs once and writes what leaves it
+        // once, intermediates in registers (fp32 where the eager code upcasts; autocast's
+        // casts of activations fold into the kernel that feeds the GEMM). Per layer:
+        //   norm before attention   reads the stream, writes the GEMM input  res + a
+        //   RoPE on q and k         reads and writes each                     2a
+        //   repeat_kv (GQA)         reads K and V, writes them per head       (2kv + 2q)·a
+        //   attention core (no fused attention kernel): scale, mask, softmax (and
+        //     dropout) in one kernel, 16-bit probabilities                   2a (+1 B mask)
+        //   add + norm before FFN   reads branch and stream, writes stream and
+        //                           GEMM input                                2a + 2res
+        //   SwiGLU silu·mul         reads gate and up, writes the product     3a
+        //     (GELU: reads and writes, 2a)
+        //   add after FFN           reads branch and stream, writes stream    a + 2res
+        // ASSUMPTION: dropout, where the model has it, is fused into the add that follows
+        // it (its 1-byte mask written); each chain is one kernel (Inductor may split a
+        // chain it cannot tile as one, and fuses horizontally across q and k).
+        sink(op("compiled_norm", hidden * (res + a)));
+        if (code == model_code::llama && m.positions == position_kind::rotary) {
+            sink(op("compiled_rotary", 2 * (hidden_tp + kv_tp) * a));
+            if (m.effective_kv_heads() < m.heads)
+                sink(op("compiled_repeat_kv", 2 * (kv_tp + hidden_tp) * a));
+        }
+        if (!fw.flash_attention)
+            sink(op("compiled_softmax", scores * (2 * a + (m.dropout ? mask : 0.0)), op_region::attention_core));
+        const double dropped = m.dropout ? hidden * mask : 0.0;
+        if (m.norms_per_layer > 1) {
+            sink(op("compiled_add_norm", hidden * (2 * a + 2 * res) + dropped));
+        } else {
+            sink(op("compiled_add_attention", hidden * (a + 2 * res) + dropped));
+        }
+        block = layer_block::mlp;
+        for (int k = 2; k < m.norms_per_layer; ++k) sink(op("compiled_norm", hidden * (res + a)));
+        sink(op(m.ffn == ffn_kind::swiglu ? "compiled_swiglu" : "compiled_gelu",
+                (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * ffn * a));
+        sink(op("compiled_add_ffn", hidden * (a + 2 * res) + dropped));
+        return;
+    }
     const auto norm = [&] {
         if (m.norm == norm_kind::layernorm) {
             sink(op("layernorm", hidden * (res + normed)));

@@ -245,11 +245,13 @@ enum class host_call {
     library_module_backward,  // and in its backward
     gradient_hook,   // a Python hook the data-parallel wrapper runs per parameter gradient
     graph_launch,    // one replay of a captured CUDA graph (cudaGraphLaunch), or its input copy
+    compiled_graph,  // one call of a torch.compile'd region (guards, its Function, the wrapper)
+    dispatch_mode,   // one op through a Python TorchDispatchMode (op-level checkpointing's policy)
 };
 
 template <>
 struct enum_names<host_call> {
-    static constexpr std::array<enum_name<host_call>, 11> table{
+    static constexpr std::array<enum_name<host_call>, 13> table{
         {{host_call::view, "view"},
          {host_call::module, "module"},
          {host_call::backward_node, "backward-node"},
@@ -260,7 +262,9 @@ struct enum_names<host_call> {
          {host_call::library_module, "library-module"},
          {host_call::library_module_backward, "library-module-backward"},
          {host_call::gradient_hook, "gradient-hook"},
-         {host_call::graph_launch, "graph-launch"}}};
+         {host_call::graph_launch, "graph-launch"},
+         {host_call::compiled_graph, "compiled-graph"},
+         {host_call::dispatch_mode, "dispatch-mode"}}};
 };
 
 struct host_op {

@@ -54,7 +54,7 @@ struct stage_workload {
     op_list<stage_op<gemm_op>, 80> gemms;     // 30 for a full layer and head; adapters add 6 per target
     op_list<stage_op<memory_op>, 112> memory;
     op_list<stage_op<collective_op>, 6> collectives;
-    op_list<stage_op<host_op>, 16> host;  // for_each_layer_host_op: at most 14
+    op_list<stage_op<host_op>, 20> host;  // for_each_layer_host_op: at most 17
     op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
 };
 
@@ -228,10 +228,28 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
         return;
     }
     const bool full = l.recompute == recompute_mode::full;
-    const double again = full ? 1.0 : 0.0;  // forward calls repeated per layer when recomputed
+    const bool op_level = l.recompute == recompute_mode::op_selective;
+    const double again = full || op_level ? 1.0 : 0.0;  // forward calls repeated per layer when recomputed
     const model_code code = code_run(m, fw);
     const finetune_spec& ft = s.finetune;
     const bool frozen = ft.freezes_base();
+    if (fw.compiled) {
+        // torch.compile: the layer's module call, then one compiled region per pass (the
+        // checkpoint and its recompute are traced into the regions, Dynamo's
+        // higher-order op); the backward is one autograd node (the compiled Function)
+        // and an AccumulateGrad per parameter. Its kernels' launches are charged by the
+        // pricer (compiled_launch). The tensor-parallel collectives stay c10d calls.
+        host("layer_modules", host_call::module, 1, 0, fwd);
+        host("layer_compiled_region", host_call::compiled_graph, 1, 0, fwd);
+        host("layer_compiled_region", host_call::compiled_graph, 1, 0, bwd);
+        host("layer_autograd_nodes", host_call::backward_node,
+             1 + (frozen ? 2 * adapted_matrices_per_layer(m, ft) : layer_parameter_tensors(m, code)), 0, bwd);
+        if (l.tp > 1 && !overlaps_tensor_parallel(s)) {
+            host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
+            host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
+        }
+        return;
+    }
     const bool own = !fw.runs_model_code && fw.layer_host.described();
     const layer_host_inventory& inv = fw.layer_host;
     const host_calls calls = own ? host_calls{inv.views, inv.modules} : host_calls_per_layer(code).total();
@@ -260,12 +278,19 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
         host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
         host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
     }
-    if (full) {
+    if (full || op_level) {
         host("checkpoint", host_call::function, 1, 0, fwd);
         host("checkpoint", host_call::function_backward, 2, 0, bwd);
-        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_forward, 0, fwd);
-        host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_backward, 0, bwd);
+        if (fw.checkpoint_rng_state) {
+            host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_forward, 0, fwd);
+            host("checkpoint_rng_states", host_call::rng_state, checkpoint_rng_calls_backward, 0, bwd);
+        }
     }
+    // Op-level checkpointing's policy runs in a Python TorchDispatchMode on every op the
+    // layer dispatches, in its forward and again in the recompute (the kernels and the
+    // views; torch/utils/checkpoint.py _CachingTorchDispatchMode and
+    // _CachedTorchDispatchMode).
+    if (op_level) host("checkpoint_policy", host_call::dispatch_mode, forward_launches + calls.views, layers, fwd);
 }
 
 // A pipeline stage: its layers, and whether it embeds (the first) or holds the head and
@@ -310,18 +335,30 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     const auto& l = s.layout;
     const auto& fw = s.framework;
     const bool frozen = s.finetune.freezes_base();
-    const double recomputed_core =
-        l.recompute == recompute_mode::selective || l.recompute == recompute_mode::full ? layers : 0.0;
-    const double recomputed_other = l.recompute == recompute_mode::full ? layers : 0.0;
+    // What each recompute mode repeats of the forward: selective the attention core, full
+    // everything; op-level selective every op but the fused attention kernel's (its
+    // output is saved) and the matmuls it keeps (op_selective_keeps_output).
+    const bool op_level = l.recompute == recompute_mode::op_selective;
+    const double recomputed_core = l.recompute == recompute_mode::selective || l.recompute == recompute_mode::full ||
+                                           (op_level && !fw.flash_attention)
+                                       ? layers
+                                       : 0.0;
+    const double recomputed_other = l.recompute == recompute_mode::full || op_level ? layers : 0.0;
     const auto recomputed = [&](op_region region) {
         return region == op_region::attention_core ? recomputed_core : recomputed_other;
+    };
+    const auto recomputed_gemm = [&](const gemm_op& g) {
+        if (op_level && g.region != op_region::attention_core &&
+            op_selective_keeps_output(g.name, ctx.code, m.ffn, ctx.fp8_linears))
+            return 0.0;
+        return recomputed(g.region);
     };
 
     const auto forward_gemms = layer_forward_gemms(m, ctx);
     double forward_launches = 0;
     for (const auto& g : forward_gemms)
         if (runs_as_gemm(g, fw)) {
-            sink(stage_op<gemm_op>{g, layers, recomputed(g.region), step_part::forward});
+            sink(stage_op<gemm_op>{g, layers, recomputed_gemm(g), step_part::forward});
             forward_launches += 1;
         }
     // A frozen weight needs no weight gradient: its wgrad GEMM does not run; its dgrad
@@ -368,9 +405,13 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
 
     if (l.tp > 1) {
         const bytes activation = bytes_of(rank_tokens(ctx) * m.hidden * size_of(s.precision.activations));
+        // Recompute repeats the forward's 2 collectives per layer (full), or those whose
+        // outputs op-level checkpointing does not save: the all-gathers and all-reduces,
+        // not the reduce-scatters.
         const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
         const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
-            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, full,
+            const double again = op_level && kind != collective::reduce_scatter ? 2.0 * layers : full;
+            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, again,
                                          step_part::tensor_parallel});
         };
         if (l.sp) {

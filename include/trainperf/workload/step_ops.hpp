@@ -303,7 +303,7 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 const collective_op unit_reduce =
                     op("gradient_reduce_scatter", collective::reduce_scatter, gradients / units);
                 w.sync.push_back({unit_gather, sync_point::every_forward, units, true});
-                if (s.framework.reshard_after_forward)
+                if (reshards_after_forward(s.framework, l))
                     w.sync.push_back({unit_gather, sync_point::every_micro_batch, units, true});
                 w.sync.push_back({unit_reduce, sync_point::every_micro_batch, units, true});
                 across_replicas(gradients / (shards * units), sync_point::every_micro_batch, units, true);
