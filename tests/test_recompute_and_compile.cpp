@@ -208,3 +208,34 @@ TEST_CASE("torchtitan's rules: its recompute modes, compile, and no resharding w
     CHECK_FALSE(reshards_after_forward(torchtitan_profile, l));
     CHECK(reshards_after_forward(pytorch_eager_profile, l));
 }
+
+TEST_CASE("a context-parallel ring merges its steps' partial outputs, fused or op by op", "[context][workload]") {
+    // Llama-3-8B, s 8192, cp 2, bf16: 4096 tokens and 4096·4096 output elements per rank,
+    // K and V 2·4096·1024 elements.
+    training_setup s = torchtitan_setup(recompute_mode::none);
+    s.layout.dp = 4;
+    s.layout.cp = 2;
+    const double out = 4096.0 * 4096, kv = 2 * 4096.0 * 1024;
+    const auto merges = [&](const training_setup& t) {
+        std::pair<memory_op, memory_op> found;
+        for (const auto& op : micro_batch_workload(checked_setup(t)).memory) {
+            if (op.op.name == "context_parallel_merge") found.first = op.op;
+            if (op.op.name == "context_parallel_gradient_accumulation") found.second = op.op;
+        }
+        return found;
+    };
+    // Eager (PyTorch's _SDPAMerger): (2 − 1)·(36 + 2) + (4 + 2) B per element over 9 kernels;
+    // backward (2 + 16) B per element of Q, K and V per step, 4 kernels per step.
+    const auto [eager_merge, eager_accumulate] = merges(s);
+    CHECK(eager_merge.moved.value() == out * (38 + 6));
+    CHECK(eager_merge.launches == 9);
+    CHECK(eager_accumulate.moved.value() == (out + kv) * 2 * 18);
+    CHECK(eager_accumulate.launches == 8);
+    // Fused (Transformer Engine): 2·(8 + 2) + (4 + 2) B over 5 kernels; backward 10 B per
+    // element per step.
+    s.framework.ring_merge = kv_ring_merge::fused;
+    const auto [fused_merge, fused_accumulate] = merges(s);
+    CHECK(fused_merge.moved.value() == out * (20 + 6));
+    CHECK(fused_merge.launches == 5);
+    CHECK(fused_accumulate.moved.value() == (out + kv) * 2 * 10);
+}

@@ -109,6 +109,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"checkpoint_rng_state", f.checkpoint_rng_state},
             {"keeps_gathered_with_pipeline", f.keeps_gathered_with_pipeline},
             {"fp32_sharded_parameters", f.fp32_sharded_parameters},
+            {"ring_merge", std::string(to_string(f.ring_merge))},
             {"memory",
              {{"fp32_logits", o.fp32_logits},
               {"loss_buffers", o.loss_buffers},
@@ -138,7 +139,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
                    "optimizers", "precisions", "finetune_modes", "host_optimizers", "recompute_modes",
                    "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
-                   "fp32_sharded_parameters"});
+                   "fp32_sharded_parameters", "ring_merge"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -161,7 +162,9 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("cuda_graphs")) f.cuda_graphs = dd::boolean(j, "", "cuda_graphs");
     // Optional too (absent: Megatron's recompute modes, no torch.compile, the generators'
     // states saved around a checkpoint, reshard_after_forward with pipeline stages too,
-    // a 16-bit ZeRO-3 shard beside the fp32 master).
+    // a 16-bit ZeRO-3 shard beside the fp32 master, the context-parallel ring's merges
+    // fused).
+    if (j.contains("ring_merge")) f.ring_merge = dd::enum_value<kv_ring_merge>(j, "", "ring_merge");
     if (j.contains("recompute_modes"))
         f.recompute_modes = dd::enum_list<recompute_mode>(j, "", "recompute_modes", false);
     for (const auto& [key, field] : {std::pair<std::string_view, bool*>{"layer_compile", &f.layer_compile},

@@ -358,6 +358,7 @@ inline constexpr framework_profile torchtitan_profile{
     .overlappable_backward_fraction = 0.8,
     .fp32_gradient_accumulation = true,
     .software = "torchtitan on PyTorch (FSDP2, DTensor; pytorch/torchtitan@b0902b29)",
+    .ring_merge = kv_ring_merge::eager,  // PyTorch's ring attention (context_parallel)
     .optimizer_offload = false,
     .uneven_pipeline_split = true,
     .recompute_modes = {recompute_mode::none, recompute_mode::full, recompute_mode::op_selective},

@@ -19,6 +19,26 @@
 
 namespace trainperf {
 
+// How a context-parallel ring merges the partial attention outputs of its steps
+// (workload/stage.hpp for_each_kv_ring_op):
+//   - fused: Transformer Engine's AttnFuncWithCPAndKVP2P corrects the fp32 output with
+//     each step's partial output and log-sum-exp in one fused kernel per step
+//     (flash_attn_fwd_out_correction, flash_attn_fwd_softmax_lse_correction, jit-fused;
+//     NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/attention/
+//     dot_product_attention/context_parallel.py);
+//   - eager: PyTorch's ring attention (torch.distributed.tensor.experimental
+//     context_parallel, which torchtitan runs) merges in eager ops: per step the partial
+//     output cast to fp32, out − sigmoid(lse_step − lse)·(out − out_step) as separate
+//     kernels, and the log-sum-exp update (_SDPAMerger, pytorch/pytorch@09b101c5
+//     torch/distributed/tensor/experimental/_context_parallel/_attention.py).
+enum class kv_ring_merge { fused, eager };
+
+template <>
+struct enum_names<kv_ring_merge> {
+    static constexpr std::array<enum_name<kv_ring_merge>, 2> table{
+        {{kv_ring_merge::fused, "fused"}, {kv_ring_merge::eager, "eager"}}};
+};
+
 // What a framework holds on top of the model's own tensors (peak allocated). The
 // framework profile owns these: cost/memory.hpp reads them from the profile, so every
 // path (memory, fit, predict, plan) sees the same bytes.
@@ -294,6 +314,7 @@ struct framework_profile {
     bool tensor_parallel = true;       // Megatron-style tensor parallelism (tp > 1)
     bool sequence_parallel = true;     // Megatron-style sequence parallelism (sp, with tp > 1)
     bool context_parallel = true;      // the sequence split over ranks, K and V passed around a ring (cp > 1)
+    kv_ring_merge ring_merge = kv_ring_merge::fused;  // how the ring's partial outputs are merged
     bool pipeline_parallel = true;     // pipeline stages (pp > 1), 1F1B
     bool interleaved_pipeline = true;  // virtual pipeline stages (interleave > 1)
     bool optimizer_offload = true;     // the optimizer step on the host, its state in host memory

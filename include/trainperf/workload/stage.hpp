@@ -93,6 +93,24 @@ constexpr stage_op<collective_op> pipeline_sends(const training_setup& s, const 
 // in ring form), 2·(cp − 1) sends of the same size. Recomputing the attention core
 // (selective or full recompute) runs the forward ring again. On the cp group's link.
 // `layers` layers; the two ops are tagged with their pass (forward, backward).
+//
+// Each step attends to one KV chunk and yields a partial output and log-sum-exp, which
+// are merged into the rank's output (framework_profile::ring_merge), per element of the
+// output (b·(s/cp)·q/t), a its 16-bit format:
+//   fused (Transformer Engine): per step one kernel reads the fp32 output and the
+//     step's partial and writes the output, 4 + a + 4 B, and one corrects the
+//     log-sum-exp (rows only, its bytes left out); the output cast back once, 4 + a:
+//     cp·(8 + a) + (4 + a) B over 2·cp + 1 launches;
+//   eager (PyTorch's _SDPAMerger): each step after the first casts the partial to
+//     fp32 (a + 4), subtracts it from the output (12), scales the difference by the
+//     sigmoid of the log-sum-exp gap (8) and subtracts that from the output (12), over
+//     8 kernels with the log-sum-exp's own (cast, subtract, sigmoid, logsigmoid,
+//     subtract: rows only); the output cast back once: (cp − 1)·(36 + a) + (4 + a) B
+//     over 8·(cp − 1) + 1 launches.
+// Backward accumulates each step's dQ into an fp32 dQ and the dK, dV it passes on
+// (ASSUMPTION: one fp32 read-modify-write of the step's 16-bit gradient per step,
+// 8 + a B per element of Q and of K and V, one kernel each when fused; eager, a cast and
+// an add, two kernels each, (a + 4) + 12 B).
 template <class Sink>
 constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups& groups, double layers,
                                    double recomputed, Sink&& sink) {
@@ -110,6 +128,22 @@ constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups&
     sink(stage_op<collective_op>{{"context_parallel_kv_dkv_send", collective::p2p, chunk, groups.context,
                                   op_phase::backward},
                                  2 * sends * layers, 0, step_part::context_parallel});
+    const double out = tokens * m.q_width() / l.tp;       // output (and Q) elements on this rank
+    const double kv = 2 * tokens * kv_per_rank;           // K and V elements
+    const double cp = l.cp, f32 = size_of(dtype::fp32);
+    const bool fused = s.framework.ring_merge == kv_ring_merge::fused;
+    const auto op = [&](std::string_view name, double moved, double launches, op_phase phase) {
+        return memory_op{name, bytes_of(moved), phase, op_region::other, launches, layer_block::attention};
+    };
+    const memory_op merge =
+        fused ? op("context_parallel_merge", out * (cp * (2 * f32 + a) + (f32 + a)), 2 * cp + 1, op_phase::forward)
+              : op("context_parallel_merge", out * ((cp - 1) * (9 * f32 + a) + (f32 + a)), 8 * (cp - 1) + 1,
+                   op_phase::forward);
+    const double per_element = fused ? 2 * f32 + a : (a + f32) + 3 * f32;
+    const memory_op accumulate = op("context_parallel_gradient_accumulation", (out + kv) * cp * per_element,
+                                    (fused ? 2.0 : 4.0) * cp, op_phase::backward);
+    sink(stage_op<memory_op>{merge, layers, recomputed, step_part::forward});
+    sink(stage_op<memory_op>{accumulate, layers, 0, step_part::backward});
 }
 
 // The adapters' ops of one layer (LoRA, QLoRA), `layers` times per micro-batch and
