@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
@@ -207,7 +208,9 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     if (op.kind != collective::p2p && nccl_models(c, g)) {
         validate(intra_node_link(c));
         if (!g.inside_one_node()) validate(inter_node_link(c));
-        return nccl_pick(nccl_system_of(c, g), op.kind, op.size).time;
+        const nccl_inputs in = nccl_inputs_of(c, g);
+        if (std::is_constant_evaluated()) return nccl_pick_time(nccl_system_of(in), op.kind, op.size);
+        return nccl_pick_time(nccl_system_memo(in), op.kind, op.size);
     }
     constexpr auto nccl = collective_algorithm::automatic;
     using comm_detail::all_gather, comm_detail::reduce_scatter;

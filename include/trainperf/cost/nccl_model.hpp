@@ -15,6 +15,8 @@
 #pragma once
 
 #include <array>
+#include <bit>
+#include <cstddef>
 #include <optional>
 
 #include "../core/enum_names.hpp"
@@ -73,6 +75,13 @@ inline constexpr std::array<std::array<double, 24>, 3> tree_correction{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}}};
+// 1 / treeCorrectionFactor, for the hot path (a product instead of a quotient).
+inline constexpr std::array<std::array<double, 24>, 3> inverse_tree_correction = [] {
+    std::array<std::array<double, 24>, 3> inv{};
+    for (std::size_t p = 0; p < 3; ++p)
+        for (std::size_t i = 0; i < 24; ++i) inv[p][i] = 1.0 / tree_correction[p][i];
+    return inv;
+}();
 // getNetOverhead (µs) an inter-node ring step pays at least, by host CPU (Intel/other 1.0,
 // AMD 2.0), three times for Simple.
 inline constexpr double net_overhead_intel = 1.0, net_overhead_amd = 2.0;
@@ -129,10 +138,9 @@ constexpr int fitting(double capacity, double speed) {
     return n >= 1e9 ? 1000000000 : static_cast<int>(n);
 }
 
+// log2i (src/include/utils.h): ⌊log2 n⌋, −1 for 0.
 constexpr int log2_down(long long n) {
-    int log = -1;
-    for (; n > 0; n >>= 1) ++log;
-    return log;
+    return n > 0 ? static_cast<int>(std::bit_width(static_cast<unsigned long long>(n))) - 1 : -1;
 }
 
 constexpr int compute_capability_row(int cc) { return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
@@ -152,7 +160,16 @@ struct nccl_graph {
     double bw_inter = 0.0;
 };
 
-// The communicator as NCCL's tuner sees it: ranks, nodes, generation and its graphs.
+// ncclTopoTuneModel's latency (µs) and algorithm bandwidth (GB/s) of one combination, 0
+// bandwidth where NCCL has none; and µs per byte, 1 / (1000 × bandwidth), for the hot path.
+struct nccl_tuned {
+    double latency = 0.0, bandwidth = 0.0;
+    double us_per_byte = 0.0;
+};
+
+// The communicator as NCCL's tuner sees it: ranks, nodes, generation, its graphs and the
+// tuner's table (comm->latencies/bandwidths) for all-reduce, reduce-scatter, all-gather,
+// each indexed algorithm × 3 + protocol.
 struct nccl_system {
     int compute_capability = 0;
     int ranks = 1;
@@ -160,9 +177,18 @@ struct nccl_system {
     int per_node = 1;
     bool amd_host = false;
     nccl_graph ring{}, tree{}, nvls{};  // nvls.channels 0: no NVLS
+    std::array<std::array<nccl_tuned, 12>, 3> table{};
+    // Per collective, the entries that can be the fastest for some size (the others are
+    // slower at every size: more latency and less bandwidth whatever the size adjusts),
+    // the ones nccl_pick_time tries.
+    std::array<std::array<int, 12>, 3> candidates{};
+    std::array<int, 3> candidate_count{};
 
     constexpr int row() const { return nccl::compute_capability_row(compute_capability); }
     constexpr int node_column() const { return nodes <= 2 ? nodes - 1 : 2; }
+    constexpr const nccl_graph& graph(nccl_algorithm a) const {
+        return a == nccl_algorithm::ring ? ring : a == nccl_algorithm::nvls ? nvls : tree;  // PAT: the tree's (init.cc)
+    }
 };
 
 // Whether NCCL's model prices collectives on this cluster for a group: an NVIDIA GPU of
@@ -275,65 +301,14 @@ constexpr nccl_graph nvls_graph(const node_bandwidth& b, const nccl::speed_table
 }
 }  // namespace nccl_detail
 
-// The communicator of group `g` on cluster `c` as NCCL's tuner sees it (nccl_models(c, g)
-// must hold): NCCL's bandwidth of the node's NVLinks and of each GPU's network path, and
-// the graphs searched over them.
-constexpr nccl_system nccl_system_of(const cluster_spec& c, const rank_group& g) {
-    const link_spec intra = c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node;
-    const int cc = c.gpu.compute_capability;
-    nccl_system s{.compute_capability = cc, .ranks = g.size, .nodes = g.nodes(), .per_node = g.per_node,
-                  .amd_host = nccl_amd_host(c.gpu)};
-    if (g.size < 2) return s;
-    nccl_detail::node_bandwidth b{.nvlink = intra.per_direction.value() / 1e9 * nccl::nvlink_bw_ratio(cc),
-                                  .per_node = g.inside_one_node() ? g.size : g.per_node,
-                                  .across_nodes = !g.inside_one_node()};
-    if (b.across_nodes) {
-        const link_spec net = inter_node_link(c);
-        const double adapter = net.per_direction.value() / 1e9;  // mbps / 8000: the line rate
-        const double pcie = nccl::pcie_bw(c.gpu.host_link.per_direction);
-        b.net_path = pcie > 0 && pcie < adapter ? pcie : adapter;
-    }
-    const bool sm100 = cc >= 100, sm90 = cc >= 90;
-    const nccl::speed_table& t = b.across_nodes ? (sm100 ? nccl::sm100_inter_speeds
-                                                  : sm90   ? nccl::sm90_inter_speeds
-                                                           : nccl::inter_speeds)
-                                 : (sm100 ? nccl::sm100_intra_speeds
-                                    : sm90 ? nccl::sm90_intra_speeds
-                                           : nccl::intra_speeds);
-    s.ring = nccl_detail::ring_graph(b, t, cc);
-    s.tree = nccl_detail::tree_graph(b, t, s.ring);
-    // NVLS: NVLink SHARP in NVSwitch, Hopper and later (search.cc: no NVLS graph without an
-    // NVSwitch or under SM90); across nodes only with CollNet, which is not modelled
-    // (tuning.cc disables NVLS on several nodes without it).
-    if (sm90 && !b.across_nodes) s.nvls = nccl_detail::nvls_graph(b, t);
-    return s;
-}
-
-// One algorithm and protocol of NCCL's model for a collective and a size.
-struct nccl_choice {
-    nccl_algorithm algorithm = nccl_algorithm::ring;
-    nccl_protocol protocol = nccl_protocol::simple;
-    seconds latency = seconds_of(0.0);            // after the ring plateau factor
-    byte_rate bandwidth = byte_rate::from_value(0.0);  // algorithm bandwidth, after the tree correction
-    int channels = 0;
-    seconds time = seconds_of(0.0);                // latency + bytes / bandwidth
-};
-
 namespace nccl_detail {
-// ncclTopoTuneModel's latency (µs) and algorithm bandwidth (GB/s) of one combination, 0
-// bandwidth where NCCL has none.
-struct tuned {
-    double latency = 0.0, bandwidth = 0.0;
-};
-
-constexpr tuned tune(const nccl_system& s, collective c, nccl_algorithm a, nccl_protocol proto) {
+// One entry of ncclTopoTuneModel's table.
+constexpr nccl_tuned tune(const nccl_system& s, collective c, nccl_algorithm a, nccl_protocol proto) {
     const int p = static_cast<int>(proto), ai = static_cast<int>(a), row = s.row(), column = s.node_column();
     const bool all_reduce = c == collective::all_reduce;
     const int nsteps = all_reduce ? 2 * (s.ranks - 1) : s.ranks - 1;
     const double ppn = double(s.ranks) / s.nodes;
-    const nccl_graph& graph = a == nccl_algorithm::ring   ? s.ring
-                              : a == nccl_algorithm::nvls ? s.nvls
-                                                          : s.tree;  // PAT runs on the tree graph (init.cc)
+    const nccl_graph& graph = s.graph(a);
     if (graph.channels == 0) return {};
     if (a == nccl_algorithm::nvls && (proto != nccl_protocol::simple || graph.channels < 2)) return {};
     if (a == nccl_algorithm::pat && proto != nccl_protocol::simple) return {};
@@ -392,51 +367,255 @@ constexpr tuned tune(const nccl_system& s, collective c, nccl_algorithm a, nccl_
 }
 }  // namespace nccl_detail
 
-// The time of one combination for `size` bytes (ncclTopoGetAlgoTime, one operation): the
-// tree all-reduce's bandwidth times its correction for the size, the ring Simple
-// all-reduce's latency across nodes times its plateau factor once each rank's share of a
-// channel reaches 64 B. Empty where NCCL has no such combination.
-constexpr std::optional<nccl_choice> nccl_time(const nccl_system& s, collective c, bytes size, nccl_algorithm a,
-                                               nccl_protocol p) {
-    const nccl_detail::tuned t = nccl_detail::tune(s, c, a, p);
-    if (t.bandwidth <= 0) return std::nullopt;
-    const long long n = static_cast<long long>(size.value());
-    double bw = t.bandwidth, lat = t.latency;
-    const int log_size = nccl::log2_down(n >> 6);
-    if (a == nccl_algorithm::tree && c == collective::all_reduce && log_size >= 0 && log_size < 23)
-        bw *= nccl::tree_correction[static_cast<int>(p)][log_size];
-    const int channels = s.ring.channels < s.tree.channels ? s.ring.channels : s.tree.channels;  // comm->nChannels
-    if (a == nccl_algorithm::ring && p == nccl_protocol::simple && s.nodes > 1 && c == collective::all_reduce &&
-        n / (static_cast<long long>(channels) * s.ranks) >= 64)
-        lat *= s.compute_capability < 80 ? nccl::ring_plateau_older : nccl::ring_plateau_sm80;
-    const nccl_graph& graph = a == nccl_algorithm::ring ? s.ring : a == nccl_algorithm::nvls ? s.nvls : s.tree;
-    return nccl_choice{.algorithm = a, .protocol = p, .latency = microseconds_of(lat),
-                       .bandwidth = gb_per_second(bw), .channels = graph.channels,
-                       .time = microseconds_of(lat + size.value() / (1000.0 * bw))};
+namespace nccl_detail {
+// The entries of the table that can win for some size. An entry loses at every size to
+// another whose latency is at most its own and whose µs per byte is at most its own over
+// the whole range ncclTopoGetAlgoTime adjusts them by: the tree all-reduce's bandwidth by
+// its correction (down to its smallest factor), the ring Simple all-reduce's latency by
+// the plateau factor (up to 1.9).
+constexpr void keep_candidates(nccl_system& s) {
+    for (int c = 0; c < 3; ++c) {
+        const auto& row = s.table[c];
+        const auto range = [&](int k, double& lat_lo, double& lat_hi, double& byte_lo, double& byte_hi) {
+            lat_lo = lat_hi = row[k].latency;
+            byte_lo = byte_hi = row[k].us_per_byte;
+            if (c == static_cast<int>(collective::all_reduce) && k < 3) {
+                double smallest = 1.0;
+                for (double f : nccl::tree_correction[k]) smallest = f < smallest ? f : smallest;
+                byte_hi /= smallest;
+            }
+            if (c == static_cast<int>(collective::all_reduce) && k == 5 && s.nodes > 1) lat_hi *= nccl::ring_plateau_older;
+        };
+        int count = 0;
+        for (int k = 0; k < 12; ++k) {
+            if (row[k].bandwidth <= 0) continue;
+            double lat_lo, lat_hi, byte_lo, byte_hi;
+            range(k, lat_lo, lat_hi, byte_lo, byte_hi);
+            bool loses = false;
+            for (int j = 0; j < 12 && !loses; ++j) {
+                if (j == k || row[j].bandwidth <= 0) continue;
+                double other_lat_lo, other_lat_hi, other_byte_lo, other_byte_hi;
+                range(j, other_lat_lo, other_lat_hi, other_byte_lo, other_byte_hi);
+                loses = other_lat_hi < lat_lo && other_byte_hi < byte_lo;
+            }
+            if (!loses) s.candidates[c][count++] = k;
+        }
+        s.candidate_count[c] = count;
+    }
 }
+}  // namespace nccl_detail
+
+// What NCCL's search and tuner read of the hardware for a communicator: the generation,
+// the host CPU, NCCL's bandwidth of a GPU's NVLinks and of its path to the network (GB/s),
+// the ranks and how many share a node.
+struct nccl_inputs {
+    int compute_capability = 0;
+    bool amd_host = false;
+    double nvlink = 0.0;
+    double net_path = 0.0;
+    int ranks = 1;
+    int per_node = 1;
+
+    constexpr bool operator==(const nccl_inputs&) const = default;
+};
+
+// Those of group `g` on cluster `c` (nccl_models(c, g) must hold).
+constexpr nccl_inputs nccl_inputs_of(const cluster_spec& c, const rank_group& g) {
+    const link_spec intra = c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node;
+    const int cc = c.gpu.compute_capability;
+    nccl_inputs in{.compute_capability = cc, .amd_host = nccl_amd_host(c.gpu),
+                   .nvlink = intra.per_direction.value() / 1e9 * nccl::nvlink_bw_ratio(cc),
+                   .ranks = g.size, .per_node = g.per_node < g.size ? g.per_node : g.size};
+    if (!g.inside_one_node()) {
+        const double adapter = inter_node_link(c).per_direction.value() / 1e9;  // mbps / 8000: the line rate
+        const double pcie = nccl::pcie_bw(c.gpu.host_link.per_direction);
+        in.net_path = pcie > 0 && pcie < adapter ? pcie : adapter;
+    }
+    return in;
+}
+
+// The communicator as NCCL's tuner sees it: the graphs searched over the inputs and the
+// tuner's table over the graphs.
+constexpr nccl_system nccl_system_of(const nccl_inputs& in) {
+    const int cc = in.compute_capability;
+    const rank_group g{in.ranks, in.per_node};
+    nccl_system s{.compute_capability = cc, .ranks = g.size, .nodes = g.nodes(), .per_node = g.per_node,
+                  .amd_host = in.amd_host};
+    if (g.size < 2) return s;
+    const nccl_detail::node_bandwidth b{.nvlink = in.nvlink, .net_path = in.net_path, .per_node = g.per_node,
+                                        .across_nodes = !g.inside_one_node()};
+    const bool sm100 = cc >= 100, sm90 = cc >= 90;
+    const nccl::speed_table& t = b.across_nodes ? (sm100 ? nccl::sm100_inter_speeds
+                                                  : sm90   ? nccl::sm90_inter_speeds
+                                                           : nccl::inter_speeds)
+                                 : (sm100 ? nccl::sm100_intra_speeds
+                                    : sm90 ? nccl::sm90_intra_speeds
+                                           : nccl::intra_speeds);
+    s.ring = nccl_detail::ring_graph(b, t, cc);
+    s.tree = nccl_detail::tree_graph(b, t, s.ring);
+    // NVLS: NVLink SHARP in NVSwitch, Hopper and later (search.cc: no NVLS graph without an
+    // NVSwitch or under SM90); across nodes only with CollNet, which is not modelled
+    // (tuning.cc disables NVLS on several nodes without it).
+    if (sm90 && !b.across_nodes) s.nvls = nccl_detail::nvls_graph(b, t);
+    for (collective kind : {collective::all_reduce, collective::reduce_scatter, collective::all_gather})
+        for (int k = 0; k < 12; ++k) {
+            nccl_tuned& t = s.table[static_cast<int>(kind)][k];
+            t = nccl_detail::tune(s, kind, static_cast<nccl_algorithm>(k / 3), static_cast<nccl_protocol>(k % 3));
+            if (t.bandwidth > 0) t.us_per_byte = 1.0 / (1000.0 * t.bandwidth);
+        }
+    nccl_detail::keep_candidates(s);
+    return s;
+}
+
+// The communicator of group `g` on cluster `c` (nccl_models(c, g) must hold).
+constexpr nccl_system nccl_system_of(const cluster_spec& c, const rank_group& g) {
+    return nccl_system_of(nccl_inputs_of(c, g));
+}
+
+// nccl_system_of at run time, remembered: the engine prices the same few groups of one
+// cluster over and over (every op of a micro-batch, every layout of a plan), and the
+// search and the table cost far more than a collective's time from them. A small cache per
+// thread, keyed by the inputs (a pure function of them, so nothing else can go stale).
+inline const nccl_system& nccl_system_memo(const nccl_inputs& in) {
+    struct memo {
+        std::array<nccl_inputs, 8> keys{};  // together, apart from the large values
+        std::array<nccl_system, 8> values{};
+        std::size_t count = 0, next = 0, last = 0;
+    };
+    thread_local memo m;
+    if (m.count > 0 && m.keys[m.last] == in) return m.values[m.last];  // the same group again
+    for (std::size_t i = 0; i < m.count; ++i)
+        if (m.keys[i] == in) return m.values[m.last = i];
+    m.last = m.next;
+    m.keys[m.last] = in;
+    m.values[m.last] = nccl_system_of(in);
+    m.next = (m.next + 1) % m.keys.size();
+    if (m.count < m.keys.size()) ++m.count;
+    return m.values[m.last];
+}
+
+// One algorithm and protocol of NCCL's model for a collective and a size.
+struct nccl_choice {
+    nccl_algorithm algorithm = nccl_algorithm::ring;
+    nccl_protocol protocol = nccl_protocol::simple;
+    seconds latency = seconds_of(0.0);            // after the ring plateau factor
+    byte_rate bandwidth = byte_rate::from_value(0.0);  // algorithm bandwidth, after the tree correction
+    int channels = 0;
+    seconds time = seconds_of(0.0);                // latency + bytes / bandwidth
+};
+
 
 // A set of NCCL's algorithms (NCCL_ALGO): all of them, or one (nccl_only).
 inline constexpr unsigned nccl_all_algorithms = 0xF;
 constexpr unsigned nccl_only(nccl_algorithm a) { return 1u << static_cast<int>(a); }
 
+namespace nccl_detail {
+// What ncclTopoGetAlgoTime adjusts for the size: the tree all-reduce's bandwidth times its
+// correction for the size (64 B × 2^k, k < 23), the ring Simple all-reduce's latency across
+// nodes times its plateau factor once each rank's share of a channel reaches 64 B.
+struct size_terms {
+    long long bytes = 0;
+    int log_size = -1;
+    bool plateau = false;
+};
+
+constexpr size_terms size_terms_of(const nccl_system& s, collective c, bytes size) {
+    const long long n = static_cast<long long>(size.value());
+    const long long channels = s.ring.channels < s.tree.channels ? s.ring.channels : s.tree.channels;  // comm->nChannels
+    // n / (channels × ranks) ≥ 64 in integers, without the division.
+    return {n, nccl::log2_down(n >> 6),
+            s.nodes > 1 && c == collective::all_reduce && channels > 0 && n >= 64 * channels * s.ranks};
+}
+
+// The latency (µs) and bandwidth (GB/s) of entry k for the size.
+constexpr nccl_tuned for_size(const nccl_system& s, collective c, const size_terms& z, int k) {
+    nccl_tuned t = s.table[static_cast<int>(c)][k];
+    const auto a = static_cast<nccl_algorithm>(k / 3);
+    const auto p = static_cast<nccl_protocol>(k % 3);
+    if (a == nccl_algorithm::tree && c == collective::all_reduce && z.log_size >= 0 && z.log_size < 23) {
+        const double f = nccl::tree_correction[k % 3][z.log_size];
+        t.bandwidth *= f;
+        t.us_per_byte /= f;
+    }
+    if (a == nccl_algorithm::ring && p == nccl_protocol::simple && z.plateau)
+        t.latency *= s.compute_capability < 80 ? nccl::ring_plateau_older : nccl::ring_plateau_sm80;
+    return t;
+}
+
+// The fastest allowed entry for the size, and its time (µs); −1 where none is allowed.
+// for_size's adjustments inline: this is the engine's hot path.
+// With `allowed` all algorithms only the candidates are tried (the others lose at every
+// size; a strict loss, so the time is the same).
+constexpr int fastest(const nccl_system& s, collective c, const size_terms& z, unsigned allowed, double& time) {
+    const auto& row = s.table[static_cast<int>(c)];
+    const double n = static_cast<double>(z.bytes);
+    const bool corrected = c == collective::all_reduce && z.log_size >= 0 && z.log_size < 23;
+    const double plateau =
+        !z.plateau ? 1.0 : s.compute_capability < 80 ? nccl::ring_plateau_older : nccl::ring_plateau_sm80;
+    const bool all = allowed == nccl_all_algorithms;
+    const int count = all ? s.candidate_count[static_cast<int>(c)] : 12;
+    int best = -1;
+    for (int i = 0; i < count; ++i) {
+        const int k = all ? s.candidates[static_cast<int>(c)][i] : i;
+        const nccl_tuned& e = row[k];
+        if ((allowed & (1u << (k / 3))) == 0 || e.bandwidth <= 0) continue;
+        double lat = e.latency, per_byte = e.us_per_byte;
+        if (k < 3 && corrected) per_byte *= nccl::inverse_tree_correction[k][z.log_size];  // the tree's
+        if (k == 5) lat *= plateau;                                                         // ring/Simple
+        const double t = lat + n * per_byte;
+        if (best < 0 || t < time) {
+            best = k;
+            time = t;
+        }
+    }
+    return best;
+}
+
+constexpr nccl_choice choice(const nccl_system& s, bytes size, int k, const nccl_tuned& t) {
+    const auto a = static_cast<nccl_algorithm>(k / 3);
+    return nccl_choice{.algorithm = a, .protocol = static_cast<nccl_protocol>(k % 3),
+                       .latency = microseconds_of(t.latency), .bandwidth = gb_per_second(t.bandwidth),
+                       .channels = s.graph(a).channels,
+                       .time = microseconds_of(t.latency + size.value() / (1000.0 * t.bandwidth))};
+}
+
+constexpr void check_kind(collective c) {
+    if (c == collective::p2p)
+        require(false, "collective", to_string(c), "NCCL's tuner prices all-reduce, reduce-scatter and all-gather");
+}
+}  // namespace nccl_detail
+
+// The time of one combination for `size` bytes (ncclTopoGetAlgoTime, one operation):
+// latency + bytes / bandwidth, as adjusted for the size. Empty where NCCL has no such
+// combination.
+constexpr std::optional<nccl_choice> nccl_time(const nccl_system& s, collective c, bytes size, nccl_algorithm a,
+                                               nccl_protocol p) {
+    nccl_detail::check_kind(c);
+    const int k = 3 * static_cast<int>(a) + static_cast<int>(p);
+    const nccl_tuned t = nccl_detail::for_size(s, c, nccl_detail::size_terms_of(s, c, size), k);
+    if (t.bandwidth <= 0) return std::nullopt;
+    return nccl_detail::choice(s, size, k, t);
+}
+
 // NCCL's pick for a collective of `size` (all-reduce, reduce-scatter, all-gather): the
 // fastest of the allowed algorithms over every protocol.
 constexpr nccl_choice nccl_pick(const nccl_system& s, collective c, bytes size,
                                 unsigned allowed = nccl_all_algorithms) {
-    nccl_choice best{};
-    bool found = false;
-    for (nccl_algorithm a : {nccl_algorithm::tree, nccl_algorithm::ring, nccl_algorithm::nvls, nccl_algorithm::pat}) {
-        if ((allowed & nccl_only(a)) == 0) continue;
-        for (nccl_protocol p : {nccl_protocol::ll, nccl_protocol::ll128, nccl_protocol::simple}) {
-            const auto t = nccl_time(s, c, size, a, p);
-            if (t && (!found || t->time < best.time)) {
-                best = *t;
-                found = true;
-            }
-        }
-    }
-    require(found, "algorithm", to_string(c), "NCCL has no such algorithm for this collective");
-    return best;
+    nccl_detail::check_kind(c);
+    const nccl_detail::size_terms z = nccl_detail::size_terms_of(s, c, size);
+    double time = 0.0;
+    const int best = nccl_detail::fastest(s, c, z, allowed, time);
+    require(best >= 0, "algorithm", to_string(c), "NCCL has no such algorithm for this collective");
+    return nccl_detail::choice(s, size, best, nccl_detail::for_size(s, c, z, best));
+}
+
+// Its time alone, for the engine's hot path.
+constexpr seconds nccl_pick_time(const nccl_system& s, collective c, bytes size) {
+    nccl_detail::check_kind(c);
+    double time = 0.0;
+    if (nccl_detail::fastest(s, c, nccl_detail::size_terms_of(s, c, size), nccl_all_algorithms, time) < 0)
+        require(false, "algorithm", to_string(c), "NCCL has no algorithm for this collective");
+    return microseconds_of(time);
 }
 
 }  // namespace trainperf
