@@ -342,6 +342,30 @@ TEST_CASE("plan folds layouts of one family by default; --no-fold lists each", "
     CHECK(run_cli(request + " --no-fold").out.find("Every layout is listed") != std::string::npos);
 }
 
+TEST_CASE("comm names NCCL's algorithm, protocol, latency and bandwidth terms", "[cli][comm]") {
+    // 8 A100, 32 KiB: ring / LL, 12 channels, 6.6 + 14 × 0.6 = 15.0 µs and 87.7 × 8/14 =
+    // 50.11 GB/s (docs/communication.md, "NCCL's model").
+    const auto j = run_json("comm --gpu a100-sxm-80gb --gpus 8 --bytes 32KiB --json");
+    CHECK(j["model"] == "nccl");
+    CHECK(j["algorithm"] == "ring");
+    CHECK(j["nccl"]["algorithm"] == "ring");
+    CHECK(j["nccl"]["protocol"] == "LL");
+    CHECK(j["nccl"]["channels"] == 12);
+    CHECK(j["nccl"]["latency_seconds"].get<double>() == Approx(15e-6));
+    CHECK(j["nccl"]["bandwidth_bytes_per_second"].get<double>() == Approx(87.7e9 * 8 / 14));
+    CHECK(j["time_seconds"].get<double>() == Approx(15e-6 + 32768 / (87.7e9 * 8 / 14)));
+    const auto text = run_cli("comm --gpu a100-sxm-80gb --gpus 8 --bytes 32KiB");
+    CHECK(text.out.find("picked:              ring / LL, 12 channels") != std::string::npos);
+    CHECK(text.out.find("latency term:        15.0 us") != std::string::npos);
+    // --algorithm tree forces the tree; its protocol is still NCCL's choice.
+    CHECK(run_json("comm --gpu a100-sxm-80gb --gpus 8 --bytes 256MiB --algorithm tree --json")["nccl"]["protocol"] ==
+          "Simple");
+    // Without a GPU the link alone is priced with the α–β model, no NCCL pick.
+    const auto ab = run_json("comm --link nvlink --gpus 8 --bytes 32KiB --json");
+    CHECK(ab["model"] == "alpha-beta");
+    CHECK_FALSE(ab.contains("nccl"));
+}
+
 TEST_CASE("comm and predict resolve --link pcie to the same link for the same GPU", "[cli]") {
     for (const char* gpu : {"h100-sxm", "a100-sxm-80gb", "v100-sxm2-32gb"}) {
         INFO(gpu);

@@ -185,8 +185,10 @@ TEST_CASE("ranks are placed tensor-parallel first, then data-parallel, then pipe
     CHECK((g.data.per_node == 1 && g.data.nodes() == 9));
 }
 
-TEST_CASE("a collective is priced on the links its group spans", "[comm][placement]") {
-    const cluster_spec c = standard_cluster(a100_sxm_80gb::spec, 8);
+TEST_CASE("a collective is priced on the links its group spans (α–β)", "[comm][placement]") {
+    // A100 links on a GPU outside NCCL's model (no compute capability): the α–β rules.
+    cluster_spec c = standard_cluster(a100_sxm_80gb::spec, 8);
+    c.gpu.compute_capability = 0;
     const bytes size = gigabytes_of(9);
     const link_spec nvlink = c.intra_node, ib = c.inter_node;
     const auto op = [&](int n, int per_node) {
@@ -329,4 +331,197 @@ TEST_CASE("one collective as a user asks for it: the link, the algorithm, the ba
     CHECK_THROWS_WITH(estimate_collective(collective::all_reduce, gigabytes_of(1.0), 0, node),
                       Catch::StartsWith("gpus = 0"));
     CHECK_THROWS_WITH(estimate_collective(collective::all_reduce, gigabytes_of(1.0), 12, two), Catch::Contains("gpus"));
+}
+
+// ---- NCCL's model (cost/nccl_model.hpp) ------------------------------------------------
+
+namespace {
+constexpr cluster_spec dgx_a100 = standard_cluster(a100_sxm_80gb::spec, 8);
+constexpr cluster_spec dgx_h100 = standard_cluster(h100_sxm::spec, 8);
+
+// NCCL's pick, as the engine prices a group.
+nccl_choice picked(const cluster_spec& c, rank_group g, collective kind, double size,
+                   unsigned allowed = nccl_all_algorithms) {
+    return nccl_pick(nccl_system_of(c, g), kind, bytes_of(size), allowed);
+}
+}  // namespace
+
+// The graphs come out of the hardware description in constant expressions.
+static_assert(nccl_system_of(dgx_a100, {8, 8}).ring.channels == 12);
+static_assert(nccl_pick(nccl_system_of(dgx_a100, {8, 8}), collective::all_reduce, bytes_of(32768)).protocol ==
+              nccl_protocol::ll);
+
+TEST_CASE("NCCL's graphs: channels and per-channel bandwidth from the node's links", "[comm][nccl]") {
+    // 8 A100: NCCL counts 12 NVLinks × 20 GB/s = 240 GB/s per GPU (300 GB/s each way × 20/25).
+    // Ring: 40 GB/s gives 6 channels = 240, all of it; doubled to 12 × 20 GB/s; 30 × 12 = 360
+    // does not fit. Tree: starts at 20 (20 × 12 ≤ 240 · 8/7) and 12 fit. No NVLS before Hopper.
+    const nccl_system a = nccl_system_of(dgx_a100, {8, 8});
+    CHECK((a.ring.channels == 12 && a.ring.bw_intra == 20.0));
+    CHECK((a.tree.channels == 12 && a.tree.bw_intra == 20.0));
+    CHECK(a.nvls.channels == 0);
+    // 8 H100: 18 × 20.6 = 370.8 GB/s. Ring: 60 → 6 channels (360); 50 → 7 (350), 40 → 9 and
+    // 30 → 12 (360, no more); 24/60 < 0.49 stops; 6 × 60 doubled to 12 × 30 (60 ≥ 50).
+    // NVLS: one channel per GPU, each moving s at every GPU and 2s at its head: 9s ≤ 370.8
+    // → s = 40 (50: 450 does not fit); pass 2 raises bwInter to 50 and 60.
+    const nccl_system h = nccl_system_of(dgx_h100, {8, 8});
+    CHECK((h.ring.channels == 12 && h.ring.bw_intra == 30.0));
+    CHECK((h.tree.channels == 12 && h.tree.bw_intra == 30.0));
+    CHECK((h.nvls.channels == 8 && h.nvls.bw_intra == 40.0 && h.nvls.bw_inter == 60.0));
+    // 2 nodes of 8 A100: each GPU's path to its HDR adapter is min(PCIe Gen4 24, 25) = 24 GB/s.
+    // 24 → one channel per adapter, 8 × 24 = 192; 20, 18, 15 give 8 channels, 12 gives 16 × 12
+    // = 192 (no more); 10/24 < 0.49 stops. Under 25 GB/s: not doubled.
+    const nccl_system a2 = nccl_system_of(dgx_a100, {16, 8});
+    CHECK((a2.ring.channels == 8 && a2.ring.bw_inter == 24.0));
+    // 2 nodes of 8 H100: min(PCIe Gen5 48, NDR 50) = 48 → 8 × 48 = 384 ≥ 370.8, done; past SM80
+    // under 50 GB/s with more than 4 channels: not doubled.
+    const nccl_system h2 = nccl_system_of(dgx_h100, {16, 8});
+    CHECK((h2.ring.channels == 8 && h2.ring.bw_inter == 48.0));
+    // One H100 per node: one channel of 48 on its adapter, doubled to 2 × 24.
+    const nccl_system h1 = nccl_system_of(dgx_h100, {8, 1});
+    CHECK((h1.ring.channels == 2 && h1.ring.bw_inter == 24.0));
+}
+
+TEST_CASE("NCCL's model on 8 A100: LL for small buffers, LL128 in between, Simple for large", "[comm][nccl]") {
+    const rank_group node{8, 8};
+    // Ring LL: 6.6 + 14 × 0.6 = 15.0 µs; min(llMaxBw 87.7, 0.5 × 12 × 20) = 87.7 GB/s bus ×
+    // 8/14 = 50.114 GB/s. 32 KiB: 15.0 + 32768 / 50114.3 B/µs = 15.654 µs. The tree's LL
+    // (6.8 + 2·7·0.6 = 15.2 µs, 220.8/3.8 × 0.5 × 0.7 correction = 20.3 GB/s) takes 16.8 µs.
+    nccl_choice c = picked(dgx_a100, node, collective::all_reduce, 32768);
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::ll));
+    CHECK(c.latency.value() == Approx(15.0e-6));
+    CHECK(c.bandwidth.value() == Approx(87.7e9 * 8 / 14));
+    CHECK(c.time.value() == Approx(15.0e-6 + 32768 / (87.7e9 * 8 / 14)));
+    CHECK(c.time.value() == Approx(15.654e-6).epsilon(1e-4));
+    // 1 MiB: still LL, 15.0 + 20.92 = 35.92 µs (LL128: 40.6 + 8.31 = 48.9 µs).
+    c = picked(dgx_a100, node, collective::all_reduce, 1048576);
+    CHECK(c.protocol == nccl_protocol::ll);
+    CHECK(c.time.value() == Approx(35.924e-6).epsilon(1e-4));
+    // 4 MiB: ring LL128, 14.0 + 14 × 1.9 = 40.6 µs and min(0.92 × 240, 12 × 20) = 220.8 GB/s
+    // bus × 8/14 = 126.17 GB/s: 40.6 + 33.24 = 73.84 µs (LL 98.7, Simple 86.6).
+    c = picked(dgx_a100, node, collective::all_reduce, 4194304);
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::ll128));
+    CHECK(c.time.value() == Approx(40.6e-6 + 4194304 / (220.8e9 * 8 / 14)));
+    // 256 MiB: ring Simple, 8.4 + 14 × 3.4 = 56 µs and 240 × 8/14 = 137.14 GB/s: 2013.3 µs.
+    c = picked(dgx_a100, node, collective::all_reduce, 268435456);
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::simple));
+    CHECK(c.time.value() == Approx(56e-6 + 268435456 / (240e9 * 8 / 14)));
+    CHECK(c.time.value() == Approx(2013.34e-6).epsilon(1e-5));
+
+    // The crossovers, where two lines meet: LL → LL128 at 25.6 µs / (1/50.114 − 1/126.17 GB/s)
+    // ≈ 2.13 MB, LL128 → Simple at 15.4 µs / (1/126.17 − 1/137.14 GB/s) ≈ 24.3 MB.
+    const double ll = 87.7e3 * 8 / 14, ll128 = 220.8e3 * 8 / 14, simple = 240e3 * 8 / 14;  // B/µs
+    const double to_ll128 = 25.6 / (1 / ll - 1 / ll128), to_simple = 15.4 / (1 / ll128 - 1 / simple);
+    CHECK(to_ll128 == Approx(2.128e6).epsilon(1e-3));
+    CHECK(to_simple == Approx(24.29e6).epsilon(1e-3));
+    CHECK(picked(dgx_a100, node, collective::all_reduce, 0.99 * to_ll128).protocol == nccl_protocol::ll);
+    CHECK(picked(dgx_a100, node, collective::all_reduce, 1.01 * to_ll128).protocol == nccl_protocol::ll128);
+    CHECK(picked(dgx_a100, node, collective::all_reduce, 0.99 * to_simple).protocol == nccl_protocol::ll128);
+    CHECK(picked(dgx_a100, node, collective::all_reduce, 1.01 * to_simple).protocol == nccl_protocol::simple);
+
+    // Forced to the tree (NCCL_ALGO=Tree), its protocol still chosen: 256 MiB by Simple,
+    // 8.4 + 2 × 7 × 4.0 = 64.4 µs, min(0.92 × 240, 12 × 24) × 0.5 = 110.4 GB/s × 0.9 (the
+    // correction at 2^22 × 64 B) = 99.36 GB/s: 64.4 + 2701.6 = 2766.1 µs.
+    c = picked(dgx_a100, node, collective::all_reduce, 268435456, nccl_only(nccl_algorithm::tree));
+    CHECK((c.algorithm == nccl_algorithm::tree && c.protocol == nccl_protocol::simple));
+    CHECK(c.time.value() == Approx(64.4e-6 + 268435456 / (110.4e9 * 0.9)));
+}
+
+TEST_CASE("NCCL's model on 8 H100: NVLS from 2 MiB", "[comm][nccl]") {
+    const rank_group node{8, 8};
+    // NVLS: latency 25 µs (NVLink NVLS); bandwidth 8 channels × min(40 × 0.85 × 7/8 × 2 = 59.5,
+    // bwInter 60) = 476 GB/s bus × 8/14 = 272 GB/s. 256 MiB: 25 + 986.9 = 1011.9 µs.
+    nccl_choice c = picked(dgx_h100, node, collective::all_reduce, 268435456);
+    CHECK((c.algorithm == nccl_algorithm::nvls && c.protocol == nccl_protocol::simple));
+    CHECK(c.latency.value() == Approx(25e-6));
+    CHECK(c.bandwidth.value() == Approx(272e9));
+    CHECK(c.time.value() == Approx(25e-6 + 268435456 / 272e9));
+    // 1 MiB: ring LL, 15 + 1048576 / (141 × 8/14 GB/s) = 28.01 µs, against NVLS's 28.86 µs;
+    // 2 MiB: NVLS 32.71 µs against ring LL's 41.03 µs. They meet at
+    // 10 µs / (1/80.571 − 1/272 GB/s) ≈ 1.145 MB.
+    c = picked(dgx_h100, node, collective::all_reduce, 1048576);
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::ll));
+    CHECK(c.time.value() == Approx(15e-6 + 1048576 / (141e9 * 8 / 14)));
+    CHECK(picked(dgx_h100, node, collective::all_reduce, 2097152).algorithm == nccl_algorithm::nvls);
+    const double meet = 10.0 / (1 / (141e3 * 8 / 14) - 1 / 272e3);
+    CHECK(meet == Approx(1.1448e6).epsilon(1e-3));
+    CHECK(picked(dgx_h100, node, collective::all_reduce, 0.99 * meet).algorithm == nccl_algorithm::ring);
+    CHECK(picked(dgx_h100, node, collective::all_reduce, 1.01 * meet).algorithm == nccl_algorithm::nvls);
+    // All-gather: ring Simple for 256 MiB, 8.4 + 7 × 3.4 = 32.2 µs and 360 GB/s bus × 8/7
+    // = 411.4 GB/s; NVLS's all-gather bus (8 × 40 × 0.85 × 7/8 × 7/8 = 208 GB/s) is slower.
+    c = picked(dgx_h100, node, collective::all_gather, 268435456);
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::simple));
+    CHECK(c.time.value() == Approx(32.2e-6 + 268435456 / (360e9 * 8 / 7)));
+}
+
+TEST_CASE("NCCL's model across nodes: the tree for small buffers, the ring for large", "[comm][nccl]") {
+    // 2 nodes of 8 A100 (8 channels × 24 GB/s; DGX A100's AMD host: llMaxBw 22.5, network
+    // overhead 2 µs per step, 6 for Simple).
+    const rank_group two{16, 8};
+    // 64 KiB. Tree LL: 6.8 + 2 × (7 × 0.6 + 1 × 5.0) = 25.2 µs; min(0.92 × 192, 8 × 23.6)
+    // /3.8 = 46.5, capped at 22.5, × 0.5 = 11.25 GB/s × 0.6 (correction at 2^10 × 64 B):
+    // 25.2 + 65536 / 6750 = 34.91 µs. Ring LL: 6.6 + 28 × max(0.6, 2) + 2 × 2.7 = 68 µs,
+    // 22.5 × 16/30 = 12 GB/s: 73.46 µs.
+    nccl_choice c = picked(dgx_a100, two, collective::all_reduce, 65536);
+    CHECK((c.algorithm == nccl_algorithm::tree && c.protocol == nccl_protocol::ll));
+    CHECK(c.time.value() == Approx(25.2e-6 + 65536 / 6.75e9));
+    c = picked(dgx_a100, two, collective::all_reduce, 65536, nccl_only(nccl_algorithm::ring));
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::ll));
+    CHECK(c.time.value() == Approx(68e-6 + 65536 / 12e9));
+    // 256 MiB: ring Simple, (8.4 + 28 × max(3.4, 6) + 2 × 14) × 1.4 (the plateau) = 286.16 µs
+    // and 192 × 16/30 = 102.4 GB/s: 286.16 + 2621.44 = 2907.6 µs; the tree's Simple takes
+    // 92.4 + 268435456 / (88.32 × 0.9 GB/s) = 3469 µs.
+    c = picked(dgx_a100, two, collective::all_reduce, 268435456);
+    CHECK((c.algorithm == nccl_algorithm::ring && c.protocol == nccl_protocol::simple));
+    CHECK(c.latency.value() == Approx(204.4e-6 * 1.4));
+    CHECK(c.time.value() == Approx(286.16e-6 + 268435456 / 102.4e9));
+    // The engine prices the placed group the same way: one NCCL collective over all 16 ranks.
+    CHECK(collective_time(collective_op{"g", collective::all_reduce, bytes_of(268435456), two}, dgx_a100) ==
+          c.time);
+
+    // One H100 per node, 8 nodes, all-gather of 64 KiB: PAT (one GPU per node).
+    // 8.0 + log2(8) × 14/3.5 + 8 × 2.8 = 42.4 µs, 2 × 24 × 0.75 = 36 GB/s: 44.22 µs; the
+    // ring's LL: 6.6 + 7 × 5.0 = 41.6 µs, min(20.4, 0.5 × 48) × 8/7 = 23.3 GB/s: 44.41 µs.
+    c = picked(dgx_h100, {8, 1}, collective::all_gather, 65536);
+    CHECK((c.algorithm == nccl_algorithm::pat && c.protocol == nccl_protocol::simple));
+    CHECK(c.time.value() == Approx(42.4e-6 + 65536 / 36e9));
+}
+
+TEST_CASE("NCCL's model where it applies; the α–β model elsewhere", "[comm][nccl]") {
+    CHECK(nccl_models(dgx_a100, {8, 8}));
+    CHECK(nccl_models(dgx_h100, {64, 8}));
+    const bytes size = megabytes_of(64);
+    // PCIe-only cards, an NVLink bridge, AMD Infinity Fabric (RCCL), a GPU without compute
+    // capability: NCCL's model does not apply, the α–β ring/tree is kept.
+    for (const gpu_spec& gpu : {l40s::spec, rtx_3090::spec, mi300x::spec}) {
+        const cluster_spec c = standard_cluster(gpu, 4);
+        CHECK_FALSE(nccl_models(c, {4, 4}));
+        CHECK(collective_time(collective_op{"g", collective::all_reduce, size, {4, 4}}, c) ==
+              all_reduce_time(size, 4, node_ring_link(c, 4), collective_algorithm::automatic));
+    }
+    CHECK_FALSE(nccl_models(two_level(8), {16, 8}));
+    // A p2p send stays α–β (NCCL's tuner does not price send/recv).
+    const collective_op send{"send", collective::p2p, size, {2, 2}};
+    CHECK(collective_time(send, dgx_h100) == p2p_time(size, dgx_h100.intra_node));
+}
+
+TEST_CASE("comm's estimate names NCCL's algorithm, protocol and terms", "[comm][nccl]") {
+    const auto e = estimate_collective(collective::all_reduce, bytes_of(32768), 8, dgx_a100,
+                                       collective_algorithm::automatic);
+    CHECK(e.algorithm == "ring");
+    REQUIRE(e.nccl);
+    CHECK(e.nccl->protocol == nccl_protocol::ll);
+    CHECK(e.nccl->channels == 12);
+    CHECK(e.nccl->latency.value() == Approx(15e-6));
+    CHECK(e.time == e.nccl->time);
+    CHECK(!e.flat_ring);
+    // Forcing the tree keeps NCCL's protocol choice, across nodes too.
+    const auto tree = estimate_collective(collective::all_reduce, bytes_of(65536), 16, dgx_a100,
+                                          collective_algorithm::tree);
+    CHECK(tree.algorithm == "tree");
+    CHECK(tree.nccl->protocol == nccl_protocol::ll);
+    CHECK(tree.time.value() == Approx(25.2e-6 + 65536 / 6.75e9));
+    // Under the α–β model there is no NCCL pick.
+    CHECK(!estimate_collective(collective::all_reduce, bytes_of(32768), 8, two_level(8)).nccl);
+    CHECK_THROWS_WITH(estimate_collective(collective::all_gather, bytes_of(1), 8, dgx_a100, collective_algorithm::tree),
+                      Catch::StartsWith("algorithm = tree"));
 }

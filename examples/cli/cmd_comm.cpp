@@ -1,4 +1,5 @@
-// `trainperf comm`: the time of one collective over a link (α–β model, cost/comm.hpp).
+// `trainperf comm`: the time of one collective (cost/comm.hpp): NCCL's model of its algorithm
+// and protocol on NVLink systems (cost/nccl_model.hpp), the α–β model elsewhere.
 #include "cli.hpp"
 #include "parse_units.hpp"
 
@@ -21,7 +22,7 @@ namespace {
 
 struct comm_options {
     std::string collective = "all-reduce";
-    std::string algorithm = "ring";
+    std::string algorithm = "auto";
     std::string bytes;
     int gpus = 0;
     std::string link;
@@ -120,6 +121,16 @@ void run(const comm_options& o, std::ostream& out) {
         out << "  nodes:               " << e.nodes << " x " << gpus_text(cluster.gpus_per_node) << "\n"
             << "  inter-node link:     " << inter_source << '\n'
             << "                       " << describe(cluster.inter_node) << '\n';
+    if (e.nccl)
+        out << "  model:               NCCL's tuner (algorithm x protocol, the fastest"
+            << (algorithm == collective_algorithm::automatic ? "" : " of the algorithm asked for") << ")\n"
+            << "  picked:              " << to_string(e.nccl->algorithm) << " / " << to_string(e.nccl->protocol)
+            << ", " << e.nccl->channels << " channels\n"
+            << "  latency term:        " << time_text(e.nccl->latency) << '\n'
+            << "  bandwidth term:      " << fixed(e.nccl->bandwidth.value() / 1e9, 2)
+            << " GB/s (NCCL's algorithm bandwidth: time = latency + bytes / it)\n";
+    else
+        out << "  model:               alpha-beta (NCCL's model covers NVIDIA GPUs on NVLink nodes)\n";
     out << "  time:                " << time_text(e.time) << '\n'
         << "  algorithm bandwidth: " << fixed(e.algorithm_bandwidth().value() / 1e9, 2) << " GB/s (bytes / time)\n"
         << "  bus bandwidth:       " << fixed(e.bus_bandwidth().value() / 1e9, 2)
@@ -131,9 +142,10 @@ void run(const comm_options& o, std::ostream& out) {
 
 const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<comm_options>();
-    auto* sub = app.add_subcommand("comm", "Time of one collective over a GPU link (alpha-beta model)");
+    auto* sub = app.add_subcommand("comm", "Time of one collective: NCCL's algorithm and protocol model on NVLink systems, alpha-beta elsewhere");
     sub->add_option("--collective", opt->collective, enum_name_list<collective>())->capture_default_str();
-    sub->add_option("--algorithm", opt->algorithm, "all-reduce algorithm: " + enum_name_list<collective_algorithm>())
+    sub->add_option("--algorithm", opt->algorithm, "algorithm: " + enum_name_list<collective_algorithm>() +
+                    " (auto: NCCL's pick; ring, tree: that algorithm, NCCL's protocol; tree: all-reduce only)")
         ->capture_default_str();
     sub->add_option("--bytes", opt->bytes, "buffer size with a unit, e.g. 1.4GB, 512MiB")->required();
     sub->add_option("--gpus", opt->gpus, "number of GPUs taking part")

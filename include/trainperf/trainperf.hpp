@@ -43,6 +43,7 @@
 #include "cost/fit_margin.hpp"
 #include "cost/input_pipeline.hpp"
 #include "cost/kernel_model.hpp"
+#include "cost/nccl_model.hpp"
 #include "cost/memory.hpp"
 #include "cost/scaling.hpp"
 #include "cost/stage_pricer.hpp"

@@ -1,12 +1,16 @@
-// Communication cost: collectives over GPU links with an α–β model.
-// time = steps · latency (α) + bytes moved per GPU / achievable bandwidth (β⁻¹), where
-// achievable bandwidth = link efficiency × per-direction bandwidth. Ring algorithms are
+// Communication cost: collectives over GPU links.
+// Over a link alone, and on systems NCCL's model does not cover, an α–β model: time =
+// steps · latency (α) + bytes moved per GPU / achievable bandwidth (β⁻¹), where achievable
+// bandwidth = link efficiency × per-direction bandwidth. Ring algorithms are
 // bandwidth-optimal; tree all-reduce trades fewer latency steps for the same volume.
-// Derivations and sources: docs/communication.md.
+// A collective over a group of a cluster that NCCL's model covers (NVIDIA GPUs on NVLink
+// nodes, cost/nccl_model.hpp) is priced as NCCL's tuner prices it: the fastest algorithm
+// and protocol. Derivations and sources: docs/communication.md.
 #pragma once
 
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
@@ -14,11 +18,14 @@
 #include "../spec/hardware.hpp"
 #include "../spec/links.hpp"
 #include "../workload/ops.hpp"
+#include "nccl_model.hpp"
 
 namespace trainperf {
 
-// auto: the faster of ring and tree for the size and the group, as NCCL's tuner picks
-// the algorithm with the lowest predicted time (NCCL src/graph/tuning.cc).
+// auto: the fastest algorithm for the size and the group, as NCCL's tuner picks the one
+// with the lowest predicted time (NVIDIA/nccl@5067397c src/graph/tuning.cc): under NCCL's
+// model any of its algorithms and protocols, under the α–β model the faster of ring and
+// tree. ring and tree force the algorithm (NCCL_ALGO); NCCL's protocol is still chosen.
 enum class collective_algorithm { ring, tree, automatic };
 
 template <>
@@ -176,12 +183,20 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
 
 // ---- A collective over a placed group (workload ops) --------------------------------
 
-// A collective over a group placed on nodes (workload/ops.hpp rank_group); an all-reduce takes
-// the faster of ring and tree (`auto`). Inside one node it runs on the intra-node
-// link. With one member per node every step crosses the network, each GPU over its
-// own adapter. Otherwise it is hierarchical (NCCL's intra-node rings and inter-node
-// trees/rings, Horovod): reduce-scatter inside each node, the collective on a 1/g
-// shard across the nodes (g rings in parallel, one per local member), all-gather
+// A collective over a group placed on nodes (workload/ops.hpp rank_group).
+//
+// Where NCCL's model covers the cluster (nccl_models: NVIDIA GPUs on NVLink nodes, an
+// adapter between nodes), an all-reduce, reduce-scatter or all-gather is NCCL's pick over
+// its algorithms and protocols for the group's ranks, nodes and ranks per node
+// (cost/nccl_model.hpp): one NCCL collective over all ranks, its rings and trees crossing
+// the network as NCCL's graphs do. A p2p transfer (NCCL's send/recv, which the tuner does
+// not price) and every other system keep the α–β model below.
+//
+// α–β: an all-reduce takes the faster of ring and tree (`auto`). Inside one node it runs
+// on the intra-node link. With one member per node every step crosses the network, each
+// GPU over its own adapter. Otherwise it is hierarchical (NCCL's intra-node rings and
+// inter-node trees/rings, Horovod): reduce-scatter inside each node, the collective on a
+// 1/g shard across the nodes (g rings in parallel, one per local member), all-gather
 // inside the node; an all-gather or a reduce-scatter runs its two halves the same way.
 // Each link is resolved and checked once, before the halves (n ≥ 2 ranks each) are
 // priced over it; of two bad links, the node's is named first.
@@ -190,6 +205,13 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     validate(g);
     comm_detail::validate_size(op.size, g.size);
     if (g.size == 1) return seconds_of(0.0);
+    if (op.kind != collective::p2p && nccl_models(c, g)) {
+        validate(intra_node_link(c));
+        if (!g.inside_one_node()) validate(inter_node_link(c));
+        const nccl_inputs in = nccl_inputs_of(c, g);
+        if (std::is_constant_evaluated()) return nccl_pick_time(nccl_system_of(in), op.kind, op.size);
+        return nccl_pick_time(nccl_system_memo(in), op.kind, op.size);
+    }
     constexpr auto nccl = collective_algorithm::automatic;
     using comm_detail::all_gather, comm_detail::reduce_scatter;
     if (g.inside_one_node()) {
@@ -268,20 +290,27 @@ constexpr seconds data_parallel_all_reduce_time(bytes size, int dp, const cluste
 // ---- One collective, as a user asks for it -------------------------------------------
 
 // One collective of `size` over `gpus` consecutive ranks of a cluster (`trainperf comm`).
-// Inside one node: the algorithm asked for, over the link a ring of that many GPUs
-// waits on (node_ring_link). Across nodes: as the engine prices a placed group
-// (collective_time(collective_op)): hierarchical where a node holds several members,
-// NCCL's faster of ring and tree on the network, and for an all-reduce a flat ring over
-// all GPUs beside it for comparison.
+// Where NCCL's model covers the system: NCCL's pick of algorithm and protocol (only among
+// the algorithm asked for, when ring or tree is), as the engine prices a placed group.
+// Otherwise the α–β model. Inside one node: the algorithm asked for, over the link a ring
+// of that many GPUs waits on (node_ring_link). Across nodes: as the engine prices a
+// placed group (collective_time(collective_op)): hierarchical where a node holds several
+// members, the faster of ring and tree on the network, and for an all-reduce a flat ring
+// over all GPUs beside it for comparison.
 struct collective_estimate {
     collective kind = collective::all_reduce;
     bytes size = bytes_of(0.0);
     int gpus = 1;
     int nodes = 1;
-    std::string_view algorithm;     // ring, tree, auto; hierarchical (several per node across nodes); p2p
+    // NCCL's model: ring, tree, nvls, pat. α–β: ring, tree, auto; hierarchical (several per
+    // node across nodes); p2p.
+    std::string_view algorithm;
     link_spec ring_link{};          // the link the ring inside a node waits on
     seconds time = seconds_of(0.0);
-    std::optional<seconds> flat_ring;  // an all-reduce across nodes as one ring over all GPUs
+    std::optional<seconds> flat_ring;  // α–β: an all-reduce across nodes as one ring over all GPUs
+    // NCCL's model, where it covers the system: the algorithm and protocol picked, its
+    // latency and bandwidth terms and channel count; empty under the α–β model.
+    std::optional<nccl_choice> nccl;
 
     constexpr bool across_nodes() const { return nodes > 1; }
     // nccl-tests' figures: size / time, and that times bus_bandwidth_factor.
@@ -299,6 +328,19 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
             "only all-reduce has a tree algorithm");
     collective_estimate e{.kind = c, .size = size, .gpus = gpus, .nodes = node_count(cluster, gpus)};
     e.ring_link = node_ring_link(cluster, gpus < cluster.gpus_per_node ? gpus : cluster.gpus_per_node);
+    const rank_group group = contiguous_group(cluster, gpus);
+    if (gpus > 1 && c != collective::p2p && nccl_models(cluster, group)) {
+        comm_detail::validate_size(size, gpus);
+        validate(intra_node_link(cluster));
+        if (e.across_nodes()) validate(inter_node_link(cluster));
+        const unsigned allowed = algorithm == collective_algorithm::ring   ? nccl_only(nccl_algorithm::ring)
+                                 : algorithm == collective_algorithm::tree ? nccl_only(nccl_algorithm::tree)
+                                                                           : nccl_all_algorithms;
+        e.nccl = nccl_pick(nccl_system_of(cluster, group), c, size, allowed);
+        e.algorithm = to_string(e.nccl->algorithm);
+        e.time = e.nccl->time;
+        return e;
+    }
     if (!e.across_nodes()) {
         e.algorithm = c == collective::p2p           ? "p2p"
                       : c == collective::all_reduce ? to_string(algorithm)
@@ -308,7 +350,6 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
     }
     require(algorithm != collective_algorithm::tree, "algorithm", "tree",
             "across nodes the collective is hierarchical: NCCL picks ring or tree on the network");
-    const rank_group group = contiguous_group(cluster, gpus);
     e.algorithm = c == collective::p2p         ? "p2p"
                   : group.per_node > 1         ? "hierarchical"
                   : c == collective::all_reduce ? "auto"  // NCCL's faster of ring and tree

@@ -1,6 +1,7 @@
 // One collective as JSON (`trainperf comm --json`, docs/cli.md): its time and nccl-tests'
-// bandwidth figures, the links it runs on (each with where its figures came from) and,
-// across nodes, the node count and a flat ring's time beside it.
+// bandwidth figures, the model that priced it and, under NCCL's, the algorithm, protocol,
+// channels and latency and bandwidth terms picked; the links it runs on (each with where
+// its figures came from) and, across nodes, the node count and (α–β) a flat ring's time.
 #pragma once
 
 #include <string>
@@ -31,7 +32,14 @@ inline nlohmann::json to_json(const collective_estimate& e, const cluster_spec& 
                      {"link", link_json(cluster.intra_node, intra_source)},
                      {"time_seconds", e.time.value()},
                      {"algorithm_bandwidth_bytes_per_second", e.algorithm_bandwidth().value()},
-                     {"bus_bandwidth_bytes_per_second", e.bus_bandwidth().value()}};
+                     {"bus_bandwidth_bytes_per_second", e.bus_bandwidth().value()},
+                     {"model", e.nccl ? "nccl" : "alpha-beta"}};
+    if (e.nccl)
+        j["nccl"] = {{"algorithm", std::string(to_string(e.nccl->algorithm))},
+                     {"protocol", std::string(to_string(e.nccl->protocol))},
+                     {"channels", e.nccl->channels},
+                     {"latency_seconds", e.nccl->latency.value()},
+                     {"bandwidth_bytes_per_second", e.nccl->bandwidth.value()}};
     if (e.across_nodes()) {
         j["gpus_per_node"] = cluster.gpus_per_node;
         j["nodes"] = e.nodes;
