@@ -476,6 +476,8 @@ constexpr nccl_system nccl_system_of(const cluster_spec& c, const rank_group& g)
 // cluster over and over (every op of a micro-batch, every layout of a plan), and the
 // search and the table cost far more than a collective's time from them. A small cache per
 // thread, keyed by the inputs (a pure function of them, so nothing else can go stale).
+// The reference holds until this thread's next call, which may reuse its slot: use it
+// at once, or copy it.
 inline const nccl_system& nccl_system_memo(const nccl_inputs& in) {
     struct memo {
         std::array<nccl_inputs, 8> keys{};  // together, apart from the large values
