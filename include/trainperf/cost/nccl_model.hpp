@@ -480,8 +480,9 @@ constexpr nccl_system nccl_system_of(const cluster_spec& c, const rank_group& g)
 // at once, or copy it.
 inline const nccl_system& nccl_system_memo(const nccl_inputs& in) {
     struct memo {
-        std::array<nccl_inputs, 8> keys{};  // together, apart from the large values
-        std::array<nccl_system, 8> values{};
+        std::array<nccl_inputs, 64> keys{};  // together, apart from the large values; a plan
+                                             // meets a few dozen groups (tp, dp, pp shapes)
+        std::array<nccl_system, 64> values{};
         std::size_t count = 0, next = 0, last = 0;
     };
     thread_local memo m;
