@@ -57,12 +57,14 @@ TEST_CASE("op-level checkpointing keeps every other matmul's output, counting fr
     // LLaMA's code: q k v o gate up down -> 1, 3, 5, 7 kept.
     for (auto [name, kept] : {std::pair{"q", true}, {"k", false}, {"v", true}, {"attention_out", false},
                               {"ffn_gate", true}, {"ffn_up", false}, {"ffn_down", true}})
-        CHECK(op_selective_keeps_output(name, model_code::llama, ffn_kind::swiglu) == kept);
+        CHECK(op_selective_keeps_output(llama8b, name, model_code::llama) == kept);
     // A fused QKV and a GELU FFN: qkv o up down -> qkv and up kept.
+    transformer_config gelu = llama8b;
+    gelu.ffn = ffn_kind::gelu;
     for (auto [name, kept] : {std::pair{"qkv", true}, {"attention_out", false}, {"ffn_up", true}, {"ffn_down", false}})
-        CHECK(op_selective_keeps_output(name, model_code::generic, ffn_kind::gelu) == kept);
+        CHECK(op_selective_keeps_output(gelu, name, model_code::generic) == kept);
     // FP8 Linears run _scaled_mm, which the policy does not save.
-    CHECK_FALSE(op_selective_keeps_output("q", model_code::llama, ffn_kind::swiglu, true));
+    CHECK_FALSE(op_selective_keeps_output(llama8b, "q", model_code::llama, true));
     CHECK(to_string(r::op_selective) == "op-selective");
     CHECK(parse_recompute("op-selective") == r::op_selective);
 }

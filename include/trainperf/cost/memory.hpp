@@ -215,25 +215,14 @@ constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, doubl
 // aten.mm). Dropout masks: torchtitan's models have none (not counted).
 constexpr bytes op_selective_activation_bytes(const transformer_config& m, const activation_formats& x, double sb,
                                               int tp, bool sp, const framework_profile& fw) {
-    const double h = m.hidden, a = m.heads, t = tp, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
+    const double h = m.hidden, a = m.heads, t = tp, q = m.q_width();
     const double g = size_of(x.gemm_inputs), n = size_of(x.residual);
     const model_code code = fw.runs_model_code ? m.code : model_code::generic;
     const bool fp8 = x.fp8_linear_inputs > 0;
     double kept = n * sb * h / (sp ? t : 1.0);
-    const auto linear = [&](std::string_view name, double width) {
-        if (op_selective_keeps_output(name, code, m.ffn, fp8)) kept += g * sb * width;
-    };
-    if (code == model_code::bert || code == model_code::llama) {
-        linear("q", q / t);
-        linear("k", kv / t);
-        linear("v", kv / t);
-    } else {
-        linear("qkv", (q + 2 * kv) / t);
-    }
-    linear("attention_out", h);
-    if (m.ffn == ffn_kind::swiglu) linear("ffn_gate", f / t);
-    linear("ffn_up", f / t);
-    linear("ffn_down", h);
+    for_each_layer_linear(m, code, [&](std::string_view name, double, double out, bool column) {
+        if (op_selective_keeps_output(m, name, code, fp8)) kept += g * sb * (column ? out / t : out);
+    });
     if (fw.flash_attention) kept += g * sb * q / t + size_of(dtype::fp32) * a * sb / t;
     if (sp && tp > 1) kept += 2 * g * sb * h / t;
     return bytes_of(kept);

@@ -40,28 +40,42 @@ struct enum_names<recompute_mode> {
 
 constexpr recompute_mode parse_recompute(std::string_view s) { return parse_enum<recompute_mode>("recompute", s); }
 
+// A layer's linear projections in the order its code calls them, to
+// visit(name, in_width, out_width, column_parallel): Q, K and V apart (BERT, LLaMA) or one
+// QKV projection; the output projection; SwiGLU's gate, up and down, or up and down.
+// Names as workload/layer.hpp layer_forward_gemms gives them; widths before tensor
+// parallelism (a column-parallel projection splits its output, a row-parallel one its
+// input).
+template <class Visit>
+constexpr void for_each_layer_linear(const transformer_config& m, model_code code, Visit&& visit) {
+    const double h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.ffn_hidden;
+    if (code == model_code::bert || code == model_code::llama) {
+        visit("q", h, q, true);
+        visit("k", h, kv, true);
+        visit("v", h, kv, true);
+    } else {
+        visit("qkv", h, q + 2 * kv, true);
+    }
+    visit("attention_out", q, h, false);
+    if (m.ffn == ffn_kind::swiglu) visit("ffn_gate", h, f, true);
+    visit("ffn_up", h, f, true);
+    visit("ffn_down", f, h, false);
+}
+
 // Op-level selective checkpointing keeps the output of every other matmul of a layer's
 // forward, counting from the first (torchtitan@b0902b29 parallelize.py _custom_policy:
-// the mm counter's odd calls are saved, its even ones recomputed). The layer's linear
-// projections in the order its code calls them: Q, K and V apart (BERT, LLaMA) or one
-// QKV projection; the output projection; SwiGLU's gate, up and down, or up and down.
-// `linear` is the GEMM's name in workload/layer.hpp layer_forward_gemms. Only plain
-// matmuls count: FP8 Linears run torch._scaled_mm, which the policy neither counts nor
-// saves (fp8: every Linear output is recomputed).
-constexpr bool op_selective_keeps_output(std::string_view linear, model_code code, ffn_kind ffn, bool fp8 = false) {
+// the mm counter's odd calls are saved, its even ones recomputed), in the order of
+// for_each_layer_linear. Only plain matmuls count: FP8 Linears run torch._scaled_mm, which
+// the policy neither counts nor saves (fp8: every Linear output is recomputed).
+constexpr bool op_selective_keeps_output(const transformer_config& m, std::string_view linear, model_code code,
+                                         bool fp8 = false) {
     if (fp8) return false;
-    const bool separate_qkv = code == model_code::bert || code == model_code::llama;
-    const int attention = separate_qkv ? 4 : 2;  // the projections before the FFN
-    int index = 0;
-    if (linear == "q" || linear == "qkv") index = 1;
-    else if (linear == "k") index = 2;
-    else if (linear == "v") index = 3;
-    else if (linear == "attention_out") index = attention;
-    else if (ffn == ffn_kind::swiglu)
-        index = linear == "ffn_gate" ? attention + 1 : linear == "ffn_up" ? attention + 2 : attention + 3;
-    else
-        index = linear == "ffn_up" ? attention + 1 : attention + 2;
-    return index % 2 == 1;
+    int index = 0, found = 0;
+    for_each_layer_linear(m, code, [&](std::string_view name, double, double, bool) {
+        ++index;
+        if (name == linear) found = index;
+    });
+    return found % 2 == 1;
 }
 
 enum class offload_mode { none, optimizer };

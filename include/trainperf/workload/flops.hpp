@@ -110,24 +110,11 @@ namespace flops_detail {
 // checkpointing recomputes (spec/parallel.hpp op_selective_keeps_output), as the model's
 // code calls them; the attention kernel's output is saved.
 constexpr flops op_selective_recomputed(const transformer_config& m, const flop_breakdown& b) {
-    const double s_h = b.out_proj.value() / double(m.q_width());  // 2·s·h
-    const double ffn_matrix = b.ffn.value() / (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
-    const bool separate = m.code == model_code::bert || m.code == model_code::llama;
+    const double two_s = b.out_proj.value() / (double(m.q_width()) * m.hidden);  // 2·s
     double total = 0;
-    const auto add = [&](std::string_view name, double f) {
-        if (!op_selective_keeps_output(name, m.code, m.ffn)) total += f;
-    };
-    if (separate) {
-        add("q", s_h * m.q_width());
-        add("k", s_h * m.kv_width());
-        add("v", s_h * m.kv_width());
-    } else {
-        add("qkv", b.qkv.value());
-    }
-    add("attention_out", b.out_proj.value());
-    if (m.ffn == ffn_kind::swiglu) add("ffn_gate", ffn_matrix);
-    add("ffn_up", ffn_matrix);
-    add("ffn_down", ffn_matrix);
+    for_each_layer_linear(m, m.code, [&](std::string_view name, double in, double out, bool) {
+        if (!op_selective_keeps_output(m, name, m.code)) total += two_s * in * out;
+    });
     return flops_of(total);
 }
 

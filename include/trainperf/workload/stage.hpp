@@ -383,7 +383,7 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     };
     const auto recomputed_gemm = [&](const gemm_op& g) {
         if (op_level && g.region != op_region::attention_core &&
-            op_selective_keeps_output(g.name, ctx.code, m.ffn, ctx.fp8_linears))
+            op_selective_keeps_output(m, g.name, ctx.code, ctx.fp8_linears))
             return 0.0;
         return recomputed(g.region);
     };
