@@ -70,7 +70,7 @@ void run(const calibrate_options& opt, std::ostream& out) {
     out << "wrote " << path.string() << "\n";
 }
 
-const command_registration registration{50, [](CLI::App& app, std::ostream& out) {
+const command_registration calibrate_registration{50, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<calibrate_options>();
     auto* sub = app.add_subcommand("calibrate", "Fit the kernel model to a trainperf-cublaslt measurement file");
     sub->add_option("measurements", opt->measurements, "JSON written by trainperf-cublaslt --sweep")->required();

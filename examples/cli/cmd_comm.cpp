@@ -140,7 +140,7 @@ void run(const comm_options& o, std::ostream& out) {
             << o.gpus << " GPUs, every step at the slowest link)\n";
 }
 
-const command_registration reg{41, [](CLI::App& app, std::ostream& out) {
+const command_registration comm_registration{41, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<comm_options>();
     auto* sub = app.add_subcommand("comm", "Time of one collective: NCCL's algorithm and protocol model on NVLink systems, alpha-beta elsewhere");
     sub->add_option("--collective", opt->collective, enum_name_list<collective>())->capture_default_str();

@@ -120,7 +120,7 @@ void run(const fit_options& opt, std::ostream& out) {
     print_across(r, out);
 }
 
-const command_registration registration{31, [](CLI::App& app, std::ostream& out) {
+const command_registration fit_registration{31, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<fit_options>();
     auto* sub = app.add_subcommand("fit", "Largest micro-batch that fits, per precision and optimizer");
     opt->flags.add_to(sub, true, flag_set::all_but_batch);

@@ -61,7 +61,7 @@ void run(const flops_options& opt, std::ostream& out) {
            "(2 x forward)" << (r == recompute_mode::none ? "" : " + recomputed forward") << ".\n";
 }
 
-const command_registration registration{20, [](CLI::App& app, std::ostream& out) {
+const command_registration flops_registration{20, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<flops_options>();
     auto* sub = app.add_subcommand("flops", "FLOPs of training one sample (seed formula and exact)");
     opt->model.add_to(sub, true);

@@ -153,7 +153,7 @@ void run(const memory_options& opt, std::ostream& out) {
     out << "GB = 1e9 bytes, GiB = 2^30 bytes.\n";
 }
 
-const command_registration registration{21, [](CLI::App& app, std::ostream& out) {
+const command_registration memory_registration{21, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<memory_options>();
     auto* sub = app.add_subcommand("memory", "Memory per GPU and whether it fits");
     opt->flags.add_to(sub, false);

@@ -101,7 +101,7 @@ void run(const pipeline_options& o, std::ostream& out) {
     print_pipeline(out, t, r);
 }
 
-const command_registration reg{42, [](CLI::App& app, std::ostream& out) {
+const command_registration pipeline_registration{42, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<pipeline_options>();
     auto* sub = app.add_subcommand(
         "pipeline", "Four-stage training step: data loading, host->device, compute, gradient sync");

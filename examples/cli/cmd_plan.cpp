@@ -429,7 +429,7 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     print_plan(opt, request, result, out);
 }
 
-const command_registration registration{32, [](CLI::App& app, std::ostream& out) {
+const command_registration plan_registration{32, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<plan_flags>();
     auto* sub = app.add_subcommand("plan", "Best layouts for a model on N GPUs (exhaustive search)");
     opt->flags.add_to(sub, true, flag_set::system_only);

@@ -124,7 +124,7 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     print_speed_advice(out, advise_speed(s), [&flags](const training_setup& t) { return flags.run_text(t); });
 }
 
-const command_registration registration{30, [](CLI::App& app, std::ostream& out) {
+const command_registration predict_registration{30, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<predict_options>();
     auto* sub = app.add_subcommand("predict", "Predict one training step: time, throughput, MFU, memory");
     opt->flags.add_to(sub);

@@ -83,7 +83,7 @@ void print_engine_scaling(std::ostream& out, const scale_options& opt, const CLI
     if (!opt.plot.empty()) out << '\n' << plot_written_note(opt.plot);
 }
 
-const command_registration reg{40, [](CLI::App& app, std::ostream& out) {
+const command_registration scale_registration{40, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<scale_options>();
     auto* sub = app.add_subcommand(
         "scale", "Speedup, efficiency and wasted GPUs vs GPU count: N / (1 + (N-1) r), with r "

@@ -320,7 +320,7 @@ void run(const sweep_options& opt, const CLI::App* sub, std::ostream& out) {
     if (!opt.plot.empty()) out << plot_written_note(opt.plot);
 }
 
-const command_registration registration{33, [](CLI::App& app, std::ostream& out) {
+const command_registration sweep_registration{33, [](CLI::App& app, std::ostream& out) {
     auto opt = std::make_shared<sweep_options>();
     auto* sub = app.add_subcommand("sweep", "Predict a step over a list or range of one or two parameters");
     opt->flags.add_to(sub, false);  // --gpu may be varied instead; --model is checked in run()
