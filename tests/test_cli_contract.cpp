@@ -136,6 +136,7 @@ bool accepted_anyway(const std::string& flag, const std::string& value) {
         {"--pcie-ms", {"0"}},
         {"--sync-ms", {"0"}},              // pipeline: no gradient sync (one GPU)
         {"--adapters-per-node", {"0"}},    // documented: one adapter per GPU
+        {"--nvlink-domain", {"0"}},        // documented: the node
         {"--max-micro-batch", {"0"}},      // documented: no cap
         {"--threads", {"0"}},              // documented: one per core
         {"--r", {"0"}},                    // perfectly parallel

@@ -116,6 +116,11 @@ TEST_CASE("every GPU matches its datasheet", "[hardware][catalog]") {
         {"jetson-orin-nx-16gb", 8, 1.88, 7.52, 15.04, 15.04, 0, 16, 102.4, 0, 51.2, 25},
         // B200: FP32 not in the table (derived 74.4 in the catalog).
         {"b200", 148, 74.4, 1100, 2250, 2250, 4500, 180, 8000, 1800, 63, 1000},
+        // B300 (HGX board totals ÷ 8), GB200 and GB300 (NVL72 rack totals ÷ 72); the
+        // Grace's NVLink-C2C, 900 GB/s total, shared by its two GPUs: 225 each way.
+        {"b300", 148, 75, 1125, 2250, 2250, 4500, 270, 7700, 1800, 63, 1100},
+        {"gb200", 148, 80, 1250, 2500, 2500, 5000, 186, 8000, 1800, 225, 1200},
+        {"gb300", 160, 80, 1250, 2500, 2500, 5000, 279, 8000, 1800, 225, 1400},
         // GH200: the H100 SXM5's rates; NVLink-C2C 900 GB/s total to the Grace CPU.
         {"gh200", 132, 67, 494.7, 989.4, 989.4, 1979, 96, 4000, 900, 450, 1000},
         {"h20", 78, 44, 74, 148, 148, 296, 96, 4000, 900, 63, 400},

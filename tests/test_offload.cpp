@@ -304,7 +304,7 @@ TEST_CASE("host_spec validation names the field", "[offload][system]") {
     training_setup s = offloaded();
     s.cluster.host.cores = -4;
     CHECK_THAT(error_of([&] { predict(s); }), Catch::Contains("host.cores = -4"));
-    CHECK_THAT(error_of([] { build_cluster({.gpu = h100_sxm::spec, .gpus = 1, .host = {.simd_lanes = 0}}); }),
+    CHECK_THAT(error_of([] { build_cluster({.gpu = h100_sxm::spec, .gpus = 1, .host = host_spec{.simd_lanes = 0}}); }),
                Catch::Contains("host.simd_lanes = 0"));
 }
 

@@ -67,6 +67,19 @@ void print_gpus(std::ostream& out, std::span<const gpu_spec> gpu_catalog) {
                        fixed(g.host_link.per_direction.value() / 1e9, 2)});
     }
     links.print(out);
+
+    out << "\nThe system each is sold in: the defaults of --gpus-per-node, --nvlink-domain, "
+           "--inter-node-bandwidth and the host\n\n";
+    table systems({"gpu", "GPUs per node", "NVLink domain", "adapter Gb/s per GPU", "host cores per node"});
+    for (const gpu_spec& g : gpu_catalog) {
+        const link_spec adapter = default_inter_node_link(g);
+        const host_spec host = g.system.host.value_or(host_spec{});
+        systems.add_row({str(g.name), std::to_string(standard_gpus_per_node(g)),
+                         g.system.nvlink_domain > 0 ? std::to_string(g.system.nvlink_domain) : "node",
+                         fixed(adapter.per_direction.value() * 8 / 1e9, 0),
+                         std::to_string(host.cores) + (g.system.host ? "" : " (assumed)")});
+    }
+    systems.print(out);
 }
 
 // 124.4 M, 6.74 B, 405.9 B

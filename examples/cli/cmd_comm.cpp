@@ -29,6 +29,7 @@ struct comm_options {
     std::string gpu, gpu_file, system_file;
     std::string link_bandwidth;
     int gpus_per_node = 0;
+    int nvlink_domain = -1;  // -1: the GPU's standard system's
     std::string inter_node_bandwidth;
     bool json = false;
 };
@@ -74,7 +75,8 @@ void run(const comm_options& o, std::ostream& out) {
                           "), --gpu, --gpu-file or --system-file");
 
     // The same system description as predict's (spec/system.hpp); without --gpus-per-node
-    // all GPUs share one node.
+    // all GPUs share one node, except on a GPU sold in racks whose NVLink spans nodes
+    // (GB200/GB300 NVL72): there the rack's trays and domain.
     const gpu_spec gpu = !o.gpu_file.empty() ? io::load_gpu_file(o.gpu_file)
                          : o.gpu.empty()     ? gpu_spec{}
                                              : lookup_gpu(o.gpu);
@@ -83,7 +85,8 @@ void run(const comm_options& o, std::ostream& out) {
     const cluster_spec cluster = system ? build_cluster(gpu, *system, o.gpus) : build_cluster(
         {.gpu = gpu,
          .gpus = o.gpus,
-         .gpus_per_node = o.gpus_per_node > 0 ? o.gpus_per_node : o.gpus,
+         .gpus_per_node = o.gpus_per_node > 0 || gpu.system.nvlink_domain > 0 ? o.gpus_per_node : o.gpus,
+         .nvlink_domain = o.nvlink_domain,
          .link = o.link,
          .link_bandwidth = o.link_bandwidth.empty()
                                ? std::nullopt
@@ -117,8 +120,10 @@ void run(const comm_options& o, std::ostream& out) {
     if (e.ring_link.kind != intra.kind)
         out << "  ring waits on:       " << describe(e.ring_link)
             << " (an NVLink bridge joins two cards; the ring crosses PCIe between pairs)\n";
+    const int domain = gpus_per_domain(cluster);
     if (e.across_nodes())
-        out << "  nodes:               " << e.nodes << " x " << gpus_text(cluster.gpus_per_node) << "\n"
+        out << (domain > cluster.gpus_per_node ? "  NVLink domains:      " : "  nodes:               ") << e.nodes
+            << " x " << gpus_text(domain) << "\n"
             << "  inter-node link:     " << inter_source << '\n'
             << "                       " << describe(cluster.inter_node) << '\n';
     if (e.nccl)
@@ -163,10 +168,15 @@ const command_registration comm_registration{41, [](CLI::App& app, std::ostream&
     auto* per_node = sub->add_option("--gpus-per-node", opt->gpus_per_node,
                                      "GPUs per node; with more GPUs, all-reduce is hierarchical across nodes")
                          ->check(CLI::Range(1, limits::max_gpus_per_node));
+    auto* domain = sub->add_option("--nvlink-domain", opt->nvlink_domain,
+                                   "GPUs of one NVLink domain, whole nodes (0: the node; default: the GPU's "
+                                   "system's, 72 for GB200/GB300 NVL72)")
+                       ->check(CLI::Range(0, limits::max_gpus_per_node));
     auto* inter_bw = sub->add_option("--inter-node-bandwidth", opt->inter_node_bandwidth,
                     "inter-node line rate per GPU PER DIRECTION, e.g. 50GB/s (default: "
-                    "one adapter per GPU as sold with the GPU: 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200; its efficiency applies)");
-    for (CLI::Option* o : {link, link_bw, per_node, inter_bw}) system->excludes(o);
+                    "one adapter per GPU as sold with the GPU: 25GB/s HDR for A100, 50GB/s NDR for H100/H200/B200, "
+                    "100GB/s for B300/GB300; its efficiency applies)");
+    for (CLI::Option* o : {link, link_bw, per_node, domain, inter_bw}) system->excludes(o);
     sub->add_flag("--json", opt->json, "print one JSON object");
     sub->callback([opt, &out] { run(*opt, out); });
 }};

@@ -72,7 +72,12 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
         << s.framework.name << ", " << s.precision.name << ", " << to_string(s.optimizer)
         << (s.finetune.freezes_base() ? ", " + std::string(to_string(s.finetune.mode)) : std::string()) << ")\n"
         << "layout " << describe(s.layout) << "; seq " << r.seq << ", global batch " << r.global_batch
-        << " samples\n\n";
+        << " samples\n";
+    if (const int domains = tensor_parallel_domains(s); domains > 1)
+        out << "tensor parallelism (tp " << s.layout.tp << ") spans " << domains << " NVLink domains of "
+            << gpus_per_domain(s.cluster) << " GPUs: every layer's tensor-parallel collectives cross the network"
+            << (s.framework.tensor_parallel_overlap ? ", exposed (no overlap across domains)" : "") << "\n";
+    out << '\n';
     const fit_margin margin = margin_of(memory_report{r.memory, r.memory_capacity, r.fits}, s.framework.memory);
     if (!r.fits) {
         print_memory(out, r);

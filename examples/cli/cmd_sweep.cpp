@@ -28,7 +28,7 @@ enum class sweep_parameter {
     precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node, flash_attention, tp_comm_overlap,
     schedule, shard_group, model, finetune, lora_rank, lora_targets, fp8_scaling, grad_reduce_dtype,
     overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
-    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile
+    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile, nvlink_domain
 };
 }  // namespace trainperf::cli
 
@@ -36,7 +36,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 44> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 45> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -79,7 +79,8 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::data_ms, "data-ms"},
                                                           {p::pcie_ms, "pcie-ms"},
                                                           {p::prefetch, "prefetch"},
-                                                          {p::compile, "compile"}}};
+                                                          {p::compile, "compile"},
+                                                          {p::nvlink_domain, "nvlink-domain"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -99,7 +100,7 @@ bool numeric(sweep_parameter p) {
         case sweep_parameter::interleave: case sweep_parameter::zero: case sweep_parameter::gpus_per_node:
         case sweep_parameter::shard_group: case sweep_parameter::lora_rank: case sweep_parameter::first_stage_layers:
         case sweep_parameter::last_stage_layers: case sweep_parameter::sockets_per_node:
-        case sweep_parameter::adapters_per_node:
+        case sweep_parameter::adapters_per_node: case sweep_parameter::nvlink_domain:
             return true;
         default:
             return false;
@@ -218,6 +219,7 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::pcie_ms: f.pcie_ms = parse_milliseconds(a, v); break;
         case sweep_parameter::sockets_per_node: f.sockets_per_node = parse_int(a, v); break;
         case sweep_parameter::adapters_per_node: f.adapters_per_node = parse_int(a, v); break;
+        case sweep_parameter::nvlink_domain: f.nvlink_domain = parse_int(a, v); break;
         case sweep_parameter::prefetch:  // the inverse of --no-prefetch
             if (v != "on" && v != "off")
                 throw usage_error("--vary " + a.text + ": prefetch takes on or off, not '" + v + "'");

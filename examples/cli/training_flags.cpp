@@ -53,10 +53,17 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         ->check(CLI::Range(1, limits::max_sequence));
     sub->add_option("--gpus", gpus, "Total GPUs (default tp x cp x pp); dp = gpus / (tp x cp x pp)")
         ->check(CLI::Range(1, max_gpus));
-    auto* per_node = sub->add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default min(gpus, 8))")
+    auto* per_node = sub->add_option("--gpus-per-node", gpus_per_node,
+                                     "GPUs per node (default min(gpus, the GPU's system's node): 8, or 4 for a "
+                                     "GB200/GB300 NVL72 tray)")
                          ->check(CLI::Range(1, limits::max_gpus_per_node));
+    auto* domain = sub->add_option("--nvlink-domain", nvlink_domain,
+                                   "GPUs of one NVLink domain, whole nodes (0: the node; default: the GPU's "
+                                   "system's, 72 for an NVL72 rack): groups inside it use NVLink across nodes")
+                       ->check(CLI::Range(0, limits::max_gpus_per_node));
     if (set != flag_set::system_only) {
-        sub->add_option("--tp", tp, "Tensor-parallel size (inside a node)");
+        sub->add_option("--tp", tp,
+                        "Tensor-parallel size (across NVLink domains it crosses the network: priced, not refused)");
         sub->add_option("--cp", cp,
                         "Context-parallel size: the sequence split over cp ranks, K and V passed around a ring "
                         "(Megatron-Core + Transformer Engine; seq divisible by 2 x cp; default 1)");
@@ -134,7 +141,7 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
     auto* inter_bw = sub->add_option(
         "--inter-node-bandwidth", inter_node_bandwidth,
         "Line rate per GPU, per direction, e.g. 50GB/s (default: the adapter sold with the GPU, 25GB/s HDR for A100, "
-        "50GB/s NDR for H100/H200/B200)");
+        "50GB/s NDR for H100/H200/B200/GB200, 100GB/s for B300/GB300)");
     sub->add_option("--rank-order", rank_order,
                     enum_name_list<trainperf::rank_order>() +
                         ": how the job numbers its ranks, fastest first (default tp-dp-pp, as Megatron-Core)");
@@ -146,7 +153,7 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                                    "System description file: GPUs per node, links inside and between nodes, "
                                    "adapters, sockets, each node's host (docs/extending.md); replaces the flags it "
                                    "describes");
-    for (CLI::Option* o : {per_node, link_opt, link_bw, inter_bw, sockets, adapters}) system->excludes(o);
+    for (CLI::Option* o : {per_node, domain, link_opt, link_bw, inter_bw, sockets, adapters}) system->excludes(o);
     sub->add_option("--calibration", calibration, "Kernel-model parameters from `calibration` JSON");
     // The library's range for per-step extra times (validate(training_setup) checks them).
     const CLI::Range step_ms(limits::step_time.lo * 1e3, limits::step_time.hi * 1e3);
@@ -223,6 +230,7 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
         {.gpu = g,
          .gpus = total,
          .gpus_per_node = gpus_per_node,
+         .nvlink_domain = nvlink_domain,
          .link = link,
          .link_bandwidth = link_bandwidth.empty() ? std::nullopt
                                                   : std::optional(parse_byte_rate("--link-bandwidth", link_bandwidth)),
@@ -332,6 +340,11 @@ const framework_profile* catalog_framework(const framework_profile& fw) {
 
 // --grad-reduce-dtype where the setup's gradient format differs from `base`'s (every
 // time without a base): fp32 main gradients, or the recipe's own format.
+// An NVLink domain beyond the node, said: the same cluster whatever node size is printed.
+std::string nvlink_domain_flag(const cluster_spec& c) {
+    return c.nvlink_domain > c.gpus_per_node ? " --nvlink-domain " + std::to_string(c.nvlink_domain) : "";
+}
+
 std::string gradient_format_flag(const training_setup& s, const framework_profile* base) {
     if (base && base->fp32_gradient_accumulation == s.framework.fp32_gradient_accumulation) return "";
     return " --grad-reduce-dtype " + std::string(to_string(stored_precision(s).gradients));
@@ -342,7 +355,7 @@ std::string setup_flags(const training_setup& s) {
     return setup_text(s, "--gpu " + std::string(s.cluster.gpu.name), model_text(s.model),
                       "--framework " + std::string(s.framework.name),
                       gradient_format_flag(s, &lookup_framework(s.framework.name)),
-                      "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node),
+                      "--gpus-per-node " + std::to_string(s.cluster.gpus_per_node) + nvlink_domain_flag(s.cluster),
                       framework_switches(s.framework, catalog_framework(s.framework)));
 }
 
@@ -368,6 +381,7 @@ std::string training_flags::run_text(const training_setup& s) const {
     if (!link.empty()) t += " --link " + shell_word(link);
     if (!link_bandwidth.empty()) t += " --link-bandwidth " + shell_word(link_bandwidth);
     if (!inter_node_bandwidth.empty()) t += " --inter-node-bandwidth " + shell_word(inter_node_bandwidth);
+    if (nvlink_domain >= 0) t += " --nvlink-domain " + std::to_string(nvlink_domain);
     if (adapters_per_node > 0) t += " --adapters-per-node " + std::to_string(adapters_per_node);
     if (sockets_per_node > 1) t += " --sockets-per-node " + std::to_string(sockets_per_node);
     if (s.cluster.order != trainperf::rank_order::tp_dp_pp)

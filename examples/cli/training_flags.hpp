@@ -36,6 +36,7 @@ struct training_flags {
     model_flags model;
     int batch = 1, seq = 0, gpus = 0, gpus_per_node = 0, tp = 1, cp = 1, pp = 1, interleave = 1, zero = 0;
     int grad_accum = 1, adapters_per_node = 0, sockets_per_node = 1;
+    int nvlink_domain = -1;  // -1: the GPU's standard system's
     bool sp = false;
     std::string precision = "bf16", optimizer = "adamw", recompute = "none", offload = "none";
     std::string dp_overlap = "framework", rank_order = "tp-dp-pp";

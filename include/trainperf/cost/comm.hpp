@@ -172,9 +172,9 @@ constexpr double bus_bandwidth_factor(collective c, int n) {
 // volume 2·(N−1)/N·size moves at inter-node speed.
 constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, int total_gpus) {
     comm_detail::validate_size(size, total_gpus);
-    const int nodes = node_count(c, total_gpus);
+    const int nodes = domain_count(c, total_gpus);
     if (nodes == 1) return ring_all_reduce_time(size, total_gpus, node_ring_link(c, total_gpus));
-    const link_spec intra = node_ring_link(c, c.gpus_per_node);
+    const link_spec intra = node_ring_link(c, gpus_per_domain(c));
     validate(intra);
     const link_spec network = inter_node_link(c);
     validate(network);
@@ -267,10 +267,12 @@ constexpr seconds host_transfer_time(const host_transfer_op& op, const gpu_spec&
     return link.latency + op.size / rate;
 }
 
-// `total_gpus` consecutive ranks: whole nodes once they span more than one.
+// `total_gpus` consecutive ranks: whole nodes once they span more than one, as many
+// per NVLink domain as it holds.
 constexpr rank_group contiguous_group(const cluster_spec& c, int total_gpus) {
     node_count(c, total_gpus);
-    return {total_gpus, total_gpus < c.gpus_per_node ? total_gpus : c.gpus_per_node};
+    const int domain = gpus_per_domain(c);
+    return {total_gpus, total_gpus < domain ? total_gpus : domain};
 }
 
 // Hierarchical all-reduce over consecutive ranks (NCCL/Horovod style, as above).
@@ -301,7 +303,7 @@ struct collective_estimate {
     collective kind = collective::all_reduce;
     bytes size = bytes_of(0.0);
     int gpus = 1;
-    int nodes = 1;
+    int nodes = 1;  // NVLink domains spanned: nodes, except where NVLink spans nodes (NVL72)
     // NCCL's model: ring, tree, nvls, pat. α–β: ring, tree, auto; hierarchical (several per
     // node across nodes); p2p.
     std::string_view algorithm;
@@ -326,8 +328,9 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
     require(c != collective::p2p || gpus == 2, "gpus", gpus, "p2p is between 2 GPUs");
     require(algorithm != collective_algorithm::tree || c == collective::all_reduce, "algorithm", "tree",
             "only all-reduce has a tree algorithm");
-    collective_estimate e{.kind = c, .size = size, .gpus = gpus, .nodes = node_count(cluster, gpus)};
-    e.ring_link = node_ring_link(cluster, gpus < cluster.gpus_per_node ? gpus : cluster.gpus_per_node);
+    collective_estimate e{.kind = c, .size = size, .gpus = gpus, .nodes = domain_count(cluster, gpus)};
+    const int domain = gpus_per_domain(cluster);
+    e.ring_link = node_ring_link(cluster, gpus < domain ? gpus : domain);
     const rank_group group = contiguous_group(cluster, gpus);
     if (gpus > 1 && c != collective::p2p && nccl_models(cluster, group)) {
         comm_detail::validate_size(size, gpus);

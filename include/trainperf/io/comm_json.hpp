@@ -42,7 +42,8 @@ inline nlohmann::json to_json(const collective_estimate& e, const cluster_spec& 
                      {"bandwidth_bytes_per_second", e.nccl->bandwidth.value()}};
     if (e.across_nodes()) {
         j["gpus_per_node"] = cluster.gpus_per_node;
-        j["nodes"] = e.nodes;
+        j["nvlink_domain"] = gpus_per_domain(cluster);
+        j["nodes"] = e.nodes;  // NVLink domains spanned
         j["inter_node_link"] = link_json(cluster.inter_node, inter_source);
         if (e.flat_ring) j["flat_ring_time_seconds"] = e.flat_ring->value();
     }

@@ -9,7 +9,13 @@
 //    "peak_dense_flops_per_second": {"fp32": {"rate": 82.6e12, "accumulate": "fp32"},
 //                                    ..., "fp8": null},
 //    "gpu_link": {link}, "host_link": {link}, "tdp_watts": 450,
-//    "memory_shared_with_host": false, "pcie_peer_to_peer": false}
+//    "memory_shared_with_host": false, "pcie_peer_to_peer": false,
+//    "system": {"gpus_per_node": 8, "nvlink_domain": 0, "adapter_gbit_per_s": 0,
+//               "host": null}}
+//
+// "system" is the system the GPU is sold in, the defaults of a run's nodes (spec/hardware.hpp
+// standard_system; "host" a host object as a system file's, or null); it is optional
+// (a later addition; absent: 8-GPU nodes, the generation's adapter, the default host).
 //
 // A link: {"kind": "pcie", "per_direction_bytes_per_second": 31.5e9,
 // "latency_seconds": 1e-5, "efficiency": 0.8}. Every field is required but
@@ -25,9 +31,11 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/dtype.hpp"
+#include "../core/limits.hpp"
 #include "../core/units.hpp"
 #include "../spec/hardware.hpp"
 #include "description_file.hpp"
+#include "host_json.hpp"
 
 namespace trainperf::io {
 
@@ -115,6 +123,10 @@ inline nlohmann::json gpu_to_json(const gpu_spec& g) {
             {"tdp_watts", g.tdp_watts},
             {"memory_shared_with_host", g.memory_shared_with_host},
             {"pcie_peer_to_peer", g.pcie_peer_to_peer},
+            {"system", {{"gpus_per_node", g.system.gpus_per_node},
+                        {"nvlink_domain", g.system.nvlink_domain},
+                        {"adapter_gbit_per_s", g.system.adapter_gbit_per_s},
+                        {"host", g.system.host ? host_to_json(*g.system.host) : nlohmann::json()}}},
             {"derived", gpu_derived(g)}};
 }
 
@@ -128,7 +140,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
                    "boost_clock_hertz", "sustained_clock_hertz", "l2_cache_bytes",
                    "memory_bytes", "memory_reported_bytes", "memory_bandwidth_bytes_per_second",
                    "peak_dense_flops_per_second", "gpu_link", "host_link", "tdp_watts", "memory_shared_with_host",
-                   "pcie_peer_to_peer", "derived"});
+                   "pcie_peer_to_peer", "system", "derived"});
     dd::schema(j, gpu_schema);
     gpu_spec g;
     g.name = keep_text(dd::name_text(j, "", "name"));
@@ -197,6 +209,16 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     g.tdp_watts = dd::number(j, "", "tdp_watts", 1, r::max_tdp, "W");
     g.memory_shared_with_host = dd::boolean(j, "", "memory_shared_with_host");
     g.pcie_peer_to_peer = dd::boolean(j, "", "pcie_peer_to_peer");
+    if (j.contains("system")) {
+        const auto& sys = j.at("system");
+        dd::require_object(sys, "system");
+        dd::only_keys(sys, "system", {"gpus_per_node", "nvlink_domain", "adapter_gbit_per_s", "host"});
+        g.system.gpus_per_node = dd::integer(sys, "system", "gpus_per_node", 0, 1024);
+        g.system.nvlink_domain = dd::integer(sys, "system", "nvlink_domain", 0, limits::max_gpus_per_node);
+        g.system.adapter_gbit_per_s = dd::number(sys, "system", "adapter_gbit_per_s", 0, 1e5, "Gb/s (0: the generation's)");
+        const auto& host = dd::field(sys, "system", "host");
+        if (!host.is_null()) g.system.host = host_from_json(host, "system.host");
+    }
     validate(g);  // the library's own ranges (core/limits.hpp) besides the stricter ones above
     dd::check_derived(j, gpu_derived(g));
     return g;

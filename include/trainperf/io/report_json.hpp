@@ -58,6 +58,7 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"optimizer", std::string(to_string(s.optimizer))},
             {"layout", to_json(s.layout)},
             {"gpus_per_node", s.cluster.gpus_per_node},
+            {"nvlink_domain", gpus_per_domain(s.cluster)},
             {"intra_node_link", to_json(intra_node_link(s.cluster))},
             {"inter_node_link", to_json(s.cluster.inter_node)},
             {"host", io::host_to_json(s.cluster.host)},

@@ -83,7 +83,7 @@ inline table_cell whole(long long n) { return n; }
 // framework's switches a layout can turn.
 inline std::vector<std::string> setup_columns() {
     return {"gpu",       "model",         "framework",   "precision",     "optimizer",
-            "seq",       "gpus",          "gpus_per_node", "intra_node_link", "intra_node_link_GBps",
+            "seq",       "gpus",          "gpus_per_node", "nvlink_domain", "intra_node_link", "intra_node_link_GBps",
             "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "interleave",
             "first_stage_layers", "last_stage_layers", "schedule",
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
@@ -104,6 +104,7 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             whole(sequence_length(s)),
             whole(l.gpus()),
             whole(c.gpus_per_node),
+            whole(gpus_per_domain(c)),
             text(to_string(c.intra_node.kind)),
             c.intra_node.per_direction.value() / giga,
             c.inter_node.per_direction.value() / giga,

@@ -6,6 +6,8 @@
 //                                               // as --link does, or a link object
 //    "inter_node_link": null,                   // one node; or a link object per adapter
 //    "adapters_per_node": 0, "sockets_per_node": 1,
+//    "nvlink_domain": 0,                        // GPUs of one NVLink domain, whole nodes
+//                                               // (an NVL72 rack: 72); 0: the node
 //    "host": {"cores": 32, "simd_lanes": 16, "clock_hertz": 2e9,   // each node's host, for
 //             "memory_bandwidth_bytes_per_second": 150e9,          // optimizer offload
 //             "pageable_copy_efficiency": 0.0833,                  // (spec/host.hpp), and
@@ -15,7 +17,7 @@
 // "latency_seconds", "efficiency"}. Every field is required, except "host": a file
 // without it (written before hosts were described) gets the default host_spec; a
 // "host" object given must have all its fields but eager_op_seconds (added later;
-// absent: the default).
+// absent: the default); and "nvlink_domain" (added later; absent: 0, the node).
 #pragma once
 
 #include <filesystem>
@@ -29,41 +31,11 @@
 #include "../spec/system.hpp"
 #include "description_file.hpp"
 #include "gpu_json.hpp"
+#include "host_json.hpp"
 
 namespace trainperf::io {
 
 inline constexpr std::string_view system_schema = "trainperf.system.v1";
-
-inline nlohmann::json host_to_json(const host_spec& h) {
-    return {{"cores", h.cores},
-            {"simd_lanes", h.simd_lanes},
-            {"clock_hertz", h.clock.value()},
-            {"memory_bandwidth_bytes_per_second", h.memory_bandwidth.value()},
-            {"pageable_copy_efficiency", h.pageable_copy_efficiency},
-            {"eager_op_seconds", h.eager_op_time.value()}};
-}
-
-// A host object; errors name "host.<field>" (ranges as validate(host_spec)).
-inline host_spec host_from_json(const nlohmann::json& j, std::string_view context) {
-    require_nesting(j, context, max_description_depth);
-    namespace dd = description_detail;
-    dd::only_keys(j, context,
-                  {"cores", "simd_lanes", "clock_hertz", "memory_bandwidth_bytes_per_second",
-                   "pageable_copy_efficiency", "eager_op_seconds"});
-    host_spec h;
-    h.cores = dd::integer(j, context, "cores", 1, limits::max_host_cores);
-    h.simd_lanes = dd::integer(j, context, "simd_lanes", 1, limits::max_simd_lanes);
-    h.clock = hertz::from_value(dd::number(j, context, "clock_hertz", limits::clock.lo, limits::clock.hi, "Hz"));
-    h.memory_bandwidth = byte_rate::from_value(dd::number(j, context, "memory_bandwidth_bytes_per_second",
-                                                          limits::memory_bandwidth.lo, limits::memory_bandwidth.hi,
-                                                          "B/s"));
-    h.pageable_copy_efficiency = dd::number(j, context, "pageable_copy_efficiency", limits::link_efficiency.lo,
-                                            limits::link_efficiency.hi, "(a fraction of the pinned rate)");
-    if (j.contains("eager_op_seconds"))
-        h.eager_op_time = seconds_of(dd::number(j, context, "eager_op_seconds", 1e-7, 1e-2, "s"));
-    validate(h);
-    return h;
-}
 
 inline nlohmann::json system_to_json(const system_description& d) {
     return {{"schema", std::string(system_schema)},
@@ -74,6 +46,7 @@ inline nlohmann::json system_to_json(const system_description& d) {
             {"inter_node_link", d.inter_node.kind == link_kind::none ? nlohmann::json() : link_to_json(d.inter_node)},
             {"adapters_per_node", d.adapters_per_node},
             {"sockets_per_node", d.sockets_per_node},
+            {"nvlink_domain", d.nvlink_domain},
             {"host", host_to_json(d.host)}};
 }
 
@@ -82,7 +55,7 @@ inline system_description system_from_json(const nlohmann::json& j) {
     namespace dd = description_detail;
     dd::only_keys(j, "",
                   {"schema", "name", "gpus_per_node", "intra_node_link", "inter_node_link", "adapters_per_node",
-                   "sockets_per_node", "host"});
+                   "sockets_per_node", "nvlink_domain", "host"});
     dd::schema(j, system_schema);
     system_description d;
     d.name = keep_text(dd::name_text(j, "", "name"));
@@ -110,6 +83,7 @@ inline system_description system_from_json(const nlohmann::json& j) {
     d.adapters_per_node = dd::integer(j, "", "adapters_per_node", 0, 1024);
     d.sockets_per_node = dd::integer(j, "", "sockets_per_node", 1, 8);
     if (j.contains("host")) d.host = host_from_json(j.at("host"), "host");
+    if (j.contains("nvlink_domain")) d.nvlink_domain = dd::integer(j, "", "nvlink_domain", 0, limits::max_gpus_per_node);
     validate(d);
     return d;
 }

@@ -350,7 +350,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
     const int dp = dp_of(r, u.tp, pp, u.cp);
     const auto batches = micro_batches_for(r, dp);
     const layout_groups groups =
-        place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp}, s.cluster.gpus_per_node, s.cluster.order);
+        place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp}, gpus_per_domain(s.cluster), s.cluster.order);
     s.framework = r.base.framework;
     s.framework.flash_attention = u.flash_attention;
     s.framework.tensor_parallel_overlap = u.tensor_parallel_overlap;
@@ -529,7 +529,9 @@ inline space build_space(const plan_request& r) {
     space sp;
     for (long long tp_ll : divisors(r.gpus)) {
         const int tp = int(tp_ll);
-        if (tp > r.base.cluster.gpus_per_node || !tp_splits_heads(m, tp)) continue;
+        // Tensor parallelism is searched inside an NVLink domain: across domains every
+        // layer's collectives cross the network (a layout can still ask for it).
+        if (tp > gpus_per_domain(r.base.cluster) || !tp_splits_heads(m, tp)) continue;
         if (tp > 1 && !fw.tensor_parallel) continue;  // only what the framework runs
         for (long long cp_ll : divisors(r.gpus / tp)) {
             const int cp = int(cp_ll);

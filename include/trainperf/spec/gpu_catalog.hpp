@@ -33,6 +33,7 @@
 #include "../core/error.hpp"
 #include "../core/units.hpp"
 #include "hardware.hpp"
+#include "host.hpp"
 #include "links.hpp"
 
 namespace trainperf {
@@ -364,6 +365,154 @@ struct b200 {
     };
 };
 
+// Blackwell Ultra in an HGX B300 (8 GPUs per server). Sources: NVIDIA HGX platform
+// page, HGX B300 column (8-GPU totals: FP4 144 | 108 PFLOPS sparse | dense, FP8/FP6 72,
+// FP16/BF16 36, TF32 18 PFLOPS with sparsity, "Dense is ½ sparse"; FP32 600 TFLOPS;
+// 2.1 TB HBM3E; NVLink 1.8 TB/s per GPU) and the NVIDIA Blackwell Ultra datasheet (Oct.
+// 2025), HGX B300 column (270 GB HBM3E | 7.7 TB/s; INT8 307 TOPS sparse; FP32 75 TFLOPS;
+// up to 1,100 W). FP4 (NVFP4) dense, for when the format is priced: 108 / 8 = 13.5
+// PFLOPS per GPU (the datasheet's column says 14; sparse FP4 is only 4/3 of dense on
+// Blackwell Ultra). SMs, clock and L2 are not published per SKU ("Blackwell Ultra GPUs
+// contain up to 160 SMs ... Available SM count and HBM capacity varies by SKU", NVIDIA
+// Technical Blog, "Inside NVIDIA Blackwell Ultra", 2025): APPROXIMATE as noted.
+struct b300 {
+    static constexpr gpu_spec spec{
+        .name = "b300",
+        .full_name = "NVIDIA B300 SXM6 AC (HGX B300, 270GB)",
+        .architecture = gpu_architecture::blackwell,
+        .compute_capability = 103,                        // compute capability 10.3 (sm_103)
+        .sm_count = 148,                                  // APPROXIMATE: device queries in public reports
+        .boost_clock = megahertz(1965),                   // ASSUMPTION: as B200 (not published)
+        .l2_cache = mebibytes_of(126),                    // ASSUMPTION: as B200 (not published)
+        .memory_capacity = gigabytes_of(270),             // datasheet: 270 GB HBM3E
+        // nvidia-smi memory.total 275,040 MiB ("NVIDIA B300 SXM6 AC", driver 580.95.05) as
+        // printed in public nvidia-smi logs; no NVIDIA document states it.
+        .memory_reported = mebibytes_of(275040),
+        .memory_bandwidth = tb_per_second(7.7),           // datasheet: 7.7 TB/s (HGX B300)
+        .peak = {
+            .fp32 = hardware_detail::tflops(75),           // datasheet: 75 TFLOPS
+            .tf32 = hardware_detail::tflops(1125),         // HGX: 18 PFLOPS sparse / 8 → 1.125 dense
+            .fp16 = hardware_detail::tflops(2250),         // HGX: 36 PFLOPS sparse / 8 → 2.25 dense
+            .bf16 = hardware_detail::tflops(2250),         // HGX: 36 PFLOPS sparse / 8 → 2.25 dense
+            .fp8 = hardware_detail::tflops(4500),          // HGX: 72 PFLOPS sparse / 8 → 4.5 dense
+            .int8 = hardware_detail::tflops(153.5),        // datasheet: 307 TOPS sparse → 153.5 (INT8 cut)
+        },
+        .gpu_link = links::nvlink(1800),                  // HGX: NVLink5 1.8 TB/s per GPU (total)
+        // The GPU has PCIe Gen6 x16 ("Inside NVIDIA Blackwell Ultra"); the host CPUs of HGX
+        // B300 servers (DGX B300: Intel Xeon 6776P) have Gen5, which the link runs at.
+        .host_link = links::pcie(links::pcie5_x16_gb_per_s),
+        .tdp_watts = 1100,                                // datasheet: up to 1,100 W
+        // NVIDIA HGX AI Factory reference architecture: HGX B300 servers with ConnectX-8
+        // SuperNICs, "800 Gb/s bandwidth per GPU".
+        .system = {.gpus_per_node = 8, .adapter_gbit_per_s = 800},
+    };
+};
+
+// ---------------------------------------------------------------------------------
+// A GPU of a GB200 / GB300 NVL72 rack: 18 compute trays of 2 superchips (a Grace CPU and
+// two GPUs each), 4 GPUs per tray, all 72 GPUs in one NVLink domain through the rack's
+// NVLink switches (130 TB/s); racks join over one network adapter per GPU. NVIDIA
+// "GB200 NVL72" and "GB300 NVL72" product pages (rack totals: divided by 72 here), the
+// NVIDIA Blackwell datasheet (GB200 column) and Blackwell Ultra datasheet (GB300 column).
+//
+// The tray's host is its two Grace CPUs: 72 Arm Neoverse V2 cores each with 4×128-bit
+// SVE2 units, up to 480 GB LPDDR5X at up to 512 GB/s each (GB200 NVL72 page; NVIDIA
+// Technical Blog, "Inside the NVIDIA Rubin Platform", 2026, Grace column); GB300 NVL72
+// racks quote 14 TB/s of CPU memory bandwidth, 389 GB/s per Grace. Each Grace joins its
+// two GPUs over NVLink-C2C, 900 GB/s both ways together (same sources).
+namespace hardware_detail {
+// The host of a compute tray: two Grace CPUs. ASSUMPTIONS: DeepSpeed's CPU-Adam has
+// AVX intrinsics only, so on Arm its loop vectorises to the 128-bit units' 4 fp32
+// lanes; 3.1 GHz held (the base clock in public system descriptions; no NVIDIA
+// datasheet figure); 75 % of the DRAM peak sustained, as host_spec's default assumes.
+constexpr host_spec grace_tray(double dram_gb_per_s_per_cpu) {
+    return {.cores = 2 * 72, .simd_lanes = 4, .clock = megahertz(3100),
+            .memory_bandwidth = gb_per_second(0.75 * 2 * dram_gb_per_s_per_cpu)};
+}
+// A GPU's host link: its Grace's NVLink-C2C, 900 GB/s total shared by the Grace's two
+// GPUs. ASSUMPTION: an even split, 225 GB/s each way per GPU.
+constexpr link_spec grace_c2c_per_gpu() {
+    return {link_kind::nvlink, gb_per_second(900.0 / 2.0 / 2.0), microseconds_of(links::nvlink_latency_us),
+            links::link_efficiency};
+}
+}  // namespace hardware_detail
+
+// GB200: rack FP8/FP6 720, FP16/BF16 360, TF32 180 PFLOPS with sparsity ("Dense is
+// one-half sparse"), FP32 5,760 TFLOPS, NVFP4 1,440 | 720 PFLOPS sparse | dense (10 per
+// GPU dense), 13.4 TB HBM3E at 576 TB/s (186 GB, 8 TB/s per GPU); up to 1,200 W per GPU
+// (Blackwell datasheet, GB200 column; NVIDIA DPS "Device Specifications").
+struct gb200 {
+    static constexpr gpu_spec spec{
+        .name = "gb200",
+        .full_name = "NVIDIA GB200 (NVL72, 186GB)",
+        .architecture = gpu_architecture::blackwell,
+        .compute_capability = 100,                        // compute capability 10.0
+        .sm_count = 148,                                  // APPROXIMATE: as B200 (public reports)
+        // S. Bekman, "Machine Learning Engineering Open Book", compute/accelerator: GB200
+        // device-reported maximum SM clock 2062 MHz.
+        .boost_clock = megahertz(2062),
+        .l2_cache = mebibytes_of(126),                    // APPROXIMATE: as B200 (public reports)
+        .memory_capacity = gigabytes_of(186),             // datasheet: 186 GB HBM3E
+        // nvidia-smi memory.total 189,471 MiB ("NVIDIA GB200") as printed in public
+        // nvidia-smi logs; no NVIDIA document states it.
+        .memory_reported = mebibytes_of(189471),
+        .memory_bandwidth = tb_per_second(8),             // rack 576 TB/s / 72
+        .peak = {
+            .fp32 = hardware_detail::tflops(80),           // rack 5,760 TFLOPS / 72
+            .tf32 = hardware_detail::tflops(1250),         // rack 180 PFLOPS sparse / 72 → 1.25 dense
+            .fp16 = hardware_detail::tflops(2500),         // rack 360 PFLOPS sparse / 72 → 2.5 dense
+            .bf16 = hardware_detail::tflops(2500),         // rack 360 PFLOPS sparse / 72 → 2.5 dense
+            .fp8 = hardware_detail::tflops(5000),          // rack 720 PFLOPS sparse / 72 → 5 dense
+            .int8 = hardware_detail::tflops(5000),         // rack 720 POPS sparse / 72 → 5 dense
+        },
+        .gpu_link = links::nvlink(1800),                  // NVLink5 1.8 TB/s per GPU (total)
+        .host_link = hardware_detail::grace_c2c_per_gpu(),
+        .tdp_watts = 1200,                                // datasheet: up to 1,200 W
+        // ASSUMPTION: one ConnectX-7 at 400 Gb/s per GPU (4 per tray), as public system
+        // descriptions of GB200 NVL72 trays list; NVIDIA's pages do not say.
+        .system = {.gpus_per_node = 4, .nvlink_domain = 72, .adapter_gbit_per_s = 400,
+                   .host = hardware_detail::grace_tray(512)},
+    };
+};
+
+// GB300: rack FP4 1,440 | 1,080 PFLOPS sparse | dense ("without sparsity"; 15 per GPU
+// dense), FP8/FP6 720, FP16/BF16 360, TF32 180 PFLOPS with sparsity, FP32 6 PFLOPS,
+// INT8 24 POPS; 279 GB HBM3E at 8 TB/s per GPU, up to 1,400 W (Blackwell Ultra
+// datasheet, GB300 column). One ConnectX-8 SuperNIC at 800 Gb/s per GPU ("18 trays, each
+// with 4 x single-port NVIDIA ConnectX-8 NICs", NVIDIA NVL72 AI Factory enterprise
+// reference architecture).
+struct gb300 {
+    static constexpr gpu_spec spec{
+        .name = "gb300",
+        .full_name = "NVIDIA GB300 (NVL72, 279GB)",
+        .architecture = gpu_architecture::blackwell,
+        .compute_capability = 103,                        // compute capability 10.3 (sm_103)
+        // DERIVED: its 15 PFLOPS dense NVFP4 is the 160-SM Blackwell Ultra's ("160 SMs ...
+        // 15 PetaFLOPS dense NVFP4", "Inside NVIDIA Blackwell Ultra").
+        .sm_count = 160,
+        .boost_clock = megahertz(2062),                   // ASSUMPTION: as GB200 (not published)
+        .l2_cache = mebibytes_of(126),                    // ASSUMPTION: as B200 (not published)
+        .memory_capacity = gigabytes_of(279),             // datasheet: 279 GB HBM3E
+        // nvidia-smi memory.total 284,208 MiB ("NVIDIA GB300") as printed in public
+        // nvidia-smi logs; no NVIDIA document states it.
+        .memory_reported = mebibytes_of(284208),
+        .memory_bandwidth = tb_per_second(8),             // datasheet: 8 TB/s
+        .peak = {
+            .fp32 = hardware_detail::tflops(80),           // datasheet: 80 TFLOPS
+            .tf32 = hardware_detail::tflops(1250),         // rack 180 PFLOPS sparse / 72 → 1.25 dense
+            .fp16 = hardware_detail::tflops(2500),         // rack 360 PFLOPS sparse / 72 → 2.5 dense
+            .bf16 = hardware_detail::tflops(2500),         // rack 360 PFLOPS sparse / 72 → 2.5 dense
+            .fp8 = hardware_detail::tflops(5000),          // rack 720 PFLOPS sparse / 72 → 5 dense
+            .int8 = hardware_detail::tflops(165),          // datasheet: 330 TOPS sparse → 165 (INT8 cut)
+        },
+        .gpu_link = links::nvlink(1800),                  // NVLink5 1.8 TB/s per GPU (total)
+        .host_link = hardware_detail::grace_c2c_per_gpu(),
+        .tdp_watts = 1400,                                // datasheet: up to 1,400 W
+        .system = {.gpus_per_node = 4, .nvlink_domain = 72, .adapter_gbit_per_s = 800,
+                   .host = hardware_detail::grace_tray(14000.0 / 36)},  // 14 TB/s / 36 Grace
+    };
+};
+
 // ---------------------------------------------------------------------------------
 // Grace Hopper and the export-compliant H20.
 // GH200 source: "NVIDIA GH200 Grace Hopper Superchip" datasheet (96 GB HBM3 version):
@@ -654,18 +803,19 @@ struct mi300x {
 static_assert(hardware<h100_sxm> && hardware<h100_pcie> && hardware<h200_sxm> &&
               hardware<a100_sxm_80gb> && hardware<a100_sxm_40gb> &&
               hardware<v100_sxm2_32gb> && hardware<rtx_3090_ti> && hardware<rtx_3090> &&
-              hardware<jetson_orin_nx_16gb> && hardware<b200> && hardware<gh200> && hardware<h20> &&
+              hardware<jetson_orin_nx_16gb> && hardware<b200> && hardware<b300> && hardware<gb200> &&
+              hardware<gb300> && hardware<gh200> && hardware<h20> &&
               hardware<rtx_4090> && hardware<l40s> && hardware<l4> && hardware<rtx_a6000> && hardware<a10> &&
               hardware<t4> && hardware<mi300x>);
 
 // ---------------------------------------------------------------------------------
 // Lookup by CLI name.
 
-inline constexpr std::array<gpu_spec, 19> gpu_catalog{
+inline constexpr std::array<gpu_spec, 22> gpu_catalog{
     h100_sxm::spec,      h100_pcie::spec,  h200_sxm::spec,
     a100_sxm_80gb::spec, a100_sxm_40gb::spec,
     v100_sxm2_32gb::spec, rtx_3090_ti::spec, rtx_3090::spec,
-    jetson_orin_nx_16gb::spec, b200::spec,
+    jetson_orin_nx_16gb::spec, b200::spec, b300::spec, gb200::spec, gb300::spec,
     gh200::spec,         h20::spec,        rtx_4090::spec,
     l40s::spec,          l4::spec,         rtx_a6000::spec,
     a10::spec,           t4::spec,         mi300x::spec,

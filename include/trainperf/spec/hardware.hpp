@@ -115,6 +115,18 @@ struct enum_names<gpu_architecture> {
                                                                        {gpu_architecture::cdna3, "cdna3"}}};
 };
 
+// The system a GPU is sold in, which a description of nodes falls back on for what it
+// does not say: GPUs per node (an HGX/DGX server: 8; a GB200/GB300 NVL72 compute tray:
+// 4), GPUs of one NVLink domain (0: the node; an NVL72 rack: 72, across its trays), the
+// line rate of each GPU's network adapter (0: the generation's, spec/links.hpp
+// default_inter_node_link) and the node's host (empty: host_spec's ASSUMPTIONS).
+struct standard_system {
+    int gpus_per_node = 0;            // 0: default_gpus_per_node (8)
+    int nvlink_domain = 0;            // 0: the node
+    double adapter_gbit_per_s = 0.0;  // per GPU, per direction; 0: the generation's
+    std::optional<host_spec> host;    // per node
+};
+
 struct gpu_spec {
     std::string_view name;          // CLI name, e.g. "h100-sxm"
     std::string_view full_name;     // e.g. "NVIDIA H100 SXM5 80GB"
@@ -142,6 +154,7 @@ struct gpu_spec {
     // Whether two cards of this product reach each other over PCIe directly; without
     // it their traffic is staged through host memory.
     bool pcie_peer_to_peer = true;
+    standard_system system{};       // the system it is sold in: a description's defaults
 
     // The peak for a math dtype, or an error naming the GPU and the dtype.
     constexpr flop_rate peak_for(dtype t) const {
@@ -197,6 +210,18 @@ constexpr void validate(const gpu_spec& g) {
     validate_link_numbers(g.gpu_link, "gpu.gpu_link.per_direction_bytes_per_second");
     validate_link_numbers(g.host_link, "gpu.host_link.per_direction_bytes_per_second");
     require_in(g.tdp_watts, limits::board_power, "gpu.tdp_watts");
+    const standard_system& sys = g.system;
+    require(sys.gpus_per_node >= 0 && sys.gpus_per_node <= limits::max_gpus_per_node, "gpu.system.gpus_per_node",
+            sys.gpus_per_node, "must be between 0 (8) and 4096");
+    const int node = sys.gpus_per_node > 0 ? sys.gpus_per_node : 8;
+    require(sys.nvlink_domain == 0 || (sys.nvlink_domain <= limits::max_gpus_per_node && sys.nvlink_domain % node == 0),
+            "gpu.system.nvlink_domain", sys.nvlink_domain,
+            "must be 0 (the node) or a multiple of the GPUs per node, at most 4096");
+    require(sys.nvlink_domain <= node || g.gpu_link.kind == link_kind::nvlink, "gpu.system.nvlink_domain",
+            sys.nvlink_domain, "spans nodes: needs an NVLink GPU link (gpu_link kind nvlink)");
+    require(sys.adapter_gbit_per_s >= 0 && sys.adapter_gbit_per_s <= 1e5, "gpu.system.adapter_gbit_per_s",
+            sys.adapter_gbit_per_s, "must be between 0 (the generation's adapter) and 100000 Gb/s");
+    if (sys.host) validate(*sys.host);
 }
 
 // A compile-time hardware description: a tag type carrying a constexpr gpu_spec.
@@ -233,6 +258,18 @@ struct cluster_spec {
     // The node's host: CPU cores, SIMD width, clock and DRAM bandwidth its GPUs share
     // when the optimizer is offloaded (spec/host.hpp).
     host_spec host{};
+    // GPUs one NVLink fabric joins; 0: the node. An NVL72 rack (GB200, GB300) is one
+    // domain of 72 GPUs over 18 trays (nodes) of 4: collectives, sends and the groups of
+    // every parallelism inside a domain run on intra_node (NVLink) even across trays, and
+    // only groups that span domains cross the network (inter_node). A multiple of
+    // gpus_per_node; greater than it only with an NVLink intra_node link.
+    int nvlink_domain = 0;
 };
+
+// The GPUs that reach each other over the intra-node link: the NVLink domain, or the node.
+// Communication groups are placed on domains of this size (workload/placement.hpp).
+constexpr int gpus_per_domain(const cluster_spec& c) {
+    return c.nvlink_domain > c.gpus_per_node ? c.nvlink_domain : c.gpus_per_node;
+}
 
 }  // namespace trainperf

@@ -4,6 +4,7 @@
 // collectives over these links.
 #pragma once
 
+#include <string>
 
 #include "../core/error.hpp"
 #include "../core/limits.hpp"
@@ -19,6 +20,19 @@ constexpr void validate(const link_spec& l) {
     validate_link_numbers(l, "link.per_direction_bytes_per_second");
 }
 
+// An NVLink domain of `domain` GPUs over nodes of `gpus_per_node` joined by `intra`: 0
+// (the node), or whole nodes of an NVLink system.
+constexpr void validate_nvlink_domain(int domain, int gpus_per_node, link_kind intra) {
+    require(domain >= 0 && domain <= limits::max_gpus_per_node, "nvlink_domain", domain,
+            "must be between 0 (the node) and 4096");
+    if (domain <= gpus_per_node) return;
+    if (domain % gpus_per_node != 0)  // the message is built only on failure
+        detail::fail("nvlink_domain", domain,
+                     "must be a multiple of gpus_per_node (" + std::to_string(gpus_per_node) + "): whole nodes");
+    require(intra == link_kind::nvlink, "nvlink_domain", domain,
+            "spans nodes only over NVLink, not " + std::string(to_string(intra)));
+}
+
 // A cluster a user filled: its GPU, node size, links and counts in range.
 constexpr void validate(const cluster_spec& c) {
     validate(c.gpu);
@@ -31,6 +45,8 @@ constexpr void validate(const cluster_spec& c) {
     require(c.sockets_per_node >= 0 && c.sockets_per_node <= 8, "sockets_per_node", c.sockets_per_node,
             "must be between 0 (one) and 8");
     validate(c.host);
+    validate_nvlink_domain(c.nvlink_domain, c.gpus_per_node,
+                           (c.intra_node.kind == link_kind::none ? c.gpu.gpu_link : c.intra_node).kind);
 }
 
 // ---- Link defaults -------------------------------------------------------------------
@@ -118,7 +134,11 @@ constexpr link_spec intra_node_link(const cluster_spec& c) {
 // B200: 8× 400 Gb/s (NVIDIA DGX B200 datasheet, ConnectX-7; AWS P6-B200, 8× 400 Gb/s
 // EFA, the same book); MI300X: 8× 400 Gb/s InfiniBand per 8-GPU VM (Microsoft Azure ND
 // MI300X v5 announcement, 2024). ASSUMPTION: older and GeForce generations as the A100's.
+//
+// A GPU whose standard system names its adapter (gpu_spec::system, e.g. ConnectX-8 at
+// 800 Gb/s with B300 and GB300) gets that one.
 constexpr link_spec default_inter_node_link(const gpu_spec& gpu) {
+    if (gpu.system.adapter_gbit_per_s > 0) return infiniband_adapter(gpu.system.adapter_gbit_per_s);
     switch (gpu.architecture) {
         case gpu_architecture::hopper:
         case gpu_architecture::blackwell:
@@ -131,11 +151,19 @@ constexpr link_spec default_inter_node_link(const gpu_spec& gpu) {
     return infiniband_adapter(200);
 }
 
-// The usual system: nodes of gpus_per_node GPUs on the GPU's own link, one adapter
-// per GPU between nodes (default_inter_node_link).
-constexpr cluster_spec standard_cluster(const gpu_spec& gpu, int gpus_per_node = 8) {
-    return {.gpu = gpu, .gpus_per_node = gpus_per_node, .intra_node = gpu.gpu_link,
-            .inter_node = default_inter_node_link(gpu)};
+// The GPUs per node of the system `gpu` is sold in (gpu_spec::system; 8 where it does
+// not say).
+constexpr int standard_gpus_per_node(const gpu_spec& gpu) {
+    return gpu.system.gpus_per_node > 0 ? gpu.system.gpus_per_node : 8;
+}
+
+// The usual system: nodes of gpus_per_node GPUs (0: the standard system's) on the
+// GPU's own link, one adapter per GPU between nodes (default_inter_node_link), the
+// standard system's NVLink domain and host.
+constexpr cluster_spec standard_cluster(const gpu_spec& gpu, int gpus_per_node = 0) {
+    return {.gpu = gpu, .gpus_per_node = gpus_per_node > 0 ? gpus_per_node : standard_gpus_per_node(gpu),
+            .intra_node = gpu.gpu_link, .inter_node = default_inter_node_link(gpu),
+            .host = gpu.system.host.value_or(host_spec{}), .nvlink_domain = gpu.system.nvlink_domain};
 }
 
 // What one GPU gets of the network when every GPU of its node sends at once: its own
@@ -156,6 +184,15 @@ constexpr int node_count(const cluster_spec& c, int total_gpus) {
     require(total_gpus % c.gpus_per_node == 0, "gpus", total_gpus,
             "must be a multiple of gpus_per_node when it spans several nodes");
     return total_gpus / c.gpus_per_node;
+}
+
+// NVLink domains spanned by total_gpus consecutive ranks (whole nodes once they span
+// more than one node, node_count). A job need not fill its last domain (e.g. 128 GPUs
+// on 72-GPU NVL72 racks): that one counts too.
+constexpr int domain_count(const cluster_spec& c, int total_gpus) {
+    node_count(c, total_gpus);
+    const int domain = gpus_per_domain(c);
+    return total_gpus <= domain ? 1 : (total_gpus + domain - 1) / domain;
 }
 
 // The slower of two links for a ring that crosses both: its rate is the lower, and

@@ -91,9 +91,22 @@ constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
 
 // Whether tensor-parallel communication overlaps the GEMMs (the framework's
 // tensor_parallel_overlap): Megatron-Core requires sequence parallelism for it
-// (--tp-comm-overlap asserts --sequence-parallel), and it needs tp > 1.
+// (--tp-comm-overlap asserts --sequence-parallel), and it needs tp > 1. ASSUMPTION: only
+// inside one NVLink domain. Transformer Engine's userbuffers map the peers' buffers
+// through CUDA IPC (or NVLink multicast on an NVL72 rack) and copy with the GPU's copy
+// engines or SMs, which reach no GPU across the network; a tensor group that spans
+// domains runs its collectives through NCCL, exposed.
 constexpr bool overlaps_tensor_parallel(const training_setup& s) {
-    return s.framework.tensor_parallel_overlap && s.layout.sp && s.layout.tp > 1;
+    return s.framework.tensor_parallel_overlap && s.layout.sp && s.layout.tp > 1 &&
+           s.layout.tp <= gpus_per_domain(s.cluster);
+}
+
+// NVLink domains one tensor-parallel group spans (1: all on NVLink). Its ranks are
+// consecutive (every rank order numbers tp fastest), so tp ranks over domains of
+// gpus_per_domain.
+constexpr int tensor_parallel_domains(const training_setup& s) {
+    const int domain = gpus_per_domain(s.cluster);
+    return s.layout.tp <= domain ? 1 : (s.layout.tp + domain - 1) / domain;
 }
 
 // GPUs of one node that run at the same time, and so share its host: the node's GPUs,
@@ -202,8 +215,6 @@ constexpr void validate_layout(const training_setup& s) {
     require(1LL * l.micro_batch * sequence_length(s) <= limits::max_micro_batch_tokens, "batch", l.micro_batch,
             "micro-batch x seq must be at most 2^31 tokens");
     require_cp_splits_sequence(sequence_length(s), l.cp);
-    require(l.tp <= s.cluster.gpus_per_node, "tp", l.tp,
-            "must not exceed gpus_per_node (tensor parallelism stays inside a node)");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",

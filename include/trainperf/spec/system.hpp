@@ -73,15 +73,17 @@ constexpr link_spec with_line_rate(link_spec link, byte_rate per_direction) {
     return link;
 }
 
-// GPUs per node when the description does not say: a usual 8-GPU server, or fewer
-// GPUs in one node.
+// GPUs per node when neither the description nor the GPU's standard system says: a
+// usual 8-GPU server, or fewer GPUs in one node.
 inline constexpr int default_gpus_per_node = 8;
 
 // A system as described by a user.
 struct cluster_request {
     gpu_spec gpu{};
     int gpus = 1;                                    // all GPUs of the run
-    int gpus_per_node = 0;                           // 0: min(gpus, default_gpus_per_node)
+    int gpus_per_node = 0;                           // 0: min(gpus, the GPU's standard system's node)
+    int nvlink_domain = -1;                          // GPUs of one NVLink domain; 0: the node;
+                                                     // -1: the GPU's standard system's
     std::string_view link{};                         // a link_kind name; empty: the GPU's own link
     std::optional<byte_rate> link_bandwidth;         // measured, per direction (replaces the
                                                      // datasheet figure and its efficiency)
@@ -90,11 +92,14 @@ struct cluster_request {
     int adapters_per_node = 0;                       // 0: one per GPU
     rank_order order = rank_order::tp_dp_pp;         // how the job numbers its ranks
     int sockets_per_node = 1;                        // CPU sockets the cards are split over
-    host_spec host{};                                // each node's host (spec/host.hpp)
+    std::optional<host_spec> host;                   // each node's host (spec/host.hpp); empty:
+                                                     // the GPU's standard system's
 };
 
 // Nodes of gpus_per_node GPUs joined by the named link (resolve_link), one adapter
-// per GPU between nodes (InfiniBand, at the line rate given). Throws
+// per GPU between nodes (InfiniBand, at the line rate given); what the request leaves
+// out, as in the system the GPU is sold in (gpu_spec::system: an NVL72 rack's trays of
+// 4 in one NVLink domain of 72 for GB200 and GB300, 8-GPU servers otherwise). Throws
 // trainperf::invalid_argument for an unknown link name, a bad count or bandwidth, or
 // several GPUs without a GPU-to-GPU link (the GPU has none and none was named, or
 // the link named is none).
@@ -104,7 +109,7 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
             "must be at least 1 (or 0 for min(gpus, 8))");
     cluster_spec c;
     c.gpu = r.gpu;
-    c.gpus_per_node = r.gpus_per_node > 0 ? r.gpus_per_node : std::min(r.gpus, default_gpus_per_node);
+    c.gpus_per_node = r.gpus_per_node > 0 ? r.gpus_per_node : std::min(r.gpus, standard_gpus_per_node(r.gpu));
     c.intra_node = r.link.empty() ? r.gpu.gpu_link : resolve_link(r.gpu, parse_enum<link_kind>("link", r.link));
     require(c.intra_node.kind != link_kind::none || r.gpus == 1, "link", to_string(c.intra_node.kind),
             "no GPU-to-GPU link: name one to use more than one GPU");
@@ -118,8 +123,16 @@ constexpr cluster_spec build_cluster(const cluster_request& r) {
     require(r.sockets_per_node >= 1 && r.sockets_per_node <= 8, "sockets_per_node", r.sockets_per_node,
             "must be between 1 and 8");
     c.sockets_per_node = r.sockets_per_node;
-    validate(r.host);
-    c.host = r.host;
+    c.host = r.host.value_or(r.gpu.system.host.value_or(host_spec{}));
+    validate(c.host);
+    // The standard system's domain holds whole nodes of its own size; a node size asked
+    // for that does not divide it keeps the node as the domain.
+    const int domain = r.gpu.system.nvlink_domain;
+    c.nvlink_domain = r.nvlink_domain >= 0 ? r.nvlink_domain
+                      : domain > 0 && domain % c.gpus_per_node == 0 && c.intra_node.kind == link_kind::nvlink
+                          ? domain
+                          : 0;
+    validate_nvlink_domain(c.nvlink_domain, c.gpus_per_node, c.intra_node.kind);
     return c;
 }
 
@@ -137,6 +150,7 @@ struct system_description {
     int adapters_per_node = 0;  // 0: one per GPU
     int sockets_per_node = 1;   // CPU sockets the node's cards are split over
     host_spec host{};           // each node's host: cores, SIMD width, clock, DRAM (spec/host.hpp)
+    int nvlink_domain = 0;      // GPUs of one NVLink domain, whole nodes (NVL72: 72); 0: the node
 };
 
 constexpr void validate(const system_description& d) {
@@ -149,6 +163,8 @@ constexpr void validate(const system_description& d) {
     require(d.sockets_per_node >= 1 && d.sockets_per_node <= 8, "sockets_per_node", d.sockets_per_node,
             "must be between 1 and 8");
     validate(d.host);
+    // The kind is the one named, or the explicit link's (a kind resolved against a GPU keeps it).
+    validate_nvlink_domain(d.nvlink_domain, d.gpus_per_node, d.intra_node_kind.value_or(d.intra_node.kind));
 }
 
 // The cluster of `gpus` GPUs of model `gpu` on the described system.
@@ -162,14 +178,16 @@ inline cluster_spec build_cluster(const gpu_spec& gpu, const system_description&
     c.intra_node = d.intra_node_kind ? resolve_link(gpu, *d.intra_node_kind) : d.intra_node;
     require(c.intra_node.kind != link_kind::none || gpus == 1, "intra_node_link", to_string(c.intra_node.kind),
             "no GPU-to-GPU link: name one to use more than one GPU");
-    require(d.inter_node.kind != link_kind::none || gpus <= d.gpus_per_node, "inter_node_link", "none",
-            "one node only (" + std::to_string(d.gpus_per_node) + " GPUs), but " + std::to_string(gpus) +
-                " GPUs span several nodes");
+    const int reach = std::max(d.gpus_per_node, d.nvlink_domain);  // what NVLink alone joins
+    require(d.inter_node.kind != link_kind::none || gpus <= reach, "inter_node_link", "none",
+            "one node or NVLink domain only (" + std::to_string(reach) + " GPUs), but " + std::to_string(gpus) +
+                " GPUs span several");
     c.inter_node = d.inter_node;
     c.adapters_per_node = d.adapters_per_node;
     c.order = order;
     c.sockets_per_node = d.sockets_per_node;
     c.host = d.host;
+    c.nvlink_domain = d.nvlink_domain;
     return c;
 }
 

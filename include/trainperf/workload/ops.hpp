@@ -174,7 +174,8 @@ struct enum_names<collective> {
 // How the ranks of a communication group sit on the nodes: `size` ranks, of which
 // `per_node` share each node the group spans. per_node == size: the group stays in
 // one node (intra-node link); per_node == 1: every member is in its own node, so all
-// traffic crosses the inter-node network.
+// traffic crosses the inter-node network. A node here is an NVLink domain (an NVL72
+// rack spans 18 trays): what the intra-node link joins.
 struct rank_group {
     int size = 1;
     int per_node = 1;

@@ -6,6 +6,10 @@
 // PipeModelDataParallelTopology, axes pipe, data, model), and consecutive ranks fill
 // a node. A group whose stride reaches gpus_per_node has one member per node. The
 // context-parallel group sits right after tp (stride tp) in either order.
+//
+// "Node" here is what one intra-node link joins: the caller passes the NVLink domain
+// (spec/hardware.hpp gpus_per_domain), which is the node except on systems whose NVLink
+// spans nodes (an NVL72 rack: 72 GPUs over 18 trays of 4).
 #pragma once
 
 #include <algorithm>

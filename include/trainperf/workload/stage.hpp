@@ -61,11 +61,11 @@ struct stage_workload {
 // Transformer layers on the busiest stage.
 constexpr int stage_layers(const training_setup& s) { return layers_per_stage(s.model, s.layout.pp); }
 
-// The setup's layout placed on its cluster (workload/placement.hpp place): which ranks share a
-// node, for every group. The overloads below that take `groups` expect this value; a
-// prediction computes it once and passes it on.
+// The setup's layout placed on its cluster (workload/placement.hpp place): which ranks share an
+// NVLink domain (the node, or an NVL72 rack), for every group. The overloads below that take
+// `groups` expect this value; a prediction computes it once and passes it on.
 constexpr layout_groups groups_of(const training_setup& s) {
-    return place(s.layout, s.cluster.gpus_per_node, s.cluster.order);
+    return place(s.layout, gpus_per_domain(s.cluster), s.cluster.order);
 }
 
 // The pipeline sends of one micro-batch: activations forward and gradients backward at
