@@ -74,6 +74,63 @@ TEST_CASE("a pipeline split: an even one, or first and last stages set apart", "
     CHECK(split(1, 0, 0).first == 80);
 }
 
+TEST_CASE("Megatron-Core's split counts the embedding and the loss where pp x interleave does not divide",
+          "[pipeline]") {
+    const auto& m = lookup_model("llama3.1-405b");  // 126 layers
+    const auto split = [&](int pp, int v) { return pipeline_split_of(m, {.pp = pp, .interleave = v}); };
+    // 126 + 2 = 128 layer-equivalents: 8 per stage of 16, the first and the last one layer
+    // short (the embedding, the loss), with 1, 4 or 8 virtual stages alike.
+    for (int v : {1, 4, 8}) {
+        INFO("interleave " << v);
+        CHECK(split_layer_equivalents(126, 16, v).total() == 2);
+        CHECK(split(16, v).first == 7);
+        CHECK(split(16, v).middle == 8);
+        CHECK(split(16, v).last == 7);
+        CHECK(interleave_splits_layers(m, 16, v));
+        CHECK_NOTHROW(validate(parallel_layout{.pp = 16, .interleave = v, .grad_accum = 16}, m));
+    }
+    CHECK(7 + 14 * 8 + 7 == 126);
+    // The loss alone where only L + 1 splits: 31 layers on 4 stages × 2 → 32, 8, 8, 8, 7.
+    transformer_config odd = m;
+    odd.layers = 31;
+    CHECK(split_layer_equivalents(31, 4, 2).embedding == 0);
+    CHECK(split_layer_equivalents(31, 4, 2).loss == 1);
+    CHECK(pipeline_split_of(odd, {.pp = 4, .interleave = 2}).first == 8);
+    CHECK(pipeline_split_of(odd, {.pp = 4, .interleave = 2}).last == 7);
+    // An even split needs none; where neither L + 1 nor L + 2 splits, interleaving is refused.
+    CHECK(split_layer_equivalents(80, 8, 2).total() == 0);
+    odd.layers = 32;
+    CHECK_FALSE(interleave_splits_layers(odd, 4, 3));
+    CHECK_THROWS_WITH(validate(parallel_layout{.pp = 4, .interleave = 3, .grad_accum = 4}, odd),
+                      Catch::Contains("interleave = 3: pp x interleave must divide the number of layers"));
+    // A stage left with only the embedding is refused: 14 layers + 2 on 16 stages.
+    odd.layers = 14;
+    CHECK_THROWS_WITH(validate(parallel_layout{.pp = 16}, odd), Catch::Contains("pp = 16"));
+}
+
+TEST_CASE("Llama 3.1 405B on 16 stages x 8 virtual stages runs on Megatron-Core, not on Megatron-LM",
+          "[pipeline]") {
+    training_setup s;
+    s.model = lookup_model("llama3.1-405b");
+    s.framework = megatron_core_profile;
+    s.cluster = standard_cluster(h100_sxm::spec, 8);
+    s.seq = 8192;
+    s.layout = {.dp = 2, .tp = 8, .pp = 16, .interleave = 8, .sp = true, .zero = 1, .grad_accum = 32};
+    const step_report r = predict(s);
+    CHECK(r.step_time.value() > 0);
+    // Against 128 layers split evenly (8 on every stage, the head's on the last): the
+    // 126-layer split's busiest stage is a middle one of 8 layers, lighter than 8 layers and
+    // the head, and its first stage, whose micro-batches in flight set the peak, holds 7.
+    training_setup even = s;
+    even.model.layers = 128;
+    const step_report e = predict(even);
+    CHECK(r.step_time < e.step_time);
+    CHECK(r.step_time.value() > 0.85 * e.step_time.value());
+    CHECK(r.memory.activations < e.memory.activations);
+    s.framework = megatron_profile;
+    CHECK_THROWS_WITH(validate(s), Catch::Contains("interleave = 8") && Catch::Contains("megatron-core"));
+}
+
 TEST_CASE("a stage split or schedule that cannot run is an error naming its field", "[pipeline]") {
     const auto& m = lookup_model("llama3-70b");
     const auto bad = [&](const parallel_layout& l) { validate(l, m); };
@@ -82,8 +139,15 @@ TEST_CASE("a stage split or schedule that cannot run is an error naming its fiel
     CHECK_THROWS_WITH(bad({.pp = 2, .first_stage_layers = 30, .last_stage_layers = 40}),
                       Catch::Contains("last_stage_layers") && Catch::Contains("add up"));
     CHECK_THROWS_WITH(bad({.pp = 1, .last_stage_layers = 4}), Catch::Contains("last_stage_layers"));
+    // With virtual stages each stage's count divides by them (Megatron-Core): 7 does not by 2.
     CHECK_THROWS_WITH(bad({.pp = 8, .interleave = 2, .grad_accum = 8, .first_stage_layers = 7}),
-                      Catch::Contains("first_stage_layers") && Catch::Contains("interleaving"));
+                      Catch::Contains("first_stage_layers = 7: must be a multiple of interleave (2)"));
+    // 8, 8 and (80 − 16)/6 ≈ 10.7: not even; 6, 6 leave 68 / 6 neither; 4, 4 leave 72 / 6 = 12,
+    // and 12 divides by 2.
+    CHECK_NOTHROW(bad({.pp = 8, .interleave = 2, .grad_accum = 8, .first_stage_layers = 4, .last_stage_layers = 4}));
+    // 12, 8 and (80 − 20)/6 = 10 on each middle stage, which 4 virtual stages do not divide.
+    CHECK_THROWS_WITH(bad({.pp = 8, .interleave = 4, .grad_accum = 8, .first_stage_layers = 12, .last_stage_layers = 8}),
+                      Catch::Contains("interleave = 4: must divide the 10 layers of each middle stage"));
     CHECK_THROWS_WITH(bad({.pp = 8, .first_stage_layers = -1}), Catch::Contains("first_stage_layers"));
     CHECK_THROWS_WITH(bad({.schedule = pipeline_schedule::zero_bubble_h1}),
                       Catch::Contains("schedule") && Catch::Contains("zb-h1"));

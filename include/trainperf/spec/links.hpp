@@ -29,8 +29,8 @@ constexpr void validate_nvlink_domain(int domain, int gpus_per_node, link_kind i
     if (domain % gpus_per_node != 0)  // the message is built only on failure
         detail::fail("nvlink_domain", domain,
                      "must be a multiple of gpus_per_node (" + std::to_string(gpus_per_node) + "): whole nodes");
-    require(intra == link_kind::nvlink, "nvlink_domain", domain,
-            "spans nodes only over NVLink, not " + std::string(to_string(intra)));
+    if (intra != link_kind::nvlink)  // the message is built only on failure
+        detail::fail("nvlink_domain", domain, "spans nodes only over NVLink, not " + std::string(to_string(intra)));
 }
 
 // A cluster a user filled: its GPU, node size, links and counts in range.

@@ -206,9 +206,14 @@ constexpr void validate(const parallel_layout& p) {
     for (const auto& [name, layers] : {std::pair<std::string_view, int>{"first_stage_layers", p.first_stage_layers},
                                        std::pair<std::string_view, int>{"last_stage_layers", p.last_stage_layers}}) {
         require(layers >= 0 && layers <= limits::max_layers, name, layers, "must be between 0 (an even split) and 2^16");
-        // ASSUMPTION: as Megatron-Core's uneven split, not with virtual stages.
-        require(layers == 0 || (p.pp > 1 && p.interleave == 1), name, layers,
-                "needs pipeline stages (pp > 1) without interleaving");
+        require(layers == 0 || p.pp > 1, name, layers, "needs pipeline stages (pp > 1)");
+        // Megatron-Core gives each virtual stage of the first (last) stage
+        // num_layers_in_first (last)_pipeline_stage / vp layers (transformer_layer.py
+        // get_transformer_layer_offset@767a8a81, which asserts the division).
+        if (layers % p.interleave != 0)  // the message is built only on failure (constant evaluation)
+            detail::fail(name, layers,
+                         "must be a multiple of interleave (" + std::to_string(p.interleave) +
+                             "): each virtual stage holds as many layers");
     }
 }
 
@@ -239,18 +244,47 @@ constexpr bool tp_splits_heads(const transformer_config& m, int tp) {
     return m.heads % tp == 0 && (m.effective_kv_heads() % tp == 0 || tp % m.effective_kv_heads() == 0);
 }
 
-// The virtual stages split the layers evenly: pp·interleave divides them.
+// Megatron-Core's split where pp·interleave does not divide the layers: the embedding and
+// the loss each count as one layer of the first and of the last stage
+// (TransformerConfig.account_for_embedding_in_pipeline_split and
+// account_for_loss_in_pipeline_split; NVIDIA/Megatron-LM@767a8a81
+// megatron/core/transformer/transformer_layer.py get_transformer_layer_offset). The
+// L + e + l layer-equivalents split evenly, (L + e + l)/(pp·v) per virtual stage, and the
+// first virtual stage of the first rank holds the embedding in place of a layer, the last
+// of the last rank the loss. Llama 3.1 405B's 126 layers on 16 stages × 8 virtual stages:
+// 128 equivalents, one per virtual stage, none in the first's first and the last's last.
+// Both when L + 2 splits; else ASSUMPTION, the loss alone when L + 1 does (the last
+// stage also runs the output layer); none otherwise.
+struct layer_equivalents {
+    int embedding = 0, loss = 0;
+    constexpr int total() const { return embedding + loss; }
+};
+
+constexpr layer_equivalents split_layer_equivalents(int layers, int pp, int interleave) {
+    const long long chunks = 1LL * pp * interleave;
+    if (pp == 1 || layers % chunks == 0) return {};
+    if ((layers + 2LL) % chunks == 0) return {1, 1};
+    if ((layers + 1LL) % chunks == 0) return {0, 1};
+    return {};
+}
+
+// The virtual stages split the layers evenly: pp·interleave divides them, or the layers
+// with the embedding and the loss counted (split_layer_equivalents).
 constexpr bool interleave_splits_layers(const transformer_config& m, int pp, int interleave) {
-    return interleave == 1 || m.layers % (1LL * pp * interleave) == 0;
+    return interleave == 1 || m.layers % (1LL * pp * interleave) == 0 ||
+           split_layer_equivalents(m.layers, pp, interleave).total() > 0;
 }
 
 // Layers on the busiest pipeline stage of an even split.
 constexpr int layers_per_stage(const transformer_config& m, int pp) { return (m.layers + pp - 1) / pp; }
 
 // Layers on the first, on each middle and on the last pipeline stage (pp = 1: the one
-// stage is first and last). An even split gives every stage ⌈L/p⌉ (the busiest's count;
-// Megatron-LM needs p to divide L). With first_stage_layers or last_stage_layers set,
-// the other stages share what is left evenly; stages = 0 when that does not split.
+// stage is first and last). An even split gives every stage L/(p) when p·v divides L;
+// else Megatron-Core's split with the embedding and the loss counted as layers
+// (split_layer_equivalents: 126 layers on 16 stages are 7, 8, …, 8, 7) where that splits;
+// else every stage ⌈L/p⌉ (the busiest's count). With first_stage_layers or
+// last_stage_layers set, the other stages share what is left evenly; stages = 0 when that
+// does not split.
 struct pipeline_split {
     int first = 0, middle = 0, last = 0;
     constexpr bool valid() const { return first >= 1 && middle >= 0 && last >= 1; }
@@ -258,8 +292,15 @@ struct pipeline_split {
 
 constexpr pipeline_split pipeline_split_of(const transformer_config& m, const parallel_layout& p) {
     if (p.pp == 1) return {m.layers, 0, m.layers};
-    const int even = layers_per_stage(m, p.pp);
-    if (p.first_stage_layers == 0 && p.last_stage_layers == 0) return {even, even, even};
+    if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
+        const layer_equivalents counted = split_layer_equivalents(m.layers, p.pp, p.interleave);
+        if (counted.total() == 0) {
+            const int even = layers_per_stage(m, p.pp);
+            return {even, even, even};
+        }
+        const int per_stage = (m.layers + counted.total()) / p.pp;
+        return {per_stage - counted.embedding, per_stage, per_stage - counted.loss};
+    }
     const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
     const long long rest = 1LL * m.layers - p.first_stage_layers - p.last_stage_layers;
     if (others == 0 ? rest != 0 : (rest < others || rest % others != 0)) return {0, 0, 0};
@@ -283,9 +324,13 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
     require(double(p.micro_batch) * (m.heads / p.tp) <= limits::max_op_size, "batch", p.micro_batch,
             "micro-batch x heads per tensor-parallel rank must be at most 2^31 (the attention GEMMs' batch)");
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
-    require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
-            "pp x interleave must divide the number of layers");
-    if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    const bool explicit_split = p.first_stage_layers > 0 || p.last_stage_layers > 0;
+    require(explicit_split || interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
+            "pp x interleave must divide the number of layers, or the layers with the embedding and the loss "
+            "counted as one each (Megatron-Core's account_for_embedding/loss_in_pipeline_split)");
+    require(explicit_split || pipeline_split_of(m, p).valid(), "pp", p.pp,
+            "leaves the first or the last stage without a layer (the embedding or the loss counted as one)");
+    if (explicit_split) {
         const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
         if (!pipeline_split_of(m, p).valid())
             detail::fail(p.last_stage_layers > 0 ? "last_stage_layers" : "first_stage_layers",
@@ -294,6 +339,10 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
                                            " layers (pp 2)"
                                      : "leaves layers that do not split evenly, at least one each, over the other " +
                                            std::to_string(others) + " stage(s) of " + std::to_string(m.layers));
+        if (pipeline_split_of(m, p).middle % p.interleave != 0)
+            detail::fail("interleave", p.interleave,
+                         "must divide the " + std::to_string(pipeline_split_of(m, p).middle) +
+                             " layers of each middle stage (each virtual stage holds as many)");
     }
 }
 

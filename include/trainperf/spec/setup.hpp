@@ -215,6 +215,13 @@ constexpr void validate_layout(const training_setup& s) {
     require(1LL * l.micro_batch * sequence_length(s) <= limits::max_micro_batch_tokens, "batch", l.micro_batch,
             "micro-batch x seq must be at most 2^31 tokens");
     require_cp_splits_sequence(sequence_length(s), l.cp);
+    // Virtual stages over a split that counts the embedding and the loss (spec/parallel.hpp
+    // split_layer_equivalents): only where the framework splits unevenly.
+    if (l.interleave > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0 &&
+        !s.framework.uneven_pipeline_split && split_layer_equivalents(s.model.layers, l.pp, l.interleave).total() > 0)
+        setup_detail::fail_framework_lacks("interleave", l.interleave, s.framework,
+                                           "needs pp x interleave to divide the layers (no uneven pipeline split)",
+                                           [](const framework_profile& f) { return f.uneven_pipeline_split; });
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
