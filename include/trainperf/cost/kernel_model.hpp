@@ -182,7 +182,9 @@ public:
         if (table_ == nullptr) own_ = kernel_detail::small_tile_search(p.tile_m, p.tile_n, p.small_tile_efficiency);
         for (std::size_t i = 0; i < seconds_per_flop_.size(); ++i) {
             const auto peak = gpu.peak.of(dtype(i));
-            const double fraction = dtype(i) == dtype::fp32 ? p.cuda_core_fraction : p.peak_fraction;
+            const double fraction = dtype(i) == dtype::fp32  ? p.cuda_core_fraction
+                                    : dtype(i) == dtype::fp8 ? p.fraction_for_fp8()
+                                                             : p.peak_fraction;
             seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * gpu.clock_ratio() * fraction) : 0.0;
         }
     }

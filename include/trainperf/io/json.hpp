@@ -105,12 +105,13 @@ inline nlohmann::json to_json(const kernel_params& p) {
             {"memory_efficiency", p.memory_efficiency},
             {"launch_overhead_us", p.launch_overhead.value() * 1e6},
             {"cuda_core_fraction", p.cuda_core_fraction},
-            {"small_tile_efficiency", p.small_tile_efficiency}};
+            {"small_tile_efficiency", p.small_tile_efficiency},
+            {"fp8_peak_fraction", p.fp8_peak_fraction}};
 }
 
-// Every field is required (cuda_core_fraction and small_tile_efficiency, added later,
-// default to kernel_params's 0.9 and 0: the configured tile only, the model files
-// written before them were fitted with) and unknown fields are rejected, so a typo
+// Every field is required (cuda_core_fraction, small_tile_efficiency and
+// fp8_peak_fraction, added later, default to kernel_params's 0.9, 0: the configured tile
+// only, the model files written before them were fitted with, and 0: peak_fraction) and unknown fields are rejected, so a typo
 // cannot silently fall back to a default.
 inline kernel_params kernel_params_from_json(const nlohmann::json& j,
                                              std::string_view context = "kernel_params") {
@@ -118,7 +119,8 @@ inline kernel_params kernel_params_from_json(const nlohmann::json& j,
     namespace jd = json_detail;
     jd::field(j, context, "peak_fraction");  // also checks j is an object
     jd::only_keys(j, context, {"peak_fraction", "tile_m", "tile_n", "k_half", "memory_efficiency",
-                               "launch_overhead_us", "cuda_core_fraction", "small_tile_efficiency"});
+                               "launch_overhead_us", "cuda_core_fraction", "small_tile_efficiency",
+                               "fp8_peak_fraction"});
     kernel_params p{.peak_fraction = jd::number(j, context, "peak_fraction"),
                     .tile_m = jd::number(j, context, "tile_m"),
                     .tile_n = jd::number(j, context, "tile_n"),
@@ -128,6 +130,7 @@ inline kernel_params kernel_params_from_json(const nlohmann::json& j,
     p.cuda_core_fraction = jd::optional_number(j, context, "cuda_core_fraction").value_or(p.cuda_core_fraction);
     p.small_tile_efficiency =
         jd::optional_number(j, context, "small_tile_efficiency").value_or(p.small_tile_efficiency);
+    p.fp8_peak_fraction = jd::optional_number(j, context, "fp8_peak_fraction").value_or(p.fp8_peak_fraction);
     validate(p);
     return p;
 }

@@ -45,23 +45,35 @@ namespace trainperf {
 //           above, elsewhere the same software runs flash2;
 //   memory_efficient: the kernels before FlashAttention-2 on older GPUs (PyTorch's
 //           memory-efficient SDPA backend from xFormers, FlashAttention-1), compute
-//           capability below 8.0.
-enum class attention_kernel { flash2, flash3, memory_efficient };
+//           capability below 8.0;
+//   flash4: a Blackwell-native kernel (tcgen05 MMA with the accumulators in tensor
+//           memory): cuDNN's fused attention, which Transformer Engine prefers on Hopper
+//           and later ("Disabling FlashAttention to give FusedAttention preference on
+//           Hopper+ for performance reasons", transformer_engine/pytorch/attention/
+//           dot_product_attention/utils.py), or FlashAttention-4. FlashAttention-3 does
+//           not run on Blackwell ("FlashAttention-3 is currently not supported on NVIDIA's
+//           Blackwell generation GPUs", NVIDIA/cudnn-frontend benchmark/
+//           sdpa_benchmark_training/README.md): software that prefers flash3 or flash4
+//           runs this one at compute capability 10.0 and above.
+enum class attention_kernel { flash2, flash3, memory_efficient, flash4 };
 
 template <>
 struct enum_names<attention_kernel> {
-    static constexpr std::array<enum_name<attention_kernel>, 3> table{
+    static constexpr std::array<enum_name<attention_kernel>, 4> table{
         {{attention_kernel::flash2, "flash2"},
          {attention_kernel::flash3, "flash3"},
-         {attention_kernel::memory_efficient, "memory-efficient"}}};
+         {attention_kernel::memory_efficient, "memory-efficient"},
+         {attention_kernel::flash4, "flash4"}}};
 };
 
 // The kernel that runs when software that prefers `wanted` runs on a GPU of this
 // compute capability (major·10 + minor).
 constexpr attention_kernel attention_kernel_on(attention_kernel wanted, int compute_capability) {
     if (compute_capability < 80) return attention_kernel::memory_efficient;
-    if (wanted == attention_kernel::flash3 && compute_capability >= 90) return attention_kernel::flash3;
-    return attention_kernel::flash2;
+    if (wanted == attention_kernel::flash2 || wanted == attention_kernel::memory_efficient)
+        return attention_kernel::flash2;
+    if (compute_capability >= 100) return attention_kernel::flash4;  // flash3 or flash4 wanted
+    return compute_capability >= 90 ? attention_kernel::flash3 : attention_kernel::flash2;
 }
 
 struct attention_kernel_params {
@@ -105,17 +117,37 @@ constexpr void validate(const attention_kernel_params& p) {
 //     0.790.
 //   memory_efficient: ASSUMPTION half of flash2's Ampere efficiency (FlashAttention-1
 //     reaches 41-63 % of FlashAttention-2's rate at 16k on A100 in the same figure).
-//   Compute capability 10.0 (Blackwell): ASSUMPTION Hopper's fractions of the peak.
+// Blackwell: FITTED to NVIDIA's cuDNN frontend SDPA training benchmark (BF16, head size
+// 128, 2k-32k tokens, causal and not, 64 query heads; NVIDIA/cudnn-frontend@60e572b7 and
+// @bb37575d; tests/data/blackwell_attention_benchmarks.csv, docs/validation.md). All
+// figures are at head size 128, so head_dim_half is FlashAttention-2's 19 (ASSUMPTION).
+//   flash4, compute capability 10.0 (GB200, cuDNN 9.22): forward 0.816, backward 0.653,
+//     seq_half 532 (mean 3.9 %, max 11 % over 20 points each way);
+//   flash4, 10.3 (GB300, cuDNN 9.22): forward 0.951, backward 0.711, seq_half 456 (mean
+//     3.3 %, max 10 %);
+//   flash2, 10.0 and above (B200, the flash-attn package's FlashAttention-2, 4k-128k tokens,
+//     causal): forward 0.231, backward 0.183, seq_half 548 (mean 1.0 %, max 2.1 %): the
+//     Ampere-era kernel reaches a fifth of Blackwell's peak.
 constexpr attention_kernel_params attention_kernel_defaults(attention_kernel k, int compute_capability) {
     constexpr attention_kernel_params flash2_ampere{.forward_efficiency = 0.841, .backward_efficiency = 0.704,
                                                     .head_dim_half = 19, .seq_half = 196, .block = 128};
     attention_kernel_params p = flash2_ampere;
     switch (attention_kernel_on(k, compute_capability)) {
+        case attention_kernel::flash4:
+            if (compute_capability >= 103)
+                return {.forward_efficiency = 0.951, .backward_efficiency = 0.711, .head_dim_half = 19,
+                        .seq_half = 456, .block = 128};
+            return {.forward_efficiency = 0.816, .backward_efficiency = 0.653, .head_dim_half = 19, .seq_half = 532,
+                    .block = 128};
         case attention_kernel::flash3:
             return {.forward_efficiency = 0.944, .backward_efficiency = 0.790, .head_dim_half = 53,
                     .seq_half = 308, .block = 128};
         case attention_kernel::flash2:
-            if (compute_capability >= 90) {
+            if (compute_capability >= 100) {
+                p.forward_efficiency = 0.231;
+                p.backward_efficiency = 0.183;
+                p.seq_half = 548;
+            } else if (compute_capability >= 90) {
                 p.forward_efficiency = 0.444;
                 p.backward_efficiency = 0.372;
             }

@@ -32,6 +32,11 @@ struct kernel_params {
     // this fraction of the larger one's rate (less operand reuse). 0: the configured
     // tile only (the calibration's fixed-tile model, docs/calibration.md).
     double small_tile_efficiency = 0.0;
+    // The same as peak_fraction for fp8 GEMMs (their own kernels: Hopper's FP8 WGMMA,
+    // Blackwell's tcgen05 kind::f8f6f4); 0: peak_fraction.
+    double fp8_peak_fraction = 0.0;
+
+    constexpr double fraction_for_fp8() const { return fp8_peak_fraction > 0 ? fp8_peak_fraction : peak_fraction; }
 };
 
 constexpr void validate(const kernel_params& p) {
@@ -48,6 +53,8 @@ constexpr void validate(const kernel_params& p) {
             "must be in [0.001, 1]");
     require(p.small_tile_efficiency >= 0 && p.small_tile_efficiency <= 1, "small_tile_efficiency",
             p.small_tile_efficiency, "must be in [0, 1] (0: the configured tile only)");
+    require(p.fp8_peak_fraction == 0 || (p.fp8_peak_fraction >= 1e-3 && p.fp8_peak_fraction <= 1), "fp8_peak_fraction",
+            p.fp8_peak_fraction, "must be 0 (peak_fraction) or in [0.001, 1]");
 }
 
 // Defaults per architecture. ASSUMPTION: priors, not fits. Large bf16 GEMMs are taken
@@ -57,6 +64,18 @@ constexpr void validate(const kernel_params& p) {
 // the host's own issue time is priced apart, cost/stage_pricer.hpp). The V100 fit below measures
 // 0.71 µs there: the prior errs on the slow side for small kernels. A calibration fitted on the user's own cuBLASLt
 // measurements replaces them (docs/calibration.md).
+//
+// Hopper and Blackwell's GEMM fractions are the Maximum Achievable Matmul FLOPS measured
+// with mamf-finder (the best shape of a brute-force search, 100 iterations each; S. Bekman,
+// "Machine Learning Engineering Open Book", compute/accelerator/README.md), over the dense
+// datasheet peak: H100 SXM bf16 794.5 / 989 = 80.3 %, fp8 1402.6 / 1979 = 70.9 %; H200 SXM
+// fp8 1453.4 / 1979 = 73.4 % (Hopper: bf16 0.80, fp8 their mean 0.72); B200 bf16 1745.0 /
+// 2250 = 77.6 %, fp8 3432.5 / 4500 = 76.3 %; GB200 1822.0 / 2500 = 72.9 %, 3615.6 / 5000 =
+// 72.3 %; B300 1769.0 / 2250 = 78.6 %, 3353.3 / 4500 = 74.5 % (Blackwell: the means, bf16
+// 0.76 and fp8 0.74). Blackwell's tile: its 2-SM MMA (tcgen05, cta_group::2) computes a
+// 256 × 256 output tile on a pair of SMs, 128 × 256 per SM as on Hopper (NVIDIA/cutlass
+// SM100 2-CTA kernels: MmaTileShape 256×256 over a 2×1 cluster, its unit tests'
+// "tensorop_2cta ... 256x256x64_2x1x1").
 constexpr kernel_params default_kernel_params(gpu_architecture a) {
     switch (a) {
         case gpu_architecture::volta:
@@ -68,10 +87,12 @@ constexpr kernel_params default_kernel_params(gpu_architecture a) {
             return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 256, .k_half = 64,
                     .memory_efficiency = 0.85, .launch_overhead = microseconds_of(4.0)};
         case gpu_architecture::hopper:
-        case gpu_architecture::blackwell:
         case gpu_architecture::cdna3:  // ASSUMPTION: as Hopper; no AMD measurement behind it
             return {.peak_fraction = 0.80, .tile_m = 128, .tile_n = 256, .k_half = 128,
-                    .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0)};
+                    .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0), .fp8_peak_fraction = 0.72};
+        case gpu_architecture::blackwell:  // ASSUMPTION: k_half, memory and launch as Hopper
+            return {.peak_fraction = 0.76, .tile_m = 128, .tile_n = 256, .k_half = 128,
+                    .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0), .fp8_peak_fraction = 0.74};
     }
     return {};
 }
