@@ -32,6 +32,41 @@ attention_op problem(double batch_heads, double seq, double head_dim, bool causa
             .causal = causal, .math = dtype::fp16, .phase = phase, .kernel = kernel};
 }
 
+// The data rows of a benchmark file of tests/data (comment lines and the header, which is
+// checked, left out), each split at its commas.
+std::vector<std::vector<std::string>> benchmark_rows(const std::string& file, const std::string& header) {
+    std::ifstream in(std::filesystem::path(TRAINPERF_TEST_DATA_DIR) / file);
+    REQUIRE(in);
+    std::vector<std::vector<std::string>> rows;
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (first) {
+            CHECK(line == header);
+            first = false;
+            continue;
+        }
+        std::stringstream row(line);
+        std::vector<std::string> cells;
+        for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+        rows.push_back(cells);
+    }
+    return rows;
+}
+
+// Relative errors of one set of figures: their mean and the worst.
+struct tally {
+    double sum = 0, worst = 0;
+    int n = 0;
+    void add(double error) {
+        sum += error;
+        worst = std::max(worst, error);
+        ++n;
+    }
+    double mean() const { return sum / n; }
+};
+
 }  // namespace
 
 TEST_CASE("the kernel that runs depends on the software and the compute capability") {
@@ -98,31 +133,11 @@ TEST_CASE("the efficiency model on A100, FlashAttention-2, by hand") {
 }
 
 TEST_CASE("the model against the published FlashAttention figures it was fitted to") {
-    std::ifstream in(std::filesystem::path(TRAINPERF_TEST_DATA_DIR) / "flash_attention_benchmarks.csv");
-    REQUIRE(in);
-    struct tally {
-        double sum = 0, worst = 0;
-        int n = 0;
-    };
     std::map<std::string, tally> by_set;
-    std::string line;
-    bool header = true;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        if (header) {
-            CHECK(line == "gpu,kernel,pass,causal,head_dim,seq,tflops");
-            header = false;
-            continue;
-        }
-        std::stringstream row(line);
-        std::string gpu, kernel, pass, causal, head_dim, seq, tflops;
-        std::getline(row, gpu, ',');
-        std::getline(row, kernel, ',');
-        std::getline(row, pass, ',');
-        std::getline(row, causal, ',');
-        std::getline(row, head_dim, ',');
-        std::getline(row, seq, ',');
-        std::getline(row, tflops, ',');
+    for (const auto& cells : benchmark_rows("flash_attention_benchmarks.csv", "gpu,kernel,pass,causal,head_dim,seq,tflops")) {
+        REQUIRE(cells.size() == 7);
+        const std::string &gpu = cells[0], &kernel = cells[1], &pass = cells[2], &causal = cells[3],
+                          &head_dim = cells[4], &seq = cells[5], &tflops = cells[6];
         const gpu_spec& g = lookup_gpu(gpu);
         const kernel_params k = default_kernel_params(g);
         const double d = std::stod(head_dim), s = std::stod(seq);
@@ -139,47 +154,27 @@ TEST_CASE("the model against the published FlashAttention figures it was fitted 
             work += attention_flops(backward).value();
         }
         const double error = std::abs(work / time / 1e12 / std::stod(tflops) - 1);
-        std::ostringstream key;
-        key << gpu << ' ' << kernel << ' ' << pass;
-        tally& t = by_set[key.str()];
-        t.sum += error;
-        t.worst = std::max(t.worst, error);
-        ++t.n;
+        by_set[gpu + ' ' + kernel + ' ' + pass].add(error);
     }
     REQUIRE(by_set.size() == 4);
     for (const auto& [name, t] : by_set) {
-        INFO(name << ": mean " << t.sum / t.n << ", max " << t.worst << " over " << t.n);
+        INFO(name << ": mean " << t.mean() << ", max " << t.worst << " over " << t.n);
         // As the engine prices them (launch and memory roofline included): A100
         // FlashAttention-2 fwd+bwd 1.7 % mean, 3.4 % max; H100 FlashAttention-2 fwd+bwd
         // 3.3 % / 7.4 %, forward 5.7 % / 17 %; FlashAttention-3 forward 5.8 % / 16 %
         // (512 tokens, causal). Bands: the mean within 10 %, every point within 20 %.
-        CHECK(t.sum / t.n < 0.10);
+        CHECK(t.mean() < 0.10);
         CHECK(t.worst < 0.20);
     }
     const tally& a100 = by_set["a100-sxm-80gb flash2 forward+backward"];
-    CHECK(a100.sum / a100.n < 0.032);
+    CHECK(a100.mean() < 0.032);
 }
 
 TEST_CASE("the model against NVIDIA's published Blackwell attention figures it was fitted to") {
-    std::ifstream in(std::filesystem::path(TRAINPERF_TEST_DATA_DIR) / "blackwell_attention_benchmarks.csv");
-    REQUIRE(in);
-    struct tally {
-        double sum = 0, worst = 0;
-        int n = 0;
-    };
     std::map<std::string, tally> by_set;
-    std::string line;
-    bool header = true;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        if (header) {
-            CHECK(line == "gpu,kernel,pass,causal,head_dim,seq,batch_heads,tflops");
-            header = false;
-            continue;
-        }
-        std::stringstream row(line);
-        std::vector<std::string> f(8);
-        for (auto& cell : f) std::getline(row, cell, ',');
+    for (const auto& f :
+         benchmark_rows("blackwell_attention_benchmarks.csv", "gpu,kernel,pass,causal,head_dim,seq,batch_heads,tflops")) {
+        REQUIRE(f.size() == 8);
         const gpu_spec& g = lookup_gpu(f[0]);
         const auto kind = parse_enum<attention_kernel>("kernel", f[1]);
         // The kernel that runs is the one named (software that prefers it, on this GPU).
@@ -188,17 +183,14 @@ TEST_CASE("the model against NVIDIA's published Blackwell attention figures it w
                                 f[2] == "forward" ? op_phase::forward : op_phase::backward, kind);
         const double rate = attention_flops(op).value() / attention_time(g, op, default_kernel_params(g)).value();
         const double error = std::abs(rate / 1e12 / std::stod(f[7]) - 1);
-        tally& t = by_set[f[0] + ' ' + f[1] + ' ' + f[2]];
-        t.sum += error;
-        t.worst = std::max(t.worst, error);
-        ++t.n;
+        by_set[f[0] + ' ' + f[1] + ' ' + f[2]].add(error);
     }
     REQUIRE(by_set.size() == 6);
     for (const auto& [name, t] : by_set) {
-        INFO(name << ": mean " << t.sum / t.n << ", max " << t.worst << " over " << t.n);
+        INFO(name << ": mean " << t.mean() << ", max " << t.worst << " over " << t.n);
         // Fitted (spec/attention_kernels.hpp): cuDNN on GB200 3.9 % mean, 11 % max; GB300
         // 3.3 % / 10 %; FlashAttention-2 on B200 1.0 % / 2.1 %, as the fit computes them.
-        CHECK(t.sum / t.n < 0.06);
+        CHECK(t.mean() < 0.06);
         CHECK(t.worst < 0.15);
     }
     // FlashAttention-2 on B200 runs at about a quarter of cuDNN's Blackwell kernel's rate.

@@ -96,6 +96,42 @@ TEST_CASE("bytes per element of one FP8 cast of a bf16 tensor", "[fp8]") {
     CHECK(fp8_quantization_bytes_per_element(fp8_scaling::current, false, 2) == 5);
 }
 
+TEST_CASE("block scaling: MXFP8 on Blackwell, 1x128/128x128 blocks from Hopper on", "[fp8]") {
+    // One pass over the bf16 tensor (2 B), two FP8 copies (rowwise, columnwise) of 1 B,
+    // each with its scales: an E8M0 byte per 32 values, an fp32 per 128.
+    CHECK(fp8_quantization_bytes_per_element(fp8_scaling::mxfp8, false, 2) == Approx(2 + 2 * (1 + 1.0 / 32)));
+    CHECK(fp8_quantization_bytes_per_element(fp8_scaling::mxfp8, true, 2) == Approx(4.0625));
+    CHECK(fp8_quantization_bytes_per_element(fp8_scaling::blockwise, true, 2) == Approx(2 + 2 * (1 + 4.0 / 128)));
+    CHECK(fp8_quantization_launches(fp8_scaling::mxfp8) == 1);
+    // --precision mxfp8 is the fp8 recipe with MXFP8 scaling.
+    const precision_recipe mx = parse_precision("mxfp8");
+    CHECK(mx.kind == precision_kind::fp8);
+    CHECK(mx.scaling == fp8_scaling::mxfp8);
+    CHECK(mx.name == "mxfp8");
+    // The FP8 weight copies: both orientations with scales, 2.0625 B per parameter; the
+    // saved input of a Linear only its columnwise copy, 1.03125 B per element.
+    CHECK(fp8_weight_copy_bytes_per_parameter(mx) == Approx(2.0625));
+    CHECK(activation_formats_of(precision_on(mx, b200::spec)).fp8_linear_inputs == Approx(1.03125));
+    // MXFP8 needs Blackwell; blocks of 1x128 run from Hopper on.
+    CHECK_THROWS_WITH(check_supported(h100_sxm::spec, mx),
+                      Catch::Contains("fp8_scaling = mxfp8: needs Blackwell") && Catch::Contains("9.0"));
+    CHECK_NOTHROW(check_supported(b200::spec, mx));
+    precision_recipe blocks = recipe(precision_kind::fp8);
+    blocks.scaling = fp8_scaling::blockwise;
+    CHECK_NOTHROW(check_supported(h100_sxm::spec, blocks));
+    CHECK_THROWS_WITH(check_supported(lookup_gpu("rtx-4090"), blocks), Catch::Contains("fp8_scaling = blockwise"));
+    // A step on B200: no amax history to roll; against delayed scaling (one 1-byte copy
+    // on Blackwell) the saved Linear inputs carry their scales, 1/32 more.
+    training_setup s = setup_on(b200::spec, tiny, precision_kind::fp8, 2, 32);
+    s.precision = precision_on(s.precision, b200::spec);
+    const step_report delayed = predict(s);
+    s.precision = precision_on(mx, b200::spec);
+    const step_report block = predict(s);
+    for (const auto& op : micro_batch_workload(s).memory) CHECK(op.op.name != "fp8_amax_history_update");
+    CHECK(block.memory.activations > delayed.memory.activations);
+    CHECK(block.step_time.value() > 0);
+}
+
 TEST_CASE("the FP8 casts of one layer, delayed vs current, Hopper vs Blackwell", "[fp8]") {
     // tiny, 64 tokens: qkv 64×192 over 64, attention_out 64×64 over 64, ffn_up 64×256 over
     // 64, ffn_down 64×64 over 256.

@@ -89,11 +89,15 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                             ": data-parallel sync overlaps backward as the framework does it, or always, or never "
                             "(default framework)");
     }
-    sub->add_option("--precision", precision, enum_name_list<precision_kind>() + " (default bf16)");
+    sub->add_option("--precision", precision,
+                    enum_name_list<precision_kind>() + ", mxfp8 (fp8 with MXFP8 block scaling) (default bf16)");
     sub->add_option("--fp8-scaling", scaling,
                     enum_name_list<fp8_scaling>() +
                         ": with --precision fp8, Transformer Engine's delayed scaling (scales from an amax history, "
-                        "one read per cast) or current scaling (an amax pass before each cast) (default delayed)");
+                        "one read per cast), current scaling (an amax pass before each cast), mxfp8 (an E8M0 scale "
+                        "per 32 values; Blackwell) or blockwise (fp32 scales per 1x128 and 128x128 blocks, as "
+                        "DeepSeek-V3) (default delayed; --precision mxfp8 is fp8 with mxfp8)")
+        ->check([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); });
     sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
     sub->add_option("--finetune", finetune,
                     enum_name_list<finetune_mode>() +
@@ -208,7 +212,12 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
                 .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers,
                 .shard_group = shard_group};
     s.precision = parse_precision(precision);
-    s.precision.scaling = parse_enum<fp8_scaling>("fp8-scaling", scaling);
+    if (!scaling.empty()) {
+        const fp8_scaling asked = parse_enum<fp8_scaling>("fp8-scaling", scaling);
+        require(s.precision.name != "mxfp8" || asked == fp8_scaling::mxfp8, "fp8-scaling", scaling,
+                "--precision mxfp8 is fp8 with MXFP8 block scaling; give one of them");
+        s.precision.scaling = asked;
+    }
     require(fp8_linears(s.precision) || s.precision.scaling == fp8_scaling::delayed, "fp8-scaling", scaling,
             "applies to --precision fp8 only");
     s.optimizer = parse_optimizer(optimizer);

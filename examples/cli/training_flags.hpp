@@ -49,7 +49,7 @@ struct training_flags {
     std::string grad_reduce_dtype;
     std::string schedule = "1f1b";
     int first_stage_layers = 0, last_stage_layers = 0, shard_group = 0;
-    std::string scaling = "delayed";  // --fp8-scaling: how fp8 picks its scales (spec/precision.hpp)
+    std::string scaling;  // --fp8-scaling: how fp8 picks its scales (spec/precision.hpp); empty: the recipe's
     std::string finetune = "full", lora_targets = "q,v";  // which parameters train (spec/finetune.hpp)
     int lora_rank = 16;
     double data_ms = 0, pcie_ms = 0;

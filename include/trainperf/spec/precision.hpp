@@ -46,14 +46,36 @@ inline constexpr auto all_precisions = enum_values<precision_kind>();
 //     past amaxes (amax_history_len 1024, algo "max"); the cast computes the new amax
 //     as it goes, so each quantization reads its tensor once;
 //   current (Float8CurrentScaling): the scale is fp8_max / amax of the tensor itself,
-//     computed on the fly: one read for the amax, one for the cast.
-enum class fp8_scaling { delayed, current };
+//     computed on the fly: one read for the amax, one for the cast;
+//   mxfp8 (MXFP8BlockScaling): E4M3 values with one power-of-two (E8M0) scale per 32
+//     consecutive values along the GEMM's reduction dimension (OCP Microscaling Formats
+//     MX v1.0), computed in the cast's own pass; Blackwell's tensor cores apply the
+//     scales in the MMA (tcgen05 kind::mxf8f6f4; not on Hopper);
+//   blockwise (Float8BlockScaling): E4M3 values with an fp32 scale per 1×128 tile of
+//     activations and gradients and per 128×128 block of weights, as DeepSeek-V3 trains
+//     (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §3.3.1); compute capability 9.0
+//     and later.
+// A block-scaled tensor quantized along its rows and along its columns has different
+// blocks: TE's MXFP8 and block quantizers write both copies (rowwise and columnwise
+// data) in one pass wherever the tensor is read both ways, on Blackwell as on Hopper.
+enum class fp8_scaling { delayed, current, mxfp8, blockwise };
 
 template <>
 struct enum_names<fp8_scaling> {
-    static constexpr std::array<enum_name<fp8_scaling>, 2> table{
-        {{fp8_scaling::delayed, "delayed"}, {fp8_scaling::current, "current"}}};
+    static constexpr std::array<enum_name<fp8_scaling>, 4> table{{{fp8_scaling::delayed, "delayed"},
+                                                                  {fp8_scaling::current, "current"},
+                                                                  {fp8_scaling::mxfp8, "mxfp8"},
+                                                                  {fp8_scaling::blockwise, "blockwise"}}};
 };
+
+constexpr bool block_scaled(fp8_scaling s) { return s == fp8_scaling::mxfp8 || s == fp8_scaling::blockwise; }
+
+// Bytes of scale per FP8 value: an E8M0 byte per 32 values (MXFP8), an fp32 scale per 128
+// (the 1×128 tiles of activations and gradients; ASSUMPTION: weights' 128×128 blocks,
+// 4/16384, counted the same, a rounding error); none with one scale per tensor.
+constexpr double fp8_scale_bytes_per_element(fp8_scaling s) {
+    return s == fp8_scaling::mxfp8 ? 1.0 / 32 : s == fp8_scaling::blockwise ? 4.0 / 128 : 0.0;
+}
 
 struct precision_recipe {
     precision_kind kind = precision_kind::fp32;
@@ -166,7 +188,12 @@ constexpr precision_recipe precision_on(precision_recipe r, const gpu_spec& g) {
 // copy where the GPU needs it (one fused cast-transpose kernel). NVIDIA Transformer
 // Engine, docs/features/low_precision_training, @d0067d0d. E.g. a bf16 tensor on
 // Hopper: delayed 2 + 1 + 1 = 4 B, current 2·2 + 1 + 1 = 6 B; Blackwell 3 B and 5 B.
+//
+// Block scaling (mxfp8, blockwise) reads once and writes the rowwise and the columnwise
+// copy, each with its scales: a bf16 tensor 2 + 2·(1 + 1/32) = 4.06 B with MXFP8,
+// 2 + 2·(1 + 4/128) = 4.06 B with 1×128 blocks.
 constexpr double fp8_quantization_bytes_per_element(fp8_scaling scaling, bool transposes, double from) {
+    if (block_scaled(scaling)) return from + 2.0 * (size_of(dtype::fp8) + fp8_scale_bytes_per_element(scaling));
     const double reads = scaling == fp8_scaling::current ? 2.0 : 1.0;
     return reads * from + size_of(dtype::fp8) * (transposes ? 2.0 : 1.0);
 }
@@ -189,8 +216,12 @@ inline constexpr double fp8_backward_scaled_tensors_per_gemm = 2;
 // Bytes per FP8 weight parameter of the FP8 copies Transformer Engine keeps of the
 // Linear weights for the step: 1 B, and 1 B more for the transpose where the GPU
 // needs it; 0 for other recipes.
+// Block-scaled: both copies (the weight is read rowwise by the forward GEMM and
+// columnwise by the data gradient's), each with its scales.
 constexpr double fp8_weight_copy_bytes_per_parameter(const precision_recipe& r) {
-    return fp8_linears(r) ? size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0) : 0.0;
+    if (!fp8_linears(r)) return 0.0;
+    if (block_scaled(r.scaling)) return 2.0 * (size_of(dtype::fp8) + fp8_scale_bytes_per_element(r.scaling));
+    return size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
 }
 
 // The format of each kind of activation a layer produces. Without autocast every
@@ -237,9 +268,15 @@ constexpr activation_formats activation_formats_of(dtype activations, bool autoc
 
 // fp8: the inputs of the Linear GEMMs are kept in FP8 (fp8_weight_copy_bytes_per_parameter's
 // 1 or 2 B per element, the same count), the rest in 16 bits.
+// Block-scaled, a Linear keeps only the columnwise copy of its input with its scales (the
+// weight gradient reads it; Transformer Engine's Linear drops the rowwise data of the
+// quantized input it saves: update_usage(rowwise_usage=False),
+// transformer_engine/pytorch/module/linear.py).
 constexpr activation_formats activation_formats_of(const precision_recipe& r) {
     activation_formats x = activation_formats_of(r.activations, r.autocast);
-    if (fp8_linears(r)) x.fp8_linear_inputs = size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
+    if (fp8_linears(r))
+        x.fp8_linear_inputs = block_scaled(r.scaling) ? size_of(dtype::fp8) + fp8_scale_bytes_per_element(r.scaling)
+                                                      : size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
     return x;
 }
 
@@ -250,7 +287,15 @@ constexpr precision_recipe with_fp32_gradients(precision_recipe r) {
     return r;
 }
 
+// A recipe by name; "mxfp8" is the fp8 recipe with MXFP8 block scaling (Megatron-Core's
+// --fp8-recipe mxfp8), as Blackwell recipes name it.
 constexpr precision_recipe parse_precision(std::string_view s) {
+    if (s == "mxfp8" || s == "MXFP8") {
+        precision_recipe r = recipe(precision_kind::fp8);
+        r.name = "mxfp8";
+        r.scaling = fp8_scaling::mxfp8;
+        return r;
+    }
     return recipe(parse_enum<precision_kind>("precision", s));
 }
 
@@ -283,8 +328,19 @@ namespace precision_detail {
 
 // Throws "precision = bf16: not supported by v100-sxm2-32gb (no bf16 tensor cores)"
 // when the GPU has no math units for the recipe's GEMM dtype.
+// Block scaling needs its hardware: MXFP8 Blackwell's block-scaled MMA (compute
+// capability 10.0 and later; Transformer Engine's support matrix: MXFP8 on 10.0/10.3, not
+// on 9.0), the 1×128 / 128×128 recipe compute capability 9.0 and later.
 constexpr void check_supported(const gpu_spec& gpu, const precision_recipe& r) {
     if (!gpu.supports(r.math)) precision_detail::unsupported(gpu, r);
+    if (!fp8_linears(r)) return;
+    if (r.scaling == fp8_scaling::mxfp8 && gpu.compute_capability < 100)
+        detail::fail("fp8_scaling", "mxfp8",
+                     "needs Blackwell's block-scaled tensor cores (compute capability 10.0 or later); " +
+                         std::string(gpu.name) + " has " + std::to_string(gpu.compute_capability / 10) + "." +
+                         std::to_string(gpu.compute_capability % 10) + ": use --fp8-scaling blockwise or delayed");
+    if (r.scaling == fp8_scaling::blockwise && gpu.compute_capability < 90)
+        detail::fail("fp8_scaling", "blockwise", "needs compute capability 9.0 or later (Hopper, Blackwell)");
 }
 
 }  // namespace trainperf
