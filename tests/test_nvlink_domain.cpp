@@ -66,6 +66,9 @@ TEST_CASE("build_cluster: the domain is the system's unless asked, whole nodes o
                       Catch::Contains("nvlink_domain = 16: spans nodes only over NVLink"));
     CHECK_THROWS_WITH(build_cluster({.gpu = gb200::spec, .gpus = 144, .nvlink_domain = 70}),
                       Catch::Contains("nvlink_domain = 70: must be a multiple of gpus_per_node (4)"));
+    // Less than a node is not a domain of whole nodes (an NVLink bridge is a link kind).
+    CHECK_THROWS_WITH(build_cluster({.gpu = h100_sxm::spec, .gpus = 16, .nvlink_domain = 2}),
+                      Catch::Contains("nvlink_domain = 2: must be a multiple of gpus_per_node (8)"));
     // An H100 server joined to others over NVLink (an NVLink Switch system of 32).
     CHECK(gpus_per_domain(build_cluster({.gpu = h100_sxm::spec, .gpus = 64, .nvlink_domain = 32})) == 32);
 }

@@ -220,6 +220,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
         if (!host.is_null()) g.system.host = host_from_json(host, "system.host");
     }
     validate(g);  // the library's own ranges (core/limits.hpp) besides the stricter ones above
+    validate_system(g);
     dd::check_derived(j, gpu_derived(g));
     return g;
 }

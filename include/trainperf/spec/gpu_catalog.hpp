@@ -821,6 +821,15 @@ inline constexpr std::array<gpu_spec, 22> gpu_catalog{
     a10::spec,           t4::spec,         mi300x::spec,
 };
 
+// Every entry and the system it is sold in are valid (a failed check does not compile).
+static_assert([] {
+    for (const gpu_spec& g : gpu_catalog) {
+        validate(g);
+        validate_system(g);
+    }
+    return true;
+}());
+
 constexpr std::array<std::string_view, gpu_catalog.size()> gpu_names() {
     std::array<std::string_view, gpu_catalog.size()> names{};
     for (std::size_t i = 0; i < gpu_catalog.size(); ++i) names[i] = gpu_catalog[i].name;

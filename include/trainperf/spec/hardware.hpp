@@ -210,6 +210,12 @@ constexpr void validate(const gpu_spec& g) {
     validate_link_numbers(g.gpu_link, "gpu.gpu_link.per_direction_bytes_per_second");
     validate_link_numbers(g.host_link, "gpu.host_link.per_direction_bytes_per_second");
     require_in(g.tdp_watts, limits::board_power, "gpu.tdp_watts");
+}
+
+// The system a GPU description says it is sold in: counts in range, a domain of whole
+// nodes over NVLink, a host in range. Checked where a description is read and where a
+// cluster is built from it (spec/system.hpp), not on every prediction.
+constexpr void validate_system(const gpu_spec& g) {
     const standard_system& sys = g.system;
     require(sys.gpus_per_node >= 0 && sys.gpus_per_node <= limits::max_gpus_per_node, "gpu.system.gpus_per_node",
             sys.gpus_per_node, "must be between 0 (8) and 4096");

@@ -25,8 +25,8 @@ constexpr void validate(const link_spec& l) {
 constexpr void validate_nvlink_domain(int domain, int gpus_per_node, link_kind intra) {
     require(domain >= 0 && domain <= limits::max_gpus_per_node, "nvlink_domain", domain,
             "must be between 0 (the node) and 4096");
-    if (domain <= gpus_per_node) return;
-    if (domain % gpus_per_node != 0)  // the message is built only on failure
+    if (domain == 0 || domain == gpus_per_node) return;
+    if (domain % gpus_per_node != 0 || domain < gpus_per_node)  // the message is built only on failure
         detail::fail("nvlink_domain", domain,
                      "must be a multiple of gpus_per_node (" + std::to_string(gpus_per_node) + "): whole nodes");
     if (intra != link_kind::nvlink)  // the message is built only on failure

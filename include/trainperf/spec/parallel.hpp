@@ -210,7 +210,7 @@ constexpr void validate(const parallel_layout& p) {
         // Megatron-Core gives each virtual stage of the first (last) stage
         // num_layers_in_first (last)_pipeline_stage / vp layers (transformer_layer.py
         // get_transformer_layer_offset@767a8a81, which asserts the division).
-        if (layers % p.interleave != 0)  // the message is built only on failure (constant evaluation)
+        if (layers != 0 && layers % p.interleave != 0)  // the message is built only on failure
             detail::fail(name, layers,
                          "must be a multiple of interleave (" + std::to_string(p.interleave) +
                              "): each virtual stage holds as many layers");
@@ -261,10 +261,13 @@ struct layer_equivalents {
 };
 
 constexpr layer_equivalents split_layer_equivalents(int layers, int pp, int interleave) {
-    const long long chunks = 1LL * pp * interleave;
-    if (pp == 1 || layers % chunks == 0) return {};
-    if ((layers + 2LL) % chunks == 0) return {1, 1};
-    if ((layers + 1LL) % chunks == 0) return {0, 1};
+    // More virtual stages than layer-equivalents never split; the rest in 32 bits (a
+    // 64-bit division costs several times a 32-bit one on the planner's hot path).
+    if (pp == 1 || 1LL * pp * interleave > layers + 2LL) return {};
+    const int chunks = pp * interleave;
+    if (layers % chunks == 0) return {};
+    if ((layers + 2) % chunks == 0) return {1, 1};
+    if ((layers + 1) % chunks == 0) return {0, 1};
     return {};
 }
 
@@ -290,13 +293,15 @@ struct pipeline_split {
     constexpr bool valid() const { return first >= 1 && middle >= 0 && last >= 1; }
 };
 
-constexpr pipeline_split pipeline_split_of(const transformer_config& m, const parallel_layout& p) {
-    if (p.pp == 1) return {m.layers, 0, m.layers};
+namespace parallel_detail {
+// pipeline_split_of's other cases, out of the way of the usual one: a split that counts the
+// embedding and the loss, ⌈L/p⌉ where none splits, or the first and last stages given.
+constexpr pipeline_split uneven_split(const transformer_config& m, const parallel_layout& p) {
     if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
         const layer_equivalents counted = split_layer_equivalents(m.layers, p.pp, p.interleave);
         if (counted.total() == 0) {
-            const int even = layers_per_stage(m, p.pp);
-            return {even, even, even};
+            const int most = layers_per_stage(m, p.pp);
+            return {most, most, most};
         }
         const int per_stage = (m.layers + counted.total()) / p.pp;
         return {per_stage - counted.embedding, per_stage, per_stage - counted.loss};
@@ -307,6 +312,19 @@ constexpr pipeline_split pipeline_split_of(const transformer_config& m, const pa
     const int middle = others == 0 ? 0 : int(rest / others);
     return {p.first_stage_layers > 0 ? p.first_stage_layers : middle, middle,
             p.last_stage_layers > 0 ? p.last_stage_layers : middle};
+}
+}  // namespace parallel_detail
+
+// The usual case inline: one stage, or p·v dividing the layers (32-bit arithmetic: a
+// prediction asks for the split of several stages, the planner of every candidate).
+constexpr pipeline_split pipeline_split_of(const transformer_config& m, const parallel_layout& p) {
+    if (p.pp == 1) return {m.layers, 0, m.layers};
+    const long long chunks = 1LL * p.pp * p.interleave;
+    if (p.first_stage_layers == 0 && p.last_stage_layers == 0 && chunks <= m.layers && m.layers % int(chunks) == 0) {
+        const int even = m.layers / p.pp;
+        return {even, even, even};
+    }
+    return parallel_detail::uneven_split(m, p);
 }
 
 // The layout must fit the model: heads split over tp, layers over pp·interleave.
@@ -325,11 +343,17 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
             "micro-batch x heads per tensor-parallel rank must be at most 2^31 (the attention GEMMs' batch)");
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
     const bool explicit_split = p.first_stage_layers > 0 || p.last_stage_layers > 0;
-    require(explicit_split || interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
-            "pp x interleave must divide the number of layers, or the layers with the embedding and the loss "
-            "counted as one each (Megatron-Core's account_for_embedding/loss_in_pipeline_split)");
-    require(explicit_split || pipeline_split_of(m, p).valid(), "pp", p.pp,
-            "leaves the first or the last stage without a layer (the embedding or the loss counted as one)");
+    // An even split is always valid; only one that counts the embedding and the loss, or
+    // none that works, is checked further.
+    const long long chunks = 1LL * p.pp * p.interleave;  // pp ≤ layers here; interleave may be large
+    const bool divides = chunks <= m.layers && m.layers % int(chunks) == 0;
+    if (!explicit_split && !divides) {
+        require(interleave_splits_layers(m, p.pp, p.interleave), "interleave", p.interleave,
+                "pp x interleave must divide the number of layers, or the layers with the embedding and the loss "
+                "counted as one each (Megatron-Core's account_for_embedding/loss_in_pipeline_split)");
+        require(pipeline_split_of(m, p).valid(), "pp", p.pp,
+                "leaves the first or the last stage without a layer (the embedding or the loss counted as one)");
+    }
     if (explicit_split) {
         const int others = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
         if (!pipeline_split_of(m, p).valid())

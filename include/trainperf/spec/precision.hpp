@@ -331,9 +331,8 @@ namespace precision_detail {
 // Block scaling needs its hardware: MXFP8 Blackwell's block-scaled MMA (compute
 // capability 10.0 and later; Transformer Engine's support matrix: MXFP8 on 10.0/10.3, not
 // on 9.0), the 1×128 / 128×128 recipe compute capability 9.0 and later.
-constexpr void check_supported(const gpu_spec& gpu, const precision_recipe& r) {
-    if (!gpu.supports(r.math)) precision_detail::unsupported(gpu, r);
-    if (!fp8_linears(r)) return;
+namespace precision_detail {
+constexpr void check_block_scaling(const gpu_spec& gpu, const precision_recipe& r) {
     if (r.scaling == fp8_scaling::mxfp8 && gpu.compute_capability < 100)
         detail::fail("fp8_scaling", "mxfp8",
                      "needs Blackwell's block-scaled tensor cores (compute capability 10.0 or later); " +
@@ -341,6 +340,12 @@ constexpr void check_supported(const gpu_spec& gpu, const precision_recipe& r) {
                          std::to_string(gpu.compute_capability % 10) + ": use --fp8-scaling blockwise or delayed");
     if (r.scaling == fp8_scaling::blockwise && gpu.compute_capability < 90)
         detail::fail("fp8_scaling", "blockwise", "needs compute capability 9.0 or later (Hopper, Blackwell)");
+}
+}  // namespace precision_detail
+
+constexpr void check_supported(const gpu_spec& gpu, const precision_recipe& r) {
+    if (!gpu.supports(r.math)) precision_detail::unsupported(gpu, r);
+    if (fp8_linears(r) && block_scaled(r.scaling)) precision_detail::check_block_scaling(gpu, r);
 }
 
 }  // namespace trainperf

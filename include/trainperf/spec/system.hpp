@@ -104,6 +104,7 @@ struct cluster_request {
 // several GPUs without a GPU-to-GPU link (the GPU has none and none was named, or
 // the link named is none).
 constexpr cluster_spec build_cluster(const cluster_request& r) {
+    validate_system(r.gpu);
     require(r.gpus >= 1, "gpus", r.gpus, "must be at least 1");
     require(r.gpus_per_node >= 0, "gpus_per_node", r.gpus_per_node,
             "must be at least 1 (or 0 for min(gpus, 8))");
