@@ -251,14 +251,15 @@ TEST_CASE("fp8 memory: FP8 weight copies and FP8-saved Linear inputs", "[fp8][me
 
     // Activations per layer, s = 32, b = 2, h = 64, a = 4: sbh = 4096, 5·a·s²·b = 40960.
     // bf16 (Korthikanti): 34·4096 + 40960 = 180224 B. FP8 keeps the QKV, FFN,
-    // out-projection (l·sbh each) and FFN-down (l·sbf = 4·l·sbh) inputs in l bytes:
-    // Hopper l = 1 + 1 = 2, unchanged; Blackwell l = 1: 7·sbh less, 27·4096 + 40960 = 151552 B.
+    // out-projection (l·sbh each) and FFN-down (l·sbf = 4·l·sbh) inputs in l bytes, one
+    // copy (TE's Linear saves only the columnwise one): l = 1 on Hopper as on Blackwell,
+    // 7·sbh less, 27·4096 + 40960 = 151552 B.
     const auto per_layer = [&](const precision_recipe& r) {
         return activation_bytes_per_layer(tiny, activation_formats_of(r), 2, 32, 1, false, recompute_mode::none)
             .value();
     };
     CHECK(per_layer(recipe(precision_kind::bf16)) == 180224);
-    CHECK(per_layer(fp8) == 180224);
+    CHECK(per_layer(fp8) == 151552);
     CHECK(per_layer(fp8_blackwell) == 151552);
     // Full recompute keeps the layer input only: 2·sbh = 8192 B in every case.
     CHECK(activation_bytes_per_layer(tiny, activation_formats_of(fp8_blackwell), 2, 32, 1, false,

@@ -66,8 +66,8 @@ void print_table(const fit_table& f, std::ostream& out) {
     t.print(out);
     if (f.fp8_fits_less_than_bf16)
         out << "\nfp8 fits less than bf16 here: Transformer Engine keeps an FP8 copy of every Linear weight beside the\n"
-               "bf16 one, which outweighs what saving the Linear inputs in FP8 frees at these micro-batches (before\n"
-               "Blackwell it frees nothing: a transposed FP8 copy is kept beside each; docs/memory.md, \"Under fp8\").\n";
+               "bf16 one, which outweighs what saving the Linear inputs in FP8 (one 1-byte copy each) frees at these\n"
+               "micro-batches (docs/memory.md, \"Under fp8\").\n";
     // Fine-tuning recipes checkpoint activations (PEFT's gradient checkpointing): say
     // what the given recipe fits with it when the layout does not recompute.
     if (f.with_full_recompute)

@@ -194,13 +194,13 @@ constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, doubl
 // every recipe; like Korthikanti's, this count keeps one for the GELU.
 //
 // Under fp8 (NVIDIA Transformer Engine, docs/features/low_precision_training,
-// @d0067d0d) what a Linear keeps of its input for backward is its FP8 copy: l = 1 B per
-// element, and on Hopper also the transposed copy the wgrad reads, l = 1 + 1 B
-// (ASSUMPTION: both are kept; TE could drop the row-wise one). The QKV and FFN inputs
+// @d0067d0d) what a Linear keeps of its input for backward is one FP8 copy: l = 1 B per
+// element on Hopper as on Blackwell (TE's Linear drops the rowwise data of the input it
+// saves, linear.py update_usage(rowwise_usage=False); spec/precision.hpp
+// activation_formats_of), plus the scales when block-scaled. The QKV and FFN inputs
 // become l·sbh each, the out-projection input l·sbh, the FFN-down input l·sbf; Q, K,
 // V, the softmax, the GELU input (SwiGLU's gate and up outputs) stay 16-bit. GPT
-// layer, t = 1: Blackwell (34 − 7)·sbh + 5·as²b = 27·sbh + 5·as²b; Hopper
-// 34·sbh + 5·as²b, as in bf16.
+// layer, t = 1: (34 − 7)·sbh + 5·as²b = 27·sbh + 5·as²b.
 // Op-level selective checkpointing (recompute_mode::op_selective; torchtitan@b0902b29
 // parallelize.py) keeps, per layer, over the rank's tokens s·b:
 //   the layer input (the checkpoint's)                        n·sbh (÷ t with SP)
@@ -234,8 +234,8 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, const ac
     const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
     const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double g = size_of(x.gemm_inputs), n = size_of(x.residual), p = size_of(x.softmax_output);
-    // What a Linear keeps of its input: the GEMM-input format, or FP8 (1 B, + 1 B for
-    // Hopper's transposed copy) under fp8.
+    // What a Linear keeps of its input: the GEMM-input format, or one FP8 copy (1 B, and
+    // its scales when block-scaled) under fp8 (spec/precision.hpp activation_formats_of).
     const double lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
     const double sbh = s * b * h;
     if (r == recompute_mode::full) return bytes_of(n * sbh / (sp ? t : 1.0));

@@ -248,8 +248,8 @@ struct activation_formats {
     dtype softmax_output = dtype::fp32;     // attention probabilities as softmax writes them
     dtype elementwise_chain = dtype::fp32;  // a Python-op chain with an fp32-list op in it (gelu_new)
     // fp8 (Transformer Engine): bytes per element a Linear GEMM keeps of its input for
-    // backward, its FP8 copy (1 B) and on Hopper the transposed one (1 B) the wgrad
-    // reads; 0: the input is kept in gemm_inputs.
+    // backward, one FP8 copy (with its scales when block-scaled); 0: the input is kept
+    // in gemm_inputs.
     double fp8_linear_inputs = 0;
 
     constexpr bool mixed() const {
@@ -268,15 +268,17 @@ constexpr activation_formats activation_formats_of(dtype activations, bool autoc
 
 // fp8: the inputs of the Linear GEMMs are kept in FP8 (fp8_weight_copy_bytes_per_parameter's
 // 1 or 2 B per element, the same count), the rest in 16 bits.
-// Block-scaled, a Linear keeps only the columnwise copy of its input with its scales (the
-// weight gradient reads it; Transformer Engine's Linear drops the rowwise data of the
-// quantized input it saves: update_usage(rowwise_usage=False),
-// transformer_engine/pytorch/module/linear.py).
+// A Linear keeps one FP8 copy of its input, on Hopper as on Blackwell: the columnwise
+// one the weight gradient reads (Transformer Engine's Linear drops the rowwise data of the
+// quantized input it saves: `inputmat.update_usage(rowwise_usage=False)`,
+// transformer_engine/pytorch/module/linear.py; TE 1.x saved only the transposed copy,
+// inputmat_t), or, for a LayerNormLinear under sequence parallelism with per-tensor
+// scaling, the rowwise local shard that backward all-gathers again and transposes
+// (layernorm_linear.py: "For sequence parallel in vanilla FP8, rowwise data is to gather
+// the input"). Block-scaled copies carry their scales.
 constexpr activation_formats activation_formats_of(const precision_recipe& r) {
     activation_formats x = activation_formats_of(r.activations, r.autocast);
-    if (fp8_linears(r))
-        x.fp8_linear_inputs = block_scaled(r.scaling) ? size_of(dtype::fp8) + fp8_scale_bytes_per_element(r.scaling)
-                                                      : size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
+    if (fp8_linears(r)) x.fp8_linear_inputs = size_of(dtype::fp8) + fp8_scale_bytes_per_element(r.scaling);
     return x;
 }
 
