@@ -169,7 +169,9 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         throw usage_error("--currency: needs --price-per-gpu-hour");
     training_plan_request request;
     request.layouts.base = opt.flags.build().get();
-    const int node = opt.flags.gpus_per_node > 0 ? opt.flags.gpus_per_node : default_gpus_per_node;
+    // The node of the system the GPU is sold in unless given (a GB200/GB300 tray holds 4).
+    const int node = opt.flags.gpus_per_node > 0 ? opt.flags.gpus_per_node
+                                                 : standard_gpus_per_node(request.layouts.base.cluster.gpu);
     require_global_batch(sub, request.layouts.base, node, "a node's " + gpus_text(node));
     request.layouts.global_batch = opt.global_batch;
     request.layouts.max_micro_batch = opt.max_micro_batch;

@@ -115,6 +115,10 @@ struct enum_names<gpu_architecture> {
                                                                        {gpu_architecture::cdna3, "cdna3"}}};
 };
 
+// GPUs per node when neither a description nor the GPU's standard system says: a usual
+// 8-GPU server (HGX/DGX).
+inline constexpr int default_gpus_per_node = 8;
+
 // The system a GPU is sold in, which a description of nodes falls back on for what it
 // does not say: GPUs per node (an HGX/DGX server: 8; a GB200/GB300 NVL72 compute tray:
 // 4), GPUs of one NVLink domain (0: the node; an NVL72 rack: 72, across its trays), the
@@ -219,7 +223,7 @@ constexpr void validate_system(const gpu_spec& g) {
     const standard_system& sys = g.system;
     require(sys.gpus_per_node >= 0 && sys.gpus_per_node <= limits::max_gpus_per_node, "gpu.system.gpus_per_node",
             sys.gpus_per_node, "must be between 0 (8) and 4096");
-    const int node = sys.gpus_per_node > 0 ? sys.gpus_per_node : 8;
+    const int node = sys.gpus_per_node > 0 ? sys.gpus_per_node : default_gpus_per_node;
     require(sys.nvlink_domain == 0 || (sys.nvlink_domain <= limits::max_gpus_per_node && sys.nvlink_domain % node == 0),
             "gpu.system.nvlink_domain", sys.nvlink_domain,
             "must be 0 (the node) or a multiple of the GPUs per node, at most 4096");
@@ -228,6 +232,12 @@ constexpr void validate_system(const gpu_spec& g) {
     require(sys.adapter_gbit_per_s >= 0 && sys.adapter_gbit_per_s <= 1e5, "gpu.system.adapter_gbit_per_s",
             sys.adapter_gbit_per_s, "must be between 0 (the generation's adapter) and 100000 Gb/s");
     if (sys.host) validate(*sys.host);
+}
+
+// The GPUs per node of the system `gpu` is sold in (default_gpus_per_node where it does
+// not say).
+constexpr int standard_gpus_per_node(const gpu_spec& gpu) {
+    return gpu.system.gpus_per_node > 0 ? gpu.system.gpus_per_node : default_gpus_per_node;
 }
 
 // A compile-time hardware description: a tag type carrying a constexpr gpu_spec.

@@ -151,12 +151,6 @@ constexpr link_spec default_inter_node_link(const gpu_spec& gpu) {
     return infiniband_adapter(200);
 }
 
-// The GPUs per node of the system `gpu` is sold in (gpu_spec::system; 8 where it does
-// not say).
-constexpr int standard_gpus_per_node(const gpu_spec& gpu) {
-    return gpu.system.gpus_per_node > 0 ? gpu.system.gpus_per_node : 8;
-}
-
 // The usual system: nodes of gpus_per_node GPUs (0: the standard system's) on the
 // GPU's own link, one adapter per GPU between nodes (default_inter_node_link), the
 // standard system's NVLink domain and host.

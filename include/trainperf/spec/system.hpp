@@ -73,9 +73,6 @@ constexpr link_spec with_line_rate(link_spec link, byte_rate per_direction) {
     return link;
 }
 
-// GPUs per node when neither the description nor the GPU's standard system says: a
-// usual 8-GPU server, or fewer GPUs in one node.
-inline constexpr int default_gpus_per_node = 8;
 
 // A system as described by a user.
 struct cluster_request {
