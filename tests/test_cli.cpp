@@ -1159,6 +1159,34 @@ TEST_CASE("predict --precision fp8 reports MFU against the FP8 and the BF16 peak
                              "predict --gpu h100-sxm --model gpt2-medium --precision fp8"});
 }
 
+TEST_CASE("predict --precision nvfp4 runs the Linears in FP4 on Blackwell", "[cli][fp8][nvfp4]") {
+    const std::string base = "predict --gpu b200 --model llama3-8b --batch 1 --gpus 8 --tp 2 --sp --framework megatron-core";
+    const auto fp4 = run_json(base + " --precision nvfp4 --json");
+    const auto fp8 = run_json(base + " --precision mxfp8 --json");
+    CHECK(fp4["precision"] == "nvfp4");
+    CHECK(fp4["fp8_scaling"] == "nvfp4");
+    // Against the dense FP4 peak (9000 TFLOP/s) and the BF16 one (2250).
+    CHECK(fp4["mfu_bf16_peak"].get<double>() == Approx(fp4["mfu"].get<double>() * 9000 / 2250));
+    // Half-byte Linears: faster and smaller than MXFP8.
+    CHECK(fp4["step_time_seconds"].get<double>() < fp8["step_time_seconds"].get<double>());
+    CHECK(fp4["memory_per_gpu_bytes"].get<double>() < fp8["memory_per_gpu_bytes"].get<double>());
+    const auto text = run_cli(base + " --precision nvfp4");
+    REQUIRE(text.exit_code == 0);
+    CHECK(text.out.find("MFU / HFU (against the dense FP4 peak)") != std::string::npos);
+    const auto gpus = run_cli("gpus");
+    CHECK(gpus.out.find("FP4 TFLOP/s") != std::string::npos);
+    check_refused(std::array{"predict --gpu h100-sxm --model llama3-8b --framework megatron-core --precision nvfp4",
+                             "predict --gpu b200 --model llama3-8b --framework megatron-core --precision nvfp4 "
+                             "--fp8-scaling mxfp8",
+                             "predict --gpu b200 --model llama3-8b --framework megatron-core --precision fp8 "
+                             "--fp8-scaling nvfp4",
+                             // torchtitan's torchao: no delayed scaling, no NVFP4.
+                             "predict --gpu b200 --model llama3-8b --framework torchtitan --precision fp8",
+                             "predict --gpu b200 --model llama3-8b --framework torchtitan --precision nvfp4"});
+    const auto r = run_cli("predict --gpu h100-sxm --model llama3-8b --framework megatron-core --precision nvfp4");
+    CHECK(r.err.find("precision = nvfp4: not supported by h100-sxm (no fp4 tensor cores)") != std::string::npos);
+}
+
 TEST_CASE("a framework trains only with the optimizers, recipes and adapters its software runs", "[cli]") {
     const auto refused = [](const std::string& args, const std::string& message) {
         const auto r = run_cli("predict --gpu h100-sxm --model llama2-7b --gpus 8 " + args);
@@ -1462,8 +1490,9 @@ TEST_CASE("plan --framework any ranks every framework's layouts together", "[cli
 
 TEST_CASE("plan --framework any leaves out the frameworks that do not train the recipe", "[cli][plan][framework]") {
     const std::string request = "plan --gpu h100-sxm --model llama2-7b --gpus 8 --global-batch 64 --framework any";
-    // fp8: Megatron-Core (Transformer Engine) and torchtitan (torchao) only; the others named, with why.
-    const auto fp8 = run_json(request + " --precision fp8 --top 3 --json");
+    // fp8 with current scaling: Megatron-Core (Transformer Engine) and torchtitan (torchao)
+    // only; the others named, with why.
+    const auto fp8 = run_json(request + " --precision fp8 --fp8-scaling current --top 3 --json");
     CHECK(fp8["frameworks_searched"] == nlohmann::json::array({"megatron-core", "torchtitan"}));
     REQUIRE(fp8["frameworks_skipped"].size() == 3);
     for (const auto& s : fp8["frameworks_skipped"]) {
@@ -1473,10 +1502,20 @@ TEST_CASE("plan --framework any leaves out the frameworks that do not train the 
               std::string::npos);
     }
     for (const auto& c : fp8["best"]) CHECK((c["framework"] == "megatron-core" || c["framework"] == "torchtitan"));
-    const auto text = run_cli(request + " --precision fp8 --top 3");
+    const auto text = run_cli(request + " --precision fp8 --fp8-scaling current --top 3");
     REQUIRE(text.exit_code == 0);
     CHECK(widest_line(text.out) <= 120);
     CHECK(text.out.find("Left out, megatron: precision = fp8") != std::string::npos);
+    // Delayed scaling (the fp8 recipe's default): torchao has none, torchtitan is left out too.
+    const auto delayed = run_json(request + " --precision fp8 --top 3 --json");
+    CHECK(delayed["frameworks_searched"] == nlohmann::json::array({"megatron-core"}));
+    bool torchtitan_named = false;
+    for (const auto& s : delayed["frameworks_skipped"])
+        if (s["framework"] == "torchtitan") {
+            torchtitan_named = true;
+            CHECK(s["reason"].get<std::string>().rfind("fp8_scaling = delayed: framework torchtitan", 0) == 0);
+        }
+    CHECK(torchtitan_named);
     // 8-bit Adam: the Hugging Face Trainer, with or without DeepSpeed.
     const auto adam8bit = run_json(request + " --optimizer adam8bit --top 3 --json");
     CHECK(adam8bit["frameworks_searched"] == nlohmann::json::array({"pytorch-eager", "deepspeed"}));

@@ -29,7 +29,7 @@ constexpr transformer_config tiny{.name = "tiny", .layers = 2, .hidden = 64, .he
 // b = 2, s = 32: 64 tokens, t = 1.
 layer_context fp8_context(fp8_scaling scaling, bool transposes, const transformer_config& m = tiny) {
     return {.micro_batch = 2, .seq = 32, .tp = 1, .math = dtype::bf16, .activations = dtype::bf16,
-            .code = m.code, .fp8_linears = true, .scaling = scaling, .fp8_transposes = transposes};
+            .code = m.code, .quantized_linears = true, .scaling = scaling, .fp8_transposes = transposes};
 }
 
 training_setup setup_on(const gpu_spec& gpu, const transformer_config& m, precision_kind p, int batch, int seq) {
@@ -74,7 +74,7 @@ TEST_CASE("fp8 runs the Linear GEMMs in FP8 and keeps the attention core and the
                                                        4, 1024)).gemms)
         CHECK(g.op.shape.math == dtype::bf16);
     const layer_context c = layer_context_of(s);
-    CHECK(c.fp8_linears);
+    CHECK(c.quantized_linears);
     CHECK(c.math == dtype::bf16);
     CHECK(c.fp8_transposes);  // Hopper
     CHECK_FALSE(layer_context_of(setup_on(b200::spec, gpt2_medium::config, precision_kind::fp8, 4, 1024))
@@ -132,6 +132,105 @@ TEST_CASE("block scaling: MXFP8 on Blackwell, 1x128/128x128 blocks from Hopper o
     CHECK(block.step_time.value() > 0);
 }
 
+TEST_CASE("NVFP4: E2M1 Linears with E4M3 scales per 16 values, on Blackwell's FP4 tensor cores", "[fp8][nvfp4]") {
+    // The recipe: the fp8 kind (Transformer Engine's low-precision recipes), FP4 math.
+    const precision_recipe fp4 = parse_precision("nvfp4");
+    CHECK(fp4.kind == precision_kind::fp8);
+    CHECK(fp4.math == dtype::fp4);
+    CHECK(fp4.scaling == fp8_scaling::nvfp4);
+    CHECK(fp4.name == "nvfp4");
+    CHECK(quantized_linears(fp4));
+    CHECK(high_precision_math(fp4) == dtype::bf16);
+    CHECK(size_of(dtype::fp4) == 0.5);
+    // A value is half a byte and carries 1/16 of an E4M3 scale byte.
+    CHECK(quantized_bytes_per_element(fp8_scaling::nvfp4) == 0.5625);
+    CHECK(quantized_bytes_per_element(fp8_scaling::mxfp8) == 1.03125);
+    // One cast of a bf16 tensor: the amax pass and the cast read it (2 · 2 B); the cast
+    // writes both copies (2 · 0.5625 B). Three kernels, four for a gradient.
+    CHECK(fp8_quantization_bytes_per_element(fp8_scaling::nvfp4, false, 2) == 5.125);
+    CHECK(fp8_quantization_launches(fp8_scaling::nvfp4) == 3);
+    CHECK(fp8_quantization_launches(fp8_scaling::nvfp4, true) == 4);
+    // Weight copies: both orientations, 1.125 B per parameter; a saved Linear input one
+    // columnwise copy, 0.5625 B per element.
+    CHECK(fp8_weight_copy_bytes_per_parameter(fp4) == 1.125);
+    CHECK(activation_formats_of(precision_on(fp4, b200::spec)).fp8_linear_inputs == 0.5625);
+
+    // Only a GPU with an FP4 peak runs it; FP4 math and nvfp4 scaling go together.
+    CHECK_THROWS_WITH(check_supported(h100_sxm::spec, fp4),
+                      "precision = nvfp4: not supported by h100-sxm (no fp4 tensor cores)");
+    for (const char* name : {"b200", "b300", "gb200", "gb300"}) CHECK_NOTHROW(check_supported(lookup_gpu(name), fp4));
+    precision_recipe wrong = fp4;
+    wrong.scaling = fp8_scaling::mxfp8;
+    CHECK_THROWS_WITH(check_supported(b200::spec, wrong), Catch::StartsWith("fp8_scaling = mxfp8: is not NVFP4's"));
+    wrong = recipe(precision_kind::fp8);
+    wrong.scaling = fp8_scaling::nvfp4;
+    CHECK_THROWS_WITH(check_supported(b200::spec, wrong), Catch::StartsWith("fp8_scaling = nvfp4: is FP4's"));
+
+    // The layer: the Linears' 12 GEMMs in FP4, the core and the head in bf16.
+    training_setup s = setup_on(b200::spec, tiny, precision_kind::fp8, 2, 32);
+    s.precision = fp4;
+    int fp4_gemms = 0;
+    for (const auto& g : micro_batch_workload(s).gemms) {
+        INFO(g.op.name);
+        CHECK(g.op.shape.math == (is_linear(g.op.name) ? dtype::fp4 : dtype::bf16));
+        fp4_gemms += g.op.shape.math == dtype::fp4;
+    }
+    CHECK(fp4_gemms == 12);  // one layer's ops (the stage counts its layers)
+    // The casts of one layer (the elements of the FP8 test below): 5.125 B each; per block
+    // two Linears of 3 launches, 4 for the output gradients.
+    const auto ops = layer_fp8_quantization_ops(tiny, layer_context_of(s));
+    REQUIRE(ops.size() == 6);
+    const double elements[] = {8192, 16384, 16384, 20480, 32768, 20480};
+    const double launches[] = {6, 6, 8, 6, 6, 8};
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        CHECK(ops[i].moved.value() == elements[i] * 5.125);
+        CHECK(ops[i].launches == launches[i]);
+    }
+    // Saved Linear inputs, 7·sbh elements per layer (see "fp8 memory" below), at 0.5625 B
+    // instead of 2: 180224 - 7·4096·1.4375 = 139008 B per layer.
+    CHECK(activation_bytes_per_layer(tiny, activation_formats_of(precision_on(fp4, b200::spec)), 2, 32, 1, false,
+                                     recompute_mode::none)
+              .value() == 139008);
+    // 98304 projection parameters at 1.125 B of FP4 copies.
+    CHECK(memory_of(s).breakdown.weight_copies.value() == 98304 * 1.125);
+
+    // The FP4 peak and its own fraction: a large FP4 GEMM runs at 9000 · 0.72 against
+    // FP8's 4500 · 0.74 on B200.
+    const kernel_params p = default_kernel_params(gpu_architecture::blackwell);
+    CHECK(p.fraction_for_fp4() == 0.72);
+    const kernel_cost_model km(b200::spec, p);
+    const gemm_shape big{16384, 16384, 16384, 1, dtype::fp4};
+    gemm_shape big8 = big;
+    big8.math = dtype::fp8;
+    CHECK(km.gemm_time(big).value() / km.gemm_time(big8).value() == Approx(4500 * 0.74 / (9000 * 0.72)).epsilon(0.02));
+
+    // MFU against the dense FP4 peak, and against bf16's.
+    const step_report r = predict(s);
+    CHECK(r.low_precision);
+    CHECK(r.mfu == Approx(r.model_flops_per_gpu.value() / 9000e12));
+    CHECK(r.mfu_bf16_peak == Approx(r.model_flops_per_gpu.value() / 2250e12));
+    check_postconditions(r);
+}
+
+TEST_CASE("a framework scales its quantized Linears only as its software does", "[fp8][framework]") {
+    // torchtitan's Float8 (torchao) has no delayed scaling and no NVFP4: refused by name.
+    training_setup s = setup_on(b200::spec, tiny, precision_kind::fp8, 2, 32);
+    s.framework = torchtitan_profile;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("fp8_scaling = delayed: framework torchtitan") &&
+                                       Catch::Contains("does not scale its quantized Linears this way") &&
+                                       Catch::Contains("current") && Catch::Contains("megatron-core"));
+    s.precision.scaling = fp8_scaling::current;
+    CHECK_NOTHROW(validate(s));
+    s.precision = parse_precision("mxfp8");
+    CHECK_NOTHROW(validate(s));
+    s.precision = parse_precision("nvfp4");
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("fp8_scaling = nvfp4: framework torchtitan"));
+    // Megatron-Core runs all five.
+    s.framework = megatron_core_profile;
+    for (const fp8_scaling k : enum_values<fp8_scaling>()) CHECK(s.framework.fp8_scalings.contains(k));
+    CHECK_NOTHROW(validate(s));
+}
+
 TEST_CASE("the FP8 casts of one layer, delayed vs current, Hopper vs Blackwell", "[fp8]") {
     // tiny, 64 tokens: qkv 64×192 over 64, attention_out 64×64 over 64, ffn_up 64×256 over
     // 64, ffn_down 64×64 over 256.
@@ -167,7 +266,7 @@ TEST_CASE("the FP8 casts of one layer, delayed vs current, Hopper vs Blackwell",
     CHECK(layer_fp8_quantization_ops(tiny, fp8_context(fp8_scaling::delayed, true))[0].moved.value() == 32768);
     // None without fp8.
     layer_context bf16 = fp8_context(fp8_scaling::delayed, true);
-    bf16.fp8_linears = false;
+    bf16.quantized_linears = false;
     CHECK(layer_fp8_quantization_ops(tiny, bf16).empty());
 }
 
@@ -288,7 +387,7 @@ TEST_CASE("fp8 static state of a bare parameter count counts the FP8 copies", "[
 TEST_CASE("fp8 reports MFU against the FP8 peak and against the BF16 peak", "[fp8][step]") {
     const training_setup s = setup_on(h100_sxm::spec, gpt2_medium::config, precision_kind::fp8, 8, 1024);
     const step_report r = predict(s);
-    CHECK(r.fp8);
+    CHECK(r.low_precision);
     // Same FLOP rate over peaks 1979 and 989.4 TFLOP/s: mfu_bf16_peak = mfu · 1979/989.4.
     CHECK(r.mfu == Approx(r.model_flops_per_gpu.value() / 1979e12));
     CHECK(r.mfu_bf16_peak == Approx(r.model_flops_per_gpu.value() / 989.4e12));
@@ -296,7 +395,7 @@ TEST_CASE("fp8 reports MFU against the FP8 peak and against the BF16 peak", "[fp
     CHECK(r.hfu_bf16_peak == Approx(r.hfu * 1979 / 989.4));
     check_postconditions(r);
     const step_report bf16 = predict(setup_on(h100_sxm::spec, gpt2_medium::config, precision_kind::bf16, 8, 1024));
-    CHECK_FALSE(bf16.fp8);
+    CHECK_FALSE(bf16.low_precision);
     CHECK(bf16.mfu_bf16_peak == 0);
     CHECK(bf16.mfu == Approx(bf16.model_flops_per_gpu.value() / 989.4e12));
 }
@@ -345,7 +444,7 @@ TEST_CASE("TE's GEMM speedups on H200 are reproduced within 20 %", "[fp8][valida
     };
     const layer_context bf16{.micro_batch = 4, .seq = 2048, .tp = 1, .math = dtype::bf16, .activations = dtype::bf16};
     layer_context delayed = bf16;
-    delayed.fp8_linears = true;
+    delayed.quantized_linears = true;
     delayed.fp8_transposes = fp8_needs_transposes(gpu);
     layer_context current = delayed;
     current.scaling = fp8_scaling::current;

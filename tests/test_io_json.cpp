@@ -439,8 +439,8 @@ TEST_CASE("bad description files throw std::invalid_argument naming the file and
     j["peak_dense_flops_per_second"]["fp16"]["accumulate"] = "fp16";
     expect(j, "peak_dense_flops_per_second.fp16.accumulate", "must be \"fp32\"");
     j = good;
-    j["peak_dense_flops_per_second"]["fp4"] = nullptr;
-    expect(j, "peak_dense_flops_per_second.fp4", "unknown dtype");
+    j["peak_dense_flops_per_second"]["fp6"] = nullptr;
+    expect(j, "peak_dense_flops_per_second.fp6", "unknown dtype");
     j = good;
     j["gpu_link"]["efficiency"] = 0;
     expect(j, "gpu_link.efficiency", "(0, 1]");

@@ -797,8 +797,12 @@ TEST_CASE("a search across frameworks leaves out those that do not train the rec
         for (const framework_profile& fw : r.searched) searched.insert(std::string(fw.name));
         return searched;
     };
-    // fp8: Megatron-Core with Transformer Engine and torchtitan with torchao only.
+    // fp8 with current scaling: Megatron-Core with Transformer Engine and torchtitan with
+    // torchao only; with delayed scaling, which torchao lacks, Megatron-Core alone.
     request.base.precision = recipe(precision_kind::fp8);
+    const framework_plan_result delayed = plan_across(request, framework_profiles, options);
+    CHECK(names(delayed) == std::set<std::string>{"megatron-core"});
+    request.base.precision.scaling = fp8_scaling::current;
     const framework_plan_result fp8 = plan_across(request, framework_profiles, options);
     CHECK(names(fp8) == std::set<std::string>{"megatron-core", "torchtitan"});
     REQUIRE(fp8.skipped.size() == 3);

@@ -43,13 +43,13 @@ void print_gpus(std::ostream& out, std::span<const gpu_spec> gpu_catalog) {
     spec.print(out);
 
     out << "\nDense peak math rates (tensor cores for tf32 and below, fp32 accumulate;"
-           " '-' = not supported)\n\n";
+           " FP4 = NVFP4; '-' = not supported)\n\n";
     table peaks({"gpu", "FP32 TFLOP/s", "TF32 TFLOP/s", "FP16 TFLOP/s", "BF16 TFLOP/s",
-                 "FP8 TFLOP/s", "INT8 TOP/s"});
+                 "FP8 TFLOP/s", "FP4 TFLOP/s", "INT8 TOP/s"});
     for (const gpu_spec& g : gpu_catalog)
         peaks.add_row({str(g.name), tflops_cell(g, dtype::fp32), tflops_cell(g, dtype::tf32),
                        tflops_cell(g, dtype::fp16), tflops_cell(g, dtype::bf16),
-                       tflops_cell(g, dtype::fp8), tflops_cell(g, dtype::int8)});
+                       tflops_cell(g, dtype::fp8), tflops_cell(g, dtype::fp4), tflops_cell(g, dtype::int8)});
     peaks.print(out);
 
     out << "\nLinks (per direction = each way; total = both ways, as datasheets quote;"
@@ -136,10 +136,11 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
         using set_type = std::remove_cvref_t<decltype(set)>;
         return set == set_type::all() ? std::string("all") : set.empty() ? std::string("-") : names_of(set, " ");
     };
-    table trains({"framework", "optimizers", "precisions", "fine-tuning", "optimizers on host"});
+    table trains({"framework", "optimizers", "precisions", "fp8 scalings", "fine-tuning", "optimizers on host"});
     for (const framework_profile& f : profiles)
-        trains.add_row({str(f.name), listed(f.optimizers), listed(f.precisions), listed(f.finetune_modes),
-                        f.optimizer_offload ? listed(f.host_optimizers) : "-"});
+        trains.add_row({str(f.name), listed(f.optimizers), listed(f.precisions),
+                        f.precisions.contains(precision_kind::fp8) ? listed(f.fp8_scalings) : "-",
+                        listed(f.finetune_modes), f.optimizer_offload ? listed(f.host_optimizers) : "-"});
     trains.print(out);
 }
 

@@ -94,9 +94,11 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     t.add_row({r.frozen_base ? "hardware FLOP rate per GPU (what runs: no frozen wgrad, adapters)"
                              : "hardware FLOP rate per GPU (with recompute)",
                fixed(r.hardware_flops_per_gpu.value() / 1e12, 1) + " TFLOP/s"});
-    t.add_row({r.fp8 ? "MFU / HFU (against the dense FP8 peak)" : "MFU / HFU",
+    t.add_row({r.low_precision ? s.precision.math == dtype::fp4 ? "MFU / HFU (against the dense FP4 peak)"
+                                                                : "MFU / HFU (against the dense FP8 peak)"
+                               : "MFU / HFU",
                fixed(100 * r.mfu, 1) + " % / " + fixed(100 * r.hfu, 1) + " %"});
-    if (r.fp8)
+    if (r.low_precision)
         t.add_row({"MFU / HFU against the dense BF16 peak",
                    fixed(100 * r.mfu_bf16_peak, 1) + " % / " + fixed(100 * r.hfu_bf16_peak, 1) + " %"});
     t.add_row({"bottleneck", std::string(to_string(r.bottleneck))});

@@ -90,13 +90,16 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                             "(default framework)");
     }
     sub->add_option("--precision", precision,
-                    enum_name_list<precision_kind>() + ", mxfp8 (fp8 with MXFP8 block scaling) (default bf16)");
+                    enum_name_list<precision_kind>() +
+                        ", mxfp8 (fp8 with MXFP8 block scaling), nvfp4 (Transformer Engine's NVFP4 Linears: E2M1 "
+                        "values, E4M3 scales per 16; Blackwell) (default bf16)");
     sub->add_option("--fp8-scaling", scaling,
                     enum_name_list<fp8_scaling>() +
                         ": with --precision fp8, Transformer Engine's delayed scaling (scales from an amax history, "
                         "one read per cast), current scaling (an amax pass before each cast), mxfp8 (an E8M0 scale "
                         "per 32 values; Blackwell) or blockwise (fp32 scales per 1x128 and 128x128 blocks, as "
-                        "DeepSeek-V3) (default delayed; --precision mxfp8 is fp8 with mxfp8)")
+                        "DeepSeek-V3); nvfp4 is --precision nvfp4's own (default delayed; --precision mxfp8 is fp8 "
+                        "with mxfp8)")
         ->check([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); });
     sub->add_option("--optimizer", optimizer, enum_name_list<optimizer_kind>() + " (default adamw)");
     sub->add_option("--finetune", finetune,
@@ -214,12 +217,14 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
     s.precision = parse_precision(precision);
     if (!scaling.empty()) {
         const fp8_scaling asked = parse_enum<fp8_scaling>("fp8-scaling", scaling);
-        require(s.precision.name != "mxfp8" || asked == fp8_scaling::mxfp8, "fp8-scaling", scaling,
-                "--precision mxfp8 is fp8 with MXFP8 block scaling; give one of them");
+        const bool named = s.precision.name == "mxfp8" || s.precision.name == "nvfp4";
+        require(!named || asked == s.precision.scaling, "fp8-scaling", scaling,
+                "--precision " + std::string(s.precision.name) + " has its own scaling (" +
+                    std::string(to_string(s.precision.scaling)) + "); give one of them");
         s.precision.scaling = asked;
     }
-    require(fp8_linears(s.precision) || s.precision.scaling == fp8_scaling::delayed, "fp8-scaling", scaling,
-            "applies to --precision fp8 only");
+    require(quantized_linears(s.precision) || s.precision.scaling == fp8_scaling::delayed, "fp8-scaling", scaling,
+            "applies to --precision fp8, mxfp8 and nvfp4 only");
     s.optimizer = parse_optimizer(optimizer);
     // Adam is priced as AdamW (the same two fp32 moments and the same passes per step;
     // AdamW only decouples the weight decay): said, not silent.
@@ -306,9 +311,11 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
             ? " --finetune " + std::string(to_string(s.finetune.mode)) + " --lora-rank " +
                   std::to_string(s.finetune.rank) + " --lora-targets " + lora_targets_text(s.finetune.targets)
             : "";
-    const std::string scaling = fp8_linears(s.precision) && s.precision.scaling != fp8_scaling::delayed
-                                    ? " --fp8-scaling " + std::string(to_string(s.precision.scaling))
-                                    : "";
+    // The scaling where it is not the named recipe's own (fp8's delayed, mxfp8's, nvfp4's).
+    const std::string scaling =
+        quantized_linears(s.precision) && s.precision.scaling != parse_precision(s.precision.name).scaling
+            ? " --fp8-scaling " + std::string(to_string(s.precision.scaling))
+            : "";
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
            std::string(s.precision.name) + scaling + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
            framework + grads + switches + " " + nodes;

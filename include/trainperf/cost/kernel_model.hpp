@@ -184,6 +184,7 @@ public:
             const auto peak = gpu.peak.of(dtype(i));
             const double fraction = dtype(i) == dtype::fp32  ? p.cuda_core_fraction
                                     : dtype(i) == dtype::fp8 ? p.fraction_for_fp8()
+                                    : dtype(i) == dtype::fp4 ? p.fraction_for_fp4()
                                                              : p.peak_fraction;
             seconds_per_flop_[i] = peak ? 1.0 / (peak->value() * gpu.clock_ratio() * fraction) : 0.0;
         }

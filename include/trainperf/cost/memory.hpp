@@ -469,7 +469,7 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     // module keeps it in a workspace the next micro-batch overwrites), split by tp, not
     // sharded by ZeRO-3; counted at the forward-backward peak only, though TE keeps
     // the workspace through the optimizer step too.
-    if (fp8_linears(r))
+    if (quantized_linears(r))
         mb.weight_copies = bytes_of(stage_layers * layer_projection_matrix_parameters(m) / t *
                                     fp8_weight_copy_bytes_per_parameter(r));
     else if (r.autocast && ft.freezes_base())

@@ -92,10 +92,11 @@ struct step_report {
     // A causal attention core run by a fused kernel that skips the masked half: MFU
     // (PaLM's count) can exceed HFU (what runs).
     bool causal_attention_skipped = false;
-    // fp8 (Transformer Engine): mfu and hfu are against the GPU's dense FP8 peak (the
-    // recipe's math); these are the same FLOP rates against its dense bf16 peak, the
-    // figure 16-bit runs are quoted against. 0 for other recipes.
-    bool fp8 = false;
+    // fp8 and nvfp4 (Transformer Engine's quantized Linears): mfu and hfu are against the
+    // GPU's dense FP8 or FP4 peak (the recipe's math); these are the same FLOP rates
+    // against its dense bf16 peak, the figure 16-bit runs are quoted against. 0 for other
+    // recipes.
+    bool low_precision = false;
     double mfu_bf16_peak = 0;
     double hfu_bf16_peak = 0;
     memory_breakdown memory{};
@@ -303,9 +304,9 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
     const flop_rate peak = s.cluster.gpu.peak_for(s.precision.math);
     const flop_rate model_flops_per_gpu = samples * flop.model / step_time / double(gpus);
     const flop_rate hardware_flops_per_gpu = samples * flop.hardware / step_time / double(gpus);
-    const bool fp8 = fp8_linears(s.precision);
-    // fp8: the same rates against the bf16 peak (unused otherwise).
-    const flop_rate bf16 = fp8 ? s.cluster.gpu.peak_for(dtype::bf16) : flop_rate::from_value(0.0);
+    const bool low_precision = quantized_linears(s.precision);
+    // fp8, nvfp4: the same rates against the bf16 peak (unused otherwise).
+    const flop_rate bf16 = low_precision ? s.cluster.gpu.peak_for(dtype::bf16) : flop_rate::from_value(0.0);
 
     // The bottleneck: what the step spends most of its time on, unless it does not fit.
     const std::array<std::pair<bottleneck_kind, seconds>, 5> parts{{
@@ -340,9 +341,9 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
             .hfu_ceiling = std::max(1.0, s.cluster.gpu.clock_ratio()),
             .frozen_base = s.finetune.freezes_base(),
             .causal_attention_skipped = skips_masked_attention(s),
-            .fp8 = fp8,
-            .mfu_bf16_peak = fp8 ? double(model_flops_per_gpu / bf16) : 0.0,
-            .hfu_bf16_peak = fp8 ? double(hardware_flops_per_gpu / bf16) : 0.0,
+            .low_precision = low_precision,
+            .mfu_bf16_peak = low_precision ? double(model_flops_per_gpu / bf16) : 0.0,
+            .hfu_bf16_peak = low_precision ? double(hardware_flops_per_gpu / bf16) : 0.0,
             .memory = memory.breakdown,
             .memory_capacity = memory.capacity,
             .fits = memory.fits,

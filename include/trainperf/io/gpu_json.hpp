@@ -13,6 +13,9 @@
 //    "system": {"gpus_per_node": 8, "nvlink_domain": 0, "adapter_gbit_per_s": 0,
 //               "host": null}}
 //
+// The peak of "fp4" (NVFP4 on Blackwell's tensor cores) may be left out (a later
+// addition; absent: none, as null).
+//
 // "system" is the system the GPU is sold in, the defaults of a run's nodes (spec/hardware.hpp
 // standard_system; "host" a host object as a system file's, or null); it is optional
 // (a later addition; absent: 8-GPU nodes, the generation's adapter, the default host).
@@ -175,6 +178,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
     bool any = false;
     for (dtype t : all_dtypes) {
         const std::string name(to_string(t));
+        if (t == dtype::fp4 && !peaks.contains(name)) continue;  // a later addition: absent, none
         const auto& p = dd::field(peaks, pctx, name);
         if (p.is_null()) continue;  // no such unit or mode on this GPU
         const std::string ctx = pctx + "." + name;
@@ -193,6 +197,7 @@ inline gpu_spec gpu_from_json(const nlohmann::json& j) {
             case dtype::bf16: g.peak.bf16 = v; break;
             case dtype::fp8: g.peak.fp8 = v; break;
             case dtype::int8: g.peak.int8 = v; break;
+            case dtype::fp4: g.peak.fp4 = v; break;
         }
         any = true;
     }

@@ -106,13 +106,15 @@ inline nlohmann::json to_json(const kernel_params& p) {
             {"launch_overhead_us", p.launch_overhead.value() * 1e6},
             {"cuda_core_fraction", p.cuda_core_fraction},
             {"small_tile_efficiency", p.small_tile_efficiency},
-            {"fp8_peak_fraction", p.fp8_peak_fraction}};
+            {"fp8_peak_fraction", p.fp8_peak_fraction},
+            {"fp4_peak_fraction", p.fp4_peak_fraction}};
 }
 
-// Every field is required (cuda_core_fraction, small_tile_efficiency and
-// fp8_peak_fraction, added later, default to kernel_params's 0.9, 0: the configured tile
-// only, the model files written before them were fitted with, and 0: peak_fraction) and unknown fields are rejected, so a typo
-// cannot silently fall back to a default.
+// Every field is required (cuda_core_fraction, small_tile_efficiency, fp8_peak_fraction
+// and fp4_peak_fraction, added later, default to kernel_params's 0.9, 0: the configured
+// tile only, the model files written before them were fitted with, 0: peak_fraction and
+// 0: fp8's) and unknown fields are rejected, so a typo cannot silently fall back to a
+// default.
 inline kernel_params kernel_params_from_json(const nlohmann::json& j,
                                              std::string_view context = "kernel_params") {
     io::require_nesting(j, context, max_json_depth);
@@ -120,7 +122,7 @@ inline kernel_params kernel_params_from_json(const nlohmann::json& j,
     jd::field(j, context, "peak_fraction");  // also checks j is an object
     jd::only_keys(j, context, {"peak_fraction", "tile_m", "tile_n", "k_half", "memory_efficiency",
                                "launch_overhead_us", "cuda_core_fraction", "small_tile_efficiency",
-                               "fp8_peak_fraction"});
+                               "fp8_peak_fraction", "fp4_peak_fraction"});
     kernel_params p{.peak_fraction = jd::number(j, context, "peak_fraction"),
                     .tile_m = jd::number(j, context, "tile_m"),
                     .tile_n = jd::number(j, context, "tile_n"),
@@ -131,6 +133,7 @@ inline kernel_params kernel_params_from_json(const nlohmann::json& j,
     p.small_tile_efficiency =
         jd::optional_number(j, context, "small_tile_efficiency").value_or(p.small_tile_efficiency);
     p.fp8_peak_fraction = jd::optional_number(j, context, "fp8_peak_fraction").value_or(p.fp8_peak_fraction);
+    p.fp4_peak_fraction = jd::optional_number(j, context, "fp4_peak_fraction").value_or(p.fp4_peak_fraction);
     validate(p);
     return p;
 }

@@ -87,8 +87,8 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"data_parallel_sync_seconds", r.data_parallel_sync.value()},
             {"bottleneck", std::string(to_string(r.bottleneck))}};
     if (s.layout.offload == offload_mode::optimizer) j["offload"] = offload_json(r);
-    if (r.fp8) {
-        // mfu/hfu above are against the FP8 peak (the recipe's math).
+    if (r.low_precision) {
+        // mfu/hfu above are against the FP8 or FP4 peak (the recipe's math).
         j["fp8_scaling"] = std::string(to_string(s.precision.scaling));
         j["mfu_bf16_peak"] = r.mfu_bf16_peak;
         j["hfu_bf16_peak"] = r.hfu_bf16_peak;

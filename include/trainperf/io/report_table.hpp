@@ -132,7 +132,7 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             s.framework.cuda_graphs,
             s.framework.compiled,
             text(to_string(stored_precision(s).gradients)),
-            fp8_linears(s.precision) ? text(to_string(s.precision.scaling)) : table_cell{},
+            quantized_linears(s.precision) ? text(to_string(s.precision.scaling)) : table_cell{},
             text(to_string(s.finetune.mode)),
             s.finetune.freezes_base() ? whole(s.finetune.rank) : table_cell{},
             s.finetune.freezes_base() ? text(lora_targets_text(s.finetune.targets)) : table_cell{},
@@ -180,9 +180,9 @@ inline std::vector<table_cell> step_figure_cells(const step_report& r) {
             r.hardware_flops_per_gpu.value() / tera,
             100 * r.mfu,
             100 * r.hfu,
-            // fp8 only: the same rates against the dense bf16 peak (empty otherwise).
-            r.fp8 ? table_cell(100 * r.mfu_bf16_peak) : table_cell{},
-            r.fp8 ? table_cell(100 * r.hfu_bf16_peak) : table_cell{}};
+            // fp8 and nvfp4 only: the same rates against the dense bf16 peak (empty otherwise).
+            r.low_precision ? table_cell(100 * r.mfu_bf16_peak) : table_cell{},
+            r.low_precision ? table_cell(100 * r.hfu_bf16_peak) : table_cell{}};
 }
 
 // Memory per GPU: the total, what the device can use, the phase that peaks, the

@@ -38,12 +38,41 @@ struct fit_table {
     bool fp8_fits_less_than_bf16 = false;
 };
 
+namespace fit_table_detail {
+// Whether the setup's GPU and framework run the recipe (check_supported and the
+// framework's scalings of quantized Linears).
+inline bool runs(const training_setup& base, const precision_recipe& r) {
+    if (!base.framework.precisions.contains(r.kind)) return false;
+    if (quantized_linears(r) && !base.framework.fp8_scalings.contains(r.scaling)) return false;
+    try {
+        check_supported(base.cluster.gpu, r);
+    } catch (const invalid_argument&) {
+        return false;
+    }
+    return true;
+}
+}  // namespace fit_table_detail
+
+// A column's recipe: the base's own where it is of that kind (its scaling: MXFP8, NVFP4
+// kept), else the standard one; under fp8, scaled the first way (delayed, current, mxfp8,
+// blockwise) the framework and the GPU run (torchtitan: current).
+inline precision_recipe column_recipe(const training_setup& base, precision_kind p) {
+    if (p == base.precision.kind) return base.precision;
+    precision_recipe r = recipe(p);
+    if (!quantized_linears(r)) return r;
+    for (fp8_scaling k : {fp8_scaling::delayed, fp8_scaling::current, fp8_scaling::mxfp8, fp8_scaling::blockwise}) {
+        r.scaling = k;
+        if (fit_table_detail::runs(base, r)) break;
+    }
+    return r;
+}
+
 inline fit_table fit_table_of(const fit_table_request& r) {
     validate(r.base);  // also where no recipe is left to try (one the GPU cannot run)
     fit_table t{.base = r.base};
     const framework_profile& fw = r.base.framework;
     for (precision_kind p : all_precisions)
-        if (r.base.cluster.gpu.supports(recipe(p).math) && fw.precisions.contains(p) &&
+        if (fit_table_detail::runs(r.base, column_recipe(r.base, p)) &&
             (!r.only_base_precision || p == r.base.precision.kind))
             t.precisions.push_back(p);
     const bool on_host = r.base.layout.offload == offload_mode::optimizer;
@@ -55,7 +84,7 @@ inline fit_table fit_table_of(const fit_table_request& r) {
         auto& row = t.largest.emplace_back();
         for (precision_kind p : t.precisions) {
             training_setup s = r.base;
-            s.precision = recipe(p);
+            s.precision = column_recipe(r.base, p);
             s.optimizer = k;
             row.push_back(max_micro_batch(s));
         }

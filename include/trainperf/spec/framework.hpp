@@ -288,6 +288,9 @@ inline constexpr framework_profile megatron_core_profile{
     .finetune_modes = {finetune_mode::full},  // no adapters in Megatron-Core itself
     .host_optimizers = {optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
                         optimizer_kind::adamw_fused},
+    // --fp8-recipe delayed|tensorwise|mxfp8|blockwise (tensorwise: current scaling) and
+    // --fp4-format e2m1 with --fp4-recipe nvfp4 (transformer_config.py@d98e8a64).
+    .fp8_scalings = enum_set<fp8_scaling>::all(),
     .per_step_overhead = milliseconds_of(5.0),
     // Counted in Megatron-Core@d98e8a64 with TransformerEngine@d0067d0d (TESpecProvider:
     // megatron/core/transformer/transformer_layer.py, attention.py, mlp.py,
@@ -371,6 +374,11 @@ inline constexpr framework_profile torchtitan_profile{
     .precisions = {precision_kind::fp32, precision_kind::bf16, precision_kind::bf16_amp, precision_kind::fp8},
     .finetune_modes = {finetune_mode::full},
     .host_optimizers = {},
+    // torchao's dynamic scaling only: Float8 recipe "tensorwise" (current scaling; its
+    // "rowwise" recipes are not modelled) and MX "mxfp8" (torchtitan/config_manager.py
+    // and torchtitan/components/quantization/mx.py@b0902b29); no delayed scaling, no
+    // NVFP4 training.
+    .fp8_scalings = {fp8_scaling::current, fp8_scaling::mxfp8},
     .per_step_overhead = milliseconds_of(5.0),
     .checkpoint_rng_state = false,
     .keeps_gathered_with_pipeline = true,

@@ -342,6 +342,9 @@ struct framework_profile {
     enum_set<precision_kind> precisions = enum_set<precision_kind>::all();
     enum_set<finetune_mode> finetune_modes = enum_set<finetune_mode>::all();
     enum_set<optimizer_kind> host_optimizers = enum_set<optimizer_kind>::all();
+    // How it scales its quantized Linears under the fp8 kind (spec/precision.hpp
+    // fp8_scaling: delayed, current, mxfp8, blockwise; nvfp4 for --precision nvfp4).
+    enum_set<fp8_scaling> fp8_scalings = enum_set<fp8_scaling>::all();
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
     // What the framework's own layer calls on the host (when it does not run the model's
@@ -413,6 +416,7 @@ constexpr void validate(const framework_profile& fw) {
     require(!fw.optimizers.empty(), "framework.optimizers", "[]", "must name at least one optimizer");
     require(!fw.precisions.empty(), "framework.precisions", "[]", "must name at least one precision recipe");
     require(!fw.finetune_modes.empty(), "framework.finetune_modes", "[]", "must name at least one fine-tuning mode");
+    require(!fw.fp8_scalings.empty(), "framework.fp8_scalings", "[]", "must name at least one scaling");
     require(!fw.recompute_modes.empty(), "framework.recompute_modes", "[]", "must name at least one recompute mode");
     require(!fw.compiled || fw.layer_compile, "framework.compiled", "true",
             "needs a framework that compiles its layers (layer_compile)");

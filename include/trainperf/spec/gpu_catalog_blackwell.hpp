@@ -14,7 +14,8 @@ namespace trainperf {
 // Blackwell. Source: "NVIDIA HGX B200" datasheet figures per GPU (the 8-GPU totals
 // divided by 8): FP8 72 PFLOPS sparse → 4.5 dense, FP16/BF16 36 → 2.25, TF32 18
 // sparse → 1.125 dense (NVIDIA's per-GPU tables round it to 2.2 sparse; 1.1 dense is
-// stored), INT8 72 POPS sparse → 4.5; 1,440 GB HBM3e → 180 GB per GPU;
+// stored), INT8 72 POPS sparse → 4.5, FP4 144 PFLOPS sparse → 9 dense (per-GPU table:
+// 18 PFLOPS sparse); 1,440 GB HBM3e → 180 GB per GPU;
 // 64 TB/s → 8 TB/s per GPU; NVLink5 1.8 TB/s per GPU; up to 1000 W per GPU.
 // SM count, clock and L2 are not in NVIDIA's datasheet: APPROXIMATE, from public
 // reports (148 SMs, ~1965 MHz boost, 126 MB L2). FP32 is not quoted either and is
@@ -40,6 +41,7 @@ struct b200 {
             .bf16 = tflops_per_second(2250),         // HGX B200: 4.5 PFLOPS sparse per GPU
             .fp8 = tflops_per_second(4500),          // HGX B200: 9 PFLOPS sparse per GPU
             .int8 = tflops_per_second(4500),         // HGX B200: 9 POPS sparse per GPU
+            .fp4 = tflops_per_second(9000),          // HGX B200: FP4 18 PFLOPS sparse per GPU
         },
         .gpu_link = links::nvlink(1800),                  // HGX B200: NVLink5 1.8 TB/s (total)
         .host_link = links::pcie(links::pcie5_x16_gb_per_s),  // PCIe Gen5 x16
@@ -52,9 +54,8 @@ struct b200 {
 // FP16/BF16 36, TF32 18 PFLOPS with sparsity, "Dense is ½ sparse"; FP32 600 TFLOPS;
 // 2.1 TB HBM3E; NVLink 1.8 TB/s per GPU) and the NVIDIA Blackwell Ultra datasheet (Oct.
 // 2025), HGX B300 column (270 GB HBM3E | 7.7 TB/s; INT8 307 TOPS sparse; FP32 75 TFLOPS;
-// up to 1,100 W). FP4 (NVFP4) dense, for when the format is priced: 108 / 8 = 13.5
-// PFLOPS per GPU (the datasheet's column says 14; sparse FP4 is only 4/3 of dense on
-// Blackwell Ultra). SMs, clock and L2 are not published per SKU ("Blackwell Ultra GPUs
+// up to 1,100 W). FP4 (NVFP4) dense: 108 / 8 = 13.5 PFLOPS per GPU (the datasheet's
+// column says 14; sparse FP4 is only 4/3 of dense on Blackwell Ultra). SMs, clock and L2 are not published per SKU ("Blackwell Ultra GPUs
 // contain up to 160 SMs ... Available SM count and HBM capacity varies by SKU", NVIDIA
 // Technical Blog, "Inside NVIDIA Blackwell Ultra", 2025): APPROXIMATE as noted.
 struct b300 {
@@ -78,6 +79,7 @@ struct b300 {
             .bf16 = tflops_per_second(2250),         // HGX: 36 PFLOPS sparse / 8 → 2.25 dense
             .fp8 = tflops_per_second(4500),          // HGX: 72 PFLOPS sparse / 8 → 4.5 dense
             .int8 = tflops_per_second(153.5),        // datasheet: 307 TOPS sparse → 153.5 (INT8 cut)
+            .fp4 = tflops_per_second(13500),         // HGX: FP4 108 PFLOPS dense / 8 → 13.5
         },
         .gpu_link = links::nvlink(1800),                  // HGX: NVLink5 1.8 TB/s per GPU (total)
         // The GPU has PCIe Gen6 x16 ("Inside NVIDIA Blackwell Ultra"); the host CPUs of HGX
@@ -146,6 +148,7 @@ struct gb200 {
             .bf16 = tflops_per_second(2500),         // rack 360 PFLOPS sparse / 72 → 2.5 dense
             .fp8 = tflops_per_second(5000),          // rack 720 PFLOPS sparse / 72 → 5 dense
             .int8 = tflops_per_second(5000),         // rack 720 POPS sparse / 72 → 5 dense
+            .fp4 = tflops_per_second(10000),         // rack NVFP4 720 PFLOPS dense / 72 → 10
         },
         .gpu_link = links::nvlink(1800),                  // NVLink5 1.8 TB/s per GPU (total)
         .host_link = blackwell_detail::grace_c2c_per_gpu(),
@@ -186,6 +189,7 @@ struct gb300 {
             .bf16 = tflops_per_second(2500),         // rack 360 PFLOPS sparse / 72 → 2.5 dense
             .fp8 = tflops_per_second(5000),          // rack 720 PFLOPS sparse / 72 → 5 dense
             .int8 = tflops_per_second(165),          // datasheet: 330 TOPS sparse → 165 (INT8 cut)
+            .fp4 = tflops_per_second(15000),         // rack FP4 1,080 PFLOPS dense / 72 → 15
         },
         .gpu_link = links::nvlink(1800),                  // NVLink5 1.8 TB/s per GPU (total)
         .host_link = blackwell_detail::grace_c2c_per_gpu(),

@@ -85,6 +85,7 @@ struct peak_rates {
     std::optional<flop_rate> bf16;   // tensor cores, fp32 accumulate
     std::optional<flop_rate> fp8;    // tensor cores, fp32 accumulate
     std::optional<flop_rate> int8;   // tensor cores, int32 accumulate (TOP/s)
+    std::optional<flop_rate> fp4;    // tensor cores, NVFP4 (E2M1, block-scaled), fp32 accumulate
 
     constexpr std::optional<flop_rate> of(dtype t) const {
         switch (t) {
@@ -94,6 +95,7 @@ struct peak_rates {
             case dtype::bf16: return bf16;
             case dtype::fp8: return fp8;
             case dtype::int8: return int8;
+            case dtype::fp4: return fp4;
         }
         return std::nullopt;
     }
@@ -205,12 +207,12 @@ constexpr void validate(const gpu_spec& g) {
         require_in(g.memory_reported.value(), limits::memory_capacity, "gpu.memory_reported_bytes");
     require_in(g.memory_bandwidth.value(), limits::memory_bandwidth, "gpu.memory_bandwidth_bytes_per_second");
     bool any = false;
-    for (dtype t : {dtype::fp32, dtype::tf32, dtype::fp16, dtype::bf16, dtype::fp8, dtype::int8})
+    for (dtype t : all_dtypes)
         if (const auto p = g.peak.of(t)) {
             any = true;
             require_in(p->value(), limits::peak_rate, "gpu.peak_flops_per_second");
         }
-    require(any, "gpu.peak", g.name, "names no math unit (fp32, tf32, fp16, bf16, fp8 or int8)");
+    require(any, "gpu.peak", g.name, "names no math unit (fp32, tf32, fp16, bf16, fp8, int8 or fp4)");
     validate_link_numbers(g.gpu_link, "gpu.gpu_link.per_direction_bytes_per_second");
     validate_link_numbers(g.host_link, "gpu.host_link.per_direction_bytes_per_second");
     require_in(g.tdp_watts, limits::board_power, "gpu.tdp_watts");

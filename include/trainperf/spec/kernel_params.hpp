@@ -35,8 +35,12 @@ struct kernel_params {
     // The same as peak_fraction for fp8 GEMMs (their own kernels: Hopper's FP8 WGMMA,
     // Blackwell's tcgen05 kind::f8f6f4); 0: peak_fraction.
     double fp8_peak_fraction = 0.0;
+    // The same for NVFP4 GEMMs (Blackwell's tcgen05 kind::mxf4nvf4, block scales applied
+    // in the MMA); 0: fp8's.
+    double fp4_peak_fraction = 0.0;
 
     constexpr double fraction_for_fp8() const { return fp8_peak_fraction > 0 ? fp8_peak_fraction : peak_fraction; }
+    constexpr double fraction_for_fp4() const { return fp4_peak_fraction > 0 ? fp4_peak_fraction : fraction_for_fp8(); }
 };
 
 constexpr void validate(const kernel_params& p) {
@@ -55,6 +59,8 @@ constexpr void validate(const kernel_params& p) {
             p.small_tile_efficiency, "must be in [0, 1] (0: the configured tile only)");
     require(p.fp8_peak_fraction == 0 || (p.fp8_peak_fraction >= 1e-3 && p.fp8_peak_fraction <= 1), "fp8_peak_fraction",
             p.fp8_peak_fraction, "must be 0 (peak_fraction) or in [0.001, 1]");
+    require(p.fp4_peak_fraction == 0 || (p.fp4_peak_fraction >= 1e-3 && p.fp4_peak_fraction <= 1), "fp4_peak_fraction",
+            p.fp4_peak_fraction, "must be 0 (fp8's) or in [0.001, 1]");
 }
 
 // Defaults per architecture. ASSUMPTION: priors, not fits. Large bf16 GEMMs are taken
@@ -72,7 +78,11 @@ constexpr void validate(const kernel_params& p) {
 // fp8 1453.4 / 1979 = 73.4 % (Hopper: bf16 0.80, fp8 their mean 0.72); B200 bf16 1745.0 /
 // 2250 = 77.6 %, fp8 3432.5 / 4500 = 76.3 %; GB200 1822.0 / 2500 = 72.9 %, 3615.6 / 5000 =
 // 72.3 %; B300 1769.0 / 2250 = 78.6 %, 3353.3 / 4500 = 74.5 % (Blackwell: the means, bf16
-// 0.76 and fp8 0.74). Blackwell's tile: its 2-SM MMA (tcgen05, cta_group::2) computes a
+// 0.76 and fp8 0.74). NVFP4 on Blackwell: 0.72, BF16's 0.76 times the ratio of the two
+// formats' fractions in one run of torch._scaled_mm on a B200 at 8192³ (NVFP4 5.37 of 9
+// PFLOP/s, 59.7 %; BF16 1.42 of 2.25, 63.1 %: 0.946; pytorch/ao PR #2427,
+// benchmarks/float8/bench_matmul.py --recipe nvfp4; ASSUMPTION: the ratio at one shape
+// holds at the best shapes, which mamf-finder's search finds). Blackwell's tile: its 2-SM MMA (tcgen05, cta_group::2) computes a
 // 256 × 256 output tile on a pair of SMs, 128 × 256 per SM as on Hopper (NVIDIA/cutlass
 // SM100 2-CTA kernels: MmaTileShape 256×256 over a 2×1 cluster, its unit tests'
 // "tensorop_2cta ... 256x256x64_2x1x1").
@@ -92,7 +102,8 @@ constexpr kernel_params default_kernel_params(gpu_architecture a) {
                     .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0), .fp8_peak_fraction = 0.72};
         case gpu_architecture::blackwell:  // ASSUMPTION: k_half, memory and launch as Hopper
             return {.peak_fraction = 0.76, .tile_m = 128, .tile_n = 256, .k_half = 128,
-                    .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0), .fp8_peak_fraction = 0.74};
+                    .memory_efficiency = 0.88, .launch_overhead = microseconds_of(4.0), .fp8_peak_fraction = 0.74,
+                    .fp4_peak_fraction = 0.72};
     }
     return {};
 }

@@ -40,8 +40,9 @@ struct enum_names<precision_kind> {
 
 inline constexpr auto all_precisions = enum_values<precision_kind>();
 
-// How NVIDIA Transformer Engine picks the per-tensor scale of an FP8 tensor (NVIDIA
-// Transformer Engine, docs/features/low_precision_training, @d0067d0d):
+// How NVIDIA Transformer Engine scales a quantized tensor, FP8 under the fp8 recipe,
+// FP4 under nvfp4 (NVIDIA Transformer Engine, docs/features/low_precision_training,
+// @d0067d0d):
 //   delayed (DelayedScaling, TE's default recipe): the scale comes from a history of
 //     past amaxes (amax_history_len 1024, algo "max"); the cast computes the new amax
 //     as it goes, so each quantization reads its tensor once;
@@ -54,27 +55,58 @@ inline constexpr auto all_precisions = enum_values<precision_kind>();
 //   blockwise (Float8BlockScaling): E4M3 values with an fp32 scale per 1×128 tile of
 //     activations and gradients and per 128×128 block of weights, as DeepSeek-V3 trains
 //     (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §3.3.1); compute capability 9.0
-//     and later.
+//     and later;
+//   nvfp4 (NVFP4BlockScaling, the --precision nvfp4 recipe): E2M1 values with an E4M3
+//     scale per 16 consecutive values and an fp32 scale per tensor, x = x_e2m1 · s_block
+//     · s_global, where s_global = 448 · 6 / amax of the whole tensor; weights in 16×16
+//     blocks (2D), activations and gradients in 1×16; stochastic rounding of gradients
+//     and a random Hadamard transform (16×16) of the weight gradient GEMM's operands
+//     (TE docs/features/low_precision_training/nvfp4/nvfp4.rst; NVIDIA 2025, "Pretraining
+//     Large Language Models with NVFP4", arXiv:2509.25149); compute capability 10.0 and
+//     10.3 (TE's support matrix; Blackwell's tcgen05 kind::mxf4nvf4).
 // A block-scaled tensor quantized along its rows and along its columns has different
 // blocks: TE's MXFP8 and block quantizers write both copies (rowwise and columnwise
 // data) in one pass wherever the tensor is read both ways, on Blackwell as on Hopper.
-enum class fp8_scaling { delayed, current, mxfp8, blockwise };
+enum class fp8_scaling { delayed, current, mxfp8, blockwise, nvfp4 };
 
 template <>
 struct enum_names<fp8_scaling> {
-    static constexpr std::array<enum_name<fp8_scaling>, 4> table{{{fp8_scaling::delayed, "delayed"},
+    static constexpr std::array<enum_name<fp8_scaling>, 5> table{{{fp8_scaling::delayed, "delayed"},
                                                                   {fp8_scaling::current, "current"},
                                                                   {fp8_scaling::mxfp8, "mxfp8"},
-                                                                  {fp8_scaling::blockwise, "blockwise"}}};
+                                                                  {fp8_scaling::blockwise, "blockwise"},
+                                                                  {fp8_scaling::nvfp4, "nvfp4"}}};
 };
 
-constexpr bool block_scaled(fp8_scaling s) { return s == fp8_scaling::mxfp8 || s == fp8_scaling::blockwise; }
+constexpr bool block_scaled(fp8_scaling s) {
+    return s == fp8_scaling::mxfp8 || s == fp8_scaling::blockwise || s == fp8_scaling::nvfp4;
+}
 
-// Bytes of scale per FP8 value: an E8M0 byte per 32 values (MXFP8), an fp32 scale per 128
-// (the 1×128 tiles of activations and gradients; ASSUMPTION: weights' 128×128 blocks,
-// 4/16384, counted the same, a rounding error); none with one scale per tensor.
+// The format of the quantized values: E2M1 under nvfp4, else FP8.
+constexpr dtype quantized_dtype(fp8_scaling s) { return s == fp8_scaling::nvfp4 ? dtype::fp4 : dtype::fp8; }
+
+// Bytes of scale per quantized value: an E8M0 byte per 32 values (MXFP8), an fp32 scale
+// per 128 (the 1×128 tiles of activations and gradients; ASSUMPTION: weights' 128×128
+// blocks, 4/16384, counted the same, a rounding error), an E4M3 byte per 16 (NVFP4, the
+// weights' 16×16 blocks too: TE keeps the 1×16 scale layout and writes each block's
+// scale in all 16 rows, transformer_engine/pytorch/csrc/quantizer.cpp and
+// common/cast/nvfp4/quantize_transpose_nvfp4.cuh@d0067d0d); none with one scale per
+// tensor (its fp32 scale is a rounding error).
 constexpr double fp8_scale_bytes_per_element(fp8_scaling s) {
-    return s == fp8_scaling::mxfp8 ? 1.0 / 32 : s == fp8_scaling::blockwise ? 4.0 / 128 : 0.0;
+    switch (s) {
+        case fp8_scaling::mxfp8: return 1.0 / 32;
+        case fp8_scaling::blockwise: return 4.0 / 128;
+        case fp8_scaling::nvfp4: return 1.0 / 16;
+        case fp8_scaling::delayed:
+        case fp8_scaling::current: return 0.0;
+    }
+    return 0.0;
+}
+
+// Bytes per element of one quantized copy of a tensor: the value and its share of scales
+// (FP8 1 B; MXFP8 1 + 1/32; NVFP4 1/2 + 1/16).
+constexpr double quantized_bytes_per_element(fp8_scaling s) {
+    return size_of(quantized_dtype(s)) + fp8_scale_bytes_per_element(s);
 }
 
 struct precision_recipe {
@@ -91,7 +123,8 @@ struct precision_recipe {
     // format its list gives it (activation_formats_of); the weights are cast to
     // `math` once per forward and those copies live until backward has used them.
     bool autocast = false;
-    // fp8 (math fp8): how the scales are chosen, and whether the GPU's FP8 GEMM needs
+    // fp8 (math fp8) and nvfp4 (math fp4, scaling nvfp4): how the scales are chosen, and
+    // whether the GPU's FP8 GEMM needs
     // a transposed FP8 copy of each operand it reads column-wise (Hopper and Ada: the
     // FP8 GEMM is TN-only; Blackwell, compute capability 10.0 and up, reads them
     // natively). precision_on() sets the latter from the GPU; true is the Hopper case.
@@ -156,17 +189,19 @@ constexpr precision_recipe recipe(precision_kind k) {
     return {};
 }
 
-// Whether the recipe runs the Linear layers' GEMMs in FP8 (Transformer Engine): QKV,
-// attention-out and the FFN projections, forward, dgrad and wgrad. The attention
-// core stays 16-bit (TE's fp8_dpa and fp8_mha default to False), and so does the
-// output head (ASSUMPTION: Megatron-Core builds its output layer outside TE's FP8
-// region and keeps it in bf16; not cited from its code).
-constexpr bool fp8_linears(const precision_recipe& r) { return r.math == dtype::fp8; }
+// Whether the recipe runs the Linear layers' GEMMs quantized (Transformer Engine's fp8
+// and nvfp4 recipes): QKV, attention-out and the FFN projections, forward, dgrad and
+// wgrad, in FP8 or NVFP4 (TE's NVFP4BlockScaling quantizes all three GEMMs' operands).
+// The attention core stays 16-bit (TE's fp8_dpa and fp8_mha default to False), and so
+// does the output head: Megatron-Core builds it as a plain ColumnParallelLinear, outside
+// Transformer Engine, unless its MXFP8 output projection is asked for
+// (megatron/core/models/gpt/gpt_model.py@d98e8a64, output_layer_cls).
+constexpr bool quantized_linears(const precision_recipe& r) { return quantized_format(r.math); }
 
-// The math of the GEMMs the recipe keeps out of FP8 (the attention core, the head):
-// the 16-bit activation format under fp8, else the recipe's math.
+// The math of the GEMMs the recipe keeps out of FP8/FP4 (the attention core, the head):
+// the 16-bit activation format under fp8 and nvfp4, else the recipe's math.
 constexpr dtype high_precision_math(const precision_recipe& r) {
-    return fp8_linears(r) ? r.activations : r.math;
+    return quantized_linears(r) ? r.activations : r.math;
 }
 
 // Whether the GPU's FP8 GEMM needs transposed FP8 copies: Hopper's (and Ada's) FP8
@@ -192,16 +227,28 @@ constexpr precision_recipe precision_on(precision_recipe r, const gpu_spec& g) {
 // Block scaling (mxfp8, blockwise) reads once and writes the rowwise and the columnwise
 // copy, each with its scales: a bf16 tensor 2 + 2·(1 + 1/32) = 4.06 B with MXFP8,
 // 2 + 2·(1 + 4/128) = 4.06 B with 1×128 blocks.
+//
+// NVFP4 needs the whole tensor's amax before it casts (s_global): TE's NVFP4 quantizer
+// runs an amax pass (with the Hadamard transform, the amax of the tensor and of its
+// transformed transpose in one kernel), then one cast that reads the tensor once and
+// writes both copies, the columnwise one through the Hadamard transform for the weight
+// gradient (transformer_engine/pytorch/csrc/quantizer.cpp, NVFP4Quantizer quantize_impl,
+// nvte_hadamard_transform_amax then nvte_quantize_with_hadamard_transform, @d0067d0d;
+// ASSUMPTION: the fused path, taken for bf16 tensors of rows % 64 and columns % 128 on
+// compute capability 10.x): a bf16 tensor 2·2 + 2·(1/2 + 1/16) = 5.13 B.
 constexpr double fp8_quantization_bytes_per_element(fp8_scaling scaling, bool transposes, double from) {
-    if (block_scaled(scaling)) return from + 2.0 * (size_of(dtype::fp8) + fp8_scale_bytes_per_element(scaling));
-    const double reads = scaling == fp8_scaling::current ? 2.0 : 1.0;
+    const double reads = scaling == fp8_scaling::current || scaling == fp8_scaling::nvfp4 ? 2.0 : 1.0;
+    if (block_scaled(scaling)) return reads * from + 2.0 * quantized_bytes_per_element(scaling);
     return reads * from + size_of(dtype::fp8) * (transposes ? 2.0 : 1.0);
 }
 
 // Kernels of one quantization: the cast (fused with its transpose), and with current
 // scaling the amax reduction before it. ASSUMPTION: one kernel each (TE launches a
-// separate amax kernel for current scaling; its scale computation is folded in).
-constexpr double fp8_quantization_launches(fp8_scaling scaling) {
+// separate amax kernel for current scaling; its scale computation is folded in). NVFP4:
+// the amax's zero fill, the amax pass and the cast, and for a gradient the stochastic
+// rounding's seed kernel (quantizer.cpp as above; common.cpp@d0067d0d).
+constexpr double fp8_quantization_launches(fp8_scaling scaling, bool gradient = false) {
+    if (scaling == fp8_scaling::nvfp4) return gradient ? 4.0 : 3.0;
     return scaling == fp8_scaling::current ? 2.0 : 1.0;
 }
 
@@ -217,10 +264,10 @@ inline constexpr double fp8_backward_scaled_tensors_per_gemm = 2;
 // Linear weights for the step: 1 B, and 1 B more for the transpose where the GPU
 // needs it; 0 for other recipes.
 // Block-scaled: both copies (the weight is read rowwise by the forward GEMM and
-// columnwise by the data gradient's), each with its scales.
+// columnwise by the data gradient's), each with its scales (NVFP4: 2·(1/2 + 1/16) B).
 constexpr double fp8_weight_copy_bytes_per_parameter(const precision_recipe& r) {
-    if (!fp8_linears(r)) return 0.0;
-    if (block_scaled(r.scaling)) return 2.0 * (size_of(dtype::fp8) + fp8_scale_bytes_per_element(r.scaling));
+    if (!quantized_linears(r)) return 0.0;
+    if (block_scaled(r.scaling)) return 2.0 * quantized_bytes_per_element(r.scaling);
     return size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
 }
 
@@ -278,7 +325,7 @@ constexpr activation_formats activation_formats_of(dtype activations, bool autoc
 // the input"). Block-scaled copies carry their scales.
 constexpr activation_formats activation_formats_of(const precision_recipe& r) {
     activation_formats x = activation_formats_of(r.activations, r.autocast);
-    if (fp8_linears(r)) x.fp8_linear_inputs = size_of(dtype::fp8) + fp8_scale_bytes_per_element(r.scaling);
+    if (quantized_linears(r)) x.fp8_linear_inputs = quantized_bytes_per_element(r.scaling);
     return x;
 }
 
@@ -289,8 +336,21 @@ constexpr precision_recipe with_fp32_gradients(precision_recipe r) {
     return r;
 }
 
+// The fp8 recipe with FP4 Linears: Transformer Engine's NVFP4BlockScaling as Megatron-Core
+// runs it (--fp4-format e2m1, --fp4-recipe nvfp4, transformer_config.py@d98e8a64): the
+// Linear GEMMs in NVFP4 (fp4 math, nvfp4 scaling), the rest as under fp8 (bf16
+// activations and working weights, fp32 master weights). It belongs to the fp8 kind: a
+// framework runs it where it runs Transformer Engine's low-precision recipes.
+constexpr precision_recipe nvfp4_recipe() {
+    precision_recipe r = recipe(precision_kind::fp8);
+    r.name = "nvfp4";
+    r.math = dtype::fp4;
+    r.scaling = fp8_scaling::nvfp4;
+    return r;
+}
+
 // A recipe by name; "mxfp8" is the fp8 recipe with MXFP8 block scaling (Megatron-Core's
-// --fp8-recipe mxfp8), as Blackwell recipes name it.
+// --fp8-recipe mxfp8), as Blackwell recipes name it, and "nvfp4" nvfp4_recipe().
 constexpr precision_recipe parse_precision(std::string_view s) {
     if (s == "mxfp8" || s == "MXFP8") {
         precision_recipe r = recipe(precision_kind::fp8);
@@ -298,6 +358,7 @@ constexpr precision_recipe parse_precision(std::string_view s) {
         r.scaling = fp8_scaling::mxfp8;
         return r;
     }
+    if (s == "nvfp4" || s == "NVFP4") return nvfp4_recipe();
     return recipe(parse_enum<precision_kind>("precision", s));
 }
 
@@ -332,9 +393,18 @@ namespace precision_detail {
 // when the GPU has no math units for the recipe's GEMM dtype.
 // Block scaling needs its hardware: MXFP8 Blackwell's block-scaled MMA (compute
 // capability 10.0 and later; Transformer Engine's support matrix: MXFP8 on 10.0/10.3, not
-// on 9.0), the 1×128 / 128×128 recipe compute capability 9.0 and later.
+// on 9.0), the 1×128 / 128×128 recipe compute capability 9.0 and later, NVFP4 the GPU's
+// FP4 tensor cores (a peak for fp4: "precision = nvfp4: not supported by h100-sxm (no fp4
+// tensor cores)"), with nvfp4 scaling and no other.
 namespace precision_detail {
+[[noreturn]] TRAINPERF_COLD inline void format_mismatch(const precision_recipe& r) {
+    detail::fail("fp8_scaling", to_string(r.scaling),
+                 r.math == dtype::fp4 ? "is not NVFP4's: FP4 GEMMs take nvfp4 scaling (E4M3 scales per 16 values)"
+                                      : "is FP4's: nvfp4 scaling is --precision nvfp4, not fp8");
+}
+
 constexpr void check_block_scaling(const gpu_spec& gpu, const precision_recipe& r) {
+    if ((r.math == dtype::fp4) != (r.scaling == fp8_scaling::nvfp4)) format_mismatch(r);
     if (r.scaling == fp8_scaling::mxfp8 && gpu.compute_capability < 100)
         detail::fail("fp8_scaling", "mxfp8",
                      "needs Blackwell's block-scaled tensor cores (compute capability 10.0 or later); " +
@@ -347,7 +417,8 @@ constexpr void check_block_scaling(const gpu_spec& gpu, const precision_recipe& 
 
 constexpr void check_supported(const gpu_spec& gpu, const precision_recipe& r) {
     if (!gpu.supports(r.math)) precision_detail::unsupported(gpu, r);
-    if (fp8_linears(r) && block_scaled(r.scaling)) precision_detail::check_block_scaling(gpu, r);
+    if (quantized_linears(r) && (block_scaled(r.scaling) || r.math == dtype::fp4))
+        precision_detail::check_block_scaling(gpu, r);
 }
 
 }  // namespace trainperf

@@ -196,6 +196,14 @@ constexpr void require_framework_trains(const training_setup& s) {
                              "does not run this recipe (it runs " + names_of(fw.precisions) + ")",
                              [k](const framework_profile& f) { return f.precisions.contains(k); });
     }
+    if (quantized_linears(s.precision) && !fw.fp8_scalings.contains(s.precision.scaling)) {
+        const fp8_scaling k = s.precision.scaling;
+        fail_framework_lacks("fp8_scaling", to_string(k), fw,
+                             "does not scale its quantized Linears this way (it runs " + names_of(fw.fp8_scalings) + ")",
+                             [k](const framework_profile& f) {
+                                 return f.precisions.contains(precision_kind::fp8) && f.fp8_scalings.contains(k);
+                             });
+    }
     if (!fw.finetune_modes.contains(s.finetune.mode)) {
         const finetune_mode k = s.finetune.mode;
         fail_framework_lacks("finetune", to_string(k), fw,

@@ -52,18 +52,19 @@ using fp8_quantization_list = op_list<memory_op, 6>;
 // of the attention block, then of the MLP block; launches count the casts.
 inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config& m, const layer_context& c) {
     fp8_quantization_list ops;
-    if (!c.fp8_linears) return ops;
+    if (!c.quantized_linears) return ops;
     const auto gemms = layer_forward_gemms(m, c);  // validates the context
     // Activations and the working weights are 16-bit (bf16 under the fp8 recipe).
     const double per = fp8_quantization_bytes_per_element(c.scaling, c.fp8_transposes, size_of(c.activations));
     const double launches = fp8_quantization_launches(c.scaling);
+    const double gradient_launches = fp8_quantization_launches(c.scaling, true);
     struct casts {
         double inputs = 0, weights = 0, gradients = 0, modules = 0, input_casts = 0;
     };
     std::array<casts, 2> block{};  // attention, MLP
     std::string_view previous;
     for (const auto& g : gemms) {
-        if (g.shape.math != dtype::fp8) continue;
+        if (!quantized_format(g.shape.math)) continue;
         casts& b = block[g.block == layer_block::mlp ? 1 : 0];
         const bool fused_with_previous = c.code == model_code::generic && g.name == "ffn_up" && previous == "ffn_gate";
         if (!fused_with_previous) {
@@ -79,11 +80,11 @@ inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config
         const casts& b = block[i];
         const layer_block where = i == 0 ? layer_block::attention : layer_block::mlp;
         const auto cast = [&](std::string_view name, double elements, op_phase phase, double count) {
-            ops.push_back({name, bytes_of(elements * per), phase, op_region::other, count * launches, where, true});
+            ops.push_back({name, bytes_of(elements * per), phase, op_region::other, count, where, true});
         };
-        cast("fp8_quantize_input", b.inputs, op_phase::forward, b.input_casts);
-        cast("fp8_quantize_weight", b.weights, op_phase::forward, b.modules);
-        cast("fp8_quantize_output_gradient", b.gradients, op_phase::backward, b.modules);
+        cast("fp8_quantize_input", b.inputs, op_phase::forward, b.input_casts * launches);
+        cast("fp8_quantize_weight", b.weights, op_phase::forward, b.modules * launches);
+        cast("fp8_quantize_output_gradient", b.gradients, op_phase::backward, b.modules * gradient_launches);
     }
     return ops;
 }

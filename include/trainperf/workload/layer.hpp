@@ -49,10 +49,11 @@ struct layer_context {
     // The projections' weights are frozen in 16 bits (LoRA, QLoRA; spec/finetune.hpp):
     // autocast has nothing to cast for them.
     bool frozen_16bit_weights = false;
-    // fp8 (Transformer Engine, spec/precision.hpp fp8_linears): the Linear layers' GEMMs run
-    // in FP8 on quantized inputs; `math` is then the 16-bit math of the attention core.
-    // How the scales are chosen, and whether the GPU needs transposed FP8 copies.
-    bool fp8_linears = false;
+    // fp8 and nvfp4 (Transformer Engine, spec/precision.hpp quantized_linears): the Linear
+    // layers' GEMMs run in FP8 or FP4 (quantized_dtype(scaling)) on quantized inputs;
+    // `math` is then the 16-bit math of the attention core. How the scales are chosen,
+    // and whether the GPU needs transposed FP8 copies.
+    bool quantized_linears = false;
     fp8_scaling scaling = fp8_scaling::delayed;
     bool fp8_transposes = true;
 };
@@ -65,7 +66,7 @@ constexpr layer_context layer_context_of(const training_setup& s) {
             .math = high_precision_math(r), .activations = r.activations, .autocast = r.autocast,
             .code = code_run(s.model, s.framework),
             .frozen_16bit_weights = s.finetune.freezes_base() && frozen_weight_bytes(r) < size_of(dtype::fp32),
-            .fp8_linears = fp8_linears(r), .scaling = r.scaling, .fp8_transposes = r.fp8_transposes};
+            .quantized_linears = quantized_linears(r), .scaling = r.scaling, .fp8_transposes = r.fp8_transposes};
 }
 
 constexpr void validate(const layer_context& c, const transformer_config& m) {
@@ -119,7 +120,7 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     const double attention_batch = double(c.micro_batch) * m.heads / t;
     const double f = m.ffn_hidden / t;
     const dtype x = c.math;                                   // the attention core
-    const dtype lin = c.fp8_linears ? dtype::fp8 : c.math;    // the Linear layers
+    const dtype lin = c.quantized_linears ? quantized_dtype(c.scaling) : c.math;  // the Linear layers
     layer_gemm_list ops;
     const auto attention = layer_block::attention;
     const auto mlp = layer_block::mlp;
@@ -193,7 +194,7 @@ constexpr fused_attention_ops attention_core_ops(const transformer_config& m, co
     const attention_core_extent core = attention_core_shape(m, c);
     const attention_op forward{.name = "flash_attention", .batch = double(c.micro_batch) * m.heads / c.tp,
                                .seq_q = core.queries, .seq_kv = core.keys, .head_dim = double(m.head_dim()),
-                               .causal = m.causal, .math = c.math == dtype::fp8 ? dtype::bf16 : c.math,
+                               .causal = m.causal, .math = quantized_format(c.math) ? dtype::bf16 : c.math,
                                .phase = op_phase::forward,
                                .kernel = fw.flash_kernel, .block = layer_block::attention};
     attention_op backward = forward;

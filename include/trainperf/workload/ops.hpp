@@ -31,11 +31,11 @@ struct gemm_shape {
 
 constexpr flops gemm_flops(const gemm_shape& g) { return flops_of(2.0 * g.m * g.n * g.k * g.batch); }
 
-// Each operand read once and the output written once. An FP8 GEMM returns its output
-// in 16 bits (NVIDIA Transformer Engine, docs/features/low_precision_training,
+// Each operand read once and the output written once (a quantized operand's scales,
+// 1/32 to 1/16 B per value, left out). An FP8 or FP4 GEMM returns its output in 16 bits (NVIDIA Transformer Engine, docs/features/low_precision_training,
 // @d0067d0d: activations, dgrad and wgrad come back in high precision).
 constexpr bytes gemm_bytes(const gemm_shape& g) {
-    const double out = g.math == dtype::fp8 ? size_of(dtype::bf16) : size_of(g.math);
+    const double out = quantized_format(g.math) ? size_of(dtype::bf16) : size_of(g.math);
     return bytes_of(((g.m * g.k + g.k * g.n) * size_of(g.math) + g.m * g.n * out) * g.batch);
 }
 

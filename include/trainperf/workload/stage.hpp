@@ -383,7 +383,7 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     };
     const auto recomputed_gemm = [&](const gemm_op& g) {
         if (op_level && g.region != op_region::attention_core &&
-            op_selective_keeps_output(m, g.name, ctx.code, ctx.fp8_linears))
+            op_selective_keeps_output(m, g.name, ctx.code, ctx.quantized_linears))
             return 0.0;
         return recomputed(g.region);
     };
@@ -418,7 +418,7 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     // FP8 (Transformer Engine): the Linear GEMMs' casts, repeated with the forward they
     // belong to; they run inside the Linear's autograd function (no node of their own).
     // (Without fp8 the list is empty; the test only spares building it.)
-    if (ctx.fp8_linears)
+    if (ctx.quantized_linears)
         for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
             const bool forward = q.phase == op_phase::forward;
             sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
@@ -426,7 +426,7 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
         }
     // Delayed scaling's amax-history update: its bytes grow with the stage's modules,
     // its launch is the stage's (for_each_stage_op).
-    if (ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed) {
+    if (ctx.quantized_linears && ctx.scaling == fp8_scaling::delayed) {
         const double modules = fp8_linear_modules_per_layer(m, ctx.code);
         for (op_phase phase : {op_phase::forward, op_phase::backward}) {
             memory_op bytes_part = fp8_amax_update(modules, phase);
@@ -468,7 +468,7 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
     const auto& fw = s.framework;
     const double tokens = rank_tokens(ctx);
     const double a = size_of(s.precision.activations);
-    // The head stays 16-bit under fp8 (spec/precision.hpp fp8_linears).
+    // The head stays 16-bit under fp8 (spec/precision.hpp quantized_linears).
     const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
     sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
     sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
@@ -524,7 +524,7 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
 
     enter_section(sink, stage_section::stage);
     if (s.layout.pp > 1) sink(pipeline_sends(s, groups));
-    if (ctx.fp8_linears && ctx.scaling == fp8_scaling::delayed)
+    if (ctx.quantized_linears && ctx.scaling == fp8_scaling::delayed)
         for (op_phase phase : {op_phase::forward, op_phase::backward})
             sink(stage_op<memory_op>{fp8_amax_update(0, phase), 1, 0,
                                      phase == op_phase::forward ? step_part::forward : step_part::backward});
