@@ -312,11 +312,13 @@ inline fit_advice advise_fit(const training_setup& s) {
 
     // ZeRO-3 shards weights, gradients and optimizer state over dp, so memory only
     // falls as replicas are added: the fewest replicas that fit, found by bisection
-    // (same micro-batch and accumulation). Nodes keep their size, or grow to a usual
-    // server (default_gpus_per_node) where the setup's are smaller, e.g. one GPU's.
+    // (same micro-batch and accumulation). Nodes keep their size, or grow to the node of
+    // the system the GPU is sold in (standard_gpus_per_node: an 8-GPU server, a GB200
+    // tray of 4) where the setup's are smaller, e.g. one GPU's.
     const int replica_gpus = l.tp * l.cp * l.pp;
+    const int standard_node = standard_gpus_per_node(s.cluster.gpu);
     const auto node_size = [&](int dp) {
-        return std::max(s.cluster.gpus_per_node, std::min(dp * replica_gpus, default_gpus_per_node));
+        return std::max(s.cluster.gpus_per_node, std::min(dp * replica_gpus, standard_node));
     };
     std::vector<int> replicas;  // any count: a last node may be partly filled (workload/placement.hpp)
     for (int dp = l.dp; 1LL * dp * replica_gpus <= fit_advice_max_gpus; ++dp) replicas.push_back(dp);
