@@ -597,6 +597,28 @@ TEST_CASE("advice offers a lighter optimizer and adapters where the framework ru
     }
 }
 
+TEST_CASE("advice adds GPUs in the nodes of the GPU's own system", "[planner][advice][domain]") {
+    // llama3-70b on 8 GB200 (two trays of 4 in one NVL72 rack), tp 4 x pp 2, one replica:
+    // AdamW's state does not fit. ZeRO-3 over more replicas does, on trays of 4 as the
+    // rack has them, not on 8-GPU servers.
+    training_setup s;
+    s.cluster = build_cluster({.gpu = gb200::spec, .gpus = 8});
+    s.model = llama3_70b::config;
+    s.framework = megatron_core_profile;
+    s.layout = {.tp = 4, .pp = 2, .sp = true, .micro_batch = 1, .grad_accum = 8};
+    const fit_advice a = advise_fit(s);
+    REQUIRE_FALSE(a.fits());
+    bool offered = false;
+    for (const fit_option& o : a.options)
+        if (o.change == fit_change::zero3_more_gpus) {
+            offered = true;
+            CHECK(o.setup.layout.dp > 1);
+            CHECK(o.setup.cluster.gpus_per_node == 4);
+            CHECK(predict(o.setup).fits);
+        }
+    CHECK(offered);
+}
+
 TEST_CASE("advice offers a shorter sequence where one makes the layout fit", "[planner][advice]") {
     // llama2-7b on one H100 under plain PyTorch at seq 4096, bf16, AdamW: its static state
     // alone (16 B per parameter, 108 GB) does not fit, whatever the sequence: no such advice.
@@ -830,4 +852,54 @@ TEST_CASE("a search across frameworks leaves out those that do not train the rec
     request = llama_on_h100s(8, 64);
     request.gpus = 0;
     CHECK_THROWS_WITH(plan_across(request, framework_profiles, options), Catch::Contains("gpus = 0"));
+}
+
+TEST_CASE("the planner searches the rank orders the framework runs where the job spans NVLink domains",
+          "[planner][domain]") {
+    // 144 GB200: two NVL72 racks (standard_cluster: trays of 4 in domains of 72).
+    const plan_request two_racks = request_on(gb200::spec, llama2_7b::config, 4096, megatron_core_profile, 144, 288, 1);
+    REQUIRE(gpus_per_domain(two_racks.base.cluster) == 72);
+    plan_request one_order = two_racks;
+    one_order.base.framework.rank_orders = {rank_order::tp_dp_pp};
+    plan_options options;
+    options.top = 400;
+    const plan_result both = plan(two_racks, options);
+    const plan_result fixed = plan(one_order, options);
+    // Megatron-Core's tp-pp-dp (--use-tp-pp-dp-mapping) is tried where there are both
+    // stages and replicas: more candidates than the one order gives.
+    CHECK(both.candidates > fixed.candidates);
+    CHECK(both.evaluated + both.pruned == both.candidates);
+    for (const plan_candidate& c : fixed.best) CHECK(c.order == rank_order::tp_dp_pp);
+    int reordered = 0;
+    for (const plan_candidate& c : both.best) {
+        if (c.order == rank_order::tp_dp_pp) continue;
+        ++reordered;
+        CHECK(c.layout.pp > 1);
+        CHECK(c.layout.dp > 1);
+        // The candidate is what predict says of it, rank order included.
+        const training_setup s = setup_of(two_racks.base, c);
+        CHECK(s.cluster.order == rank_order::tp_pp_dp);
+        CHECK(predict(s).step_time.value() == Approx(c.report.step_time.value()).epsilon(1e-12));
+        CHECK(describe_changes(c, two_racks.base.framework).find("rank order tp-pp-dp") != std::string::npos);
+    }
+    CHECK(reordered > 0);
+    // The order moves groups across racks: a layout with stages and replicas differs.
+    training_setup s = two_racks.base;
+    s.layout = {.dp = 36, .tp = 2, .pp = 2, .micro_batch = 1, .grad_accum = 4};
+    const double dp_inside = predict(s).step_time.value();
+    s.cluster.order = rank_order::tp_pp_dp;
+    CHECK(predict(s).step_time.value() != dp_inside);
+    // Inside one rack every group rides NVLink: one order is searched.
+    plan_request one_rack = two_racks;
+    one_rack.gpus = 72;
+    one_rack.global_batch = 144;
+    plan_request one_rack_fixed = one_rack;
+    one_rack_fixed.base.framework.rank_orders = {rank_order::tp_dp_pp};
+    CHECK(plan(one_rack, options).candidates == plan(one_rack_fixed, options).candidates);
+    // A framework with one order refuses the other by name.
+    s.framework = torchtitan_profile;
+    s.layout.zero = 0;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("rank_order = tp-pp-dp: framework torchtitan") &&
+                                       Catch::Contains("numbers its ranks only tp-dp-pp") &&
+                                       Catch::Contains("megatron-core"));
 }

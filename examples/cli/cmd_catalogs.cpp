@@ -119,14 +119,15 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
     t.print(out);
     // What each software runs: a layout asking for more is refused (docs/engine.md).
     out << "\nWhat each runs (a layout asking for more is refused):\n\n";
-    table runs({"framework", "tp", "sp", "cp", "pp", "interleave", "uneven stages", "ZeRO stages", "hybrid shard",
-                "optimizer on host", "recompute", "compile", "software"});
+    table runs({"framework", "tp", "sp", "cp", "pp", "interleave", "uneven stages", "rank orders", "ZeRO stages",
+                "hybrid shard", "optimizer on host", "recompute", "compile", "software"});
     for (const framework_profile& f : profiles) {
         std::string zero;
         for (int z = 0; z <= 3; ++z)
             if (f.zero_stages & (1u << z)) zero += (zero.empty() ? "" : ",") + std::to_string(z);
         runs.add_row({str(f.name), on_off(f.tensor_parallel), on_off(f.sequence_parallel), on_off(f.context_parallel),
-                      on_off(f.pipeline_parallel), on_off(f.interleaved_pipeline), on_off(f.uneven_pipeline_split), zero,
+                      on_off(f.pipeline_parallel), on_off(f.interleaved_pipeline), on_off(f.uneven_pipeline_split),
+                      f.pipeline_parallel ? names_of(f.rank_orders, " ") : "-", zero,
                       on_off(f.hybrid_sharding), on_off(f.optimizer_offload), names_of(f.recompute_modes, " "),
                       on_off(f.layer_compile), str(f.software)});
     }

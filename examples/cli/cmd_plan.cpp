@@ -67,7 +67,7 @@ void print_counts_wide(const training_plan_request& request, const training_plan
         t.add_row({std::to_string(c.gpus), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
                    days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
                    request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no",
-                   describe(c.best->layout) + describe_changes(c.best->switches, request.layouts.base.framework)});
+                   describe(c.best->layout) + describe_changes(*c.best, request.layouts.base.framework)});
     }
     t.print(out);
 }
@@ -115,7 +115,7 @@ void print_narrow_table(const std::string& label_header, const std::vector<layou
         if (with_framework) rows.back().emplace_back(fw->name);
         append(rows.back(), layout_cells(c->layout, with_cp));
         append(rows.back(), step_cells(c->report, !with_framework));
-        rest.push_back(layout_rest(c->layout, describe_changes(c->switches, *fw), fw->overlap_data_parallel_sync));
+        rest.push_back(layout_rest(c->layout, describe_changes(*c, *fw), fw->overlap_data_parallel_sync));
     }
     print_with_rest(out, std::move(rows), rest, "other");
     out << wrap_words(layout_legend()) << "\n";
@@ -224,7 +224,7 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
             run += ", cost " + fixed(c.run->cost, 0) + " " + opt.currency + " (GPU-hours x price)";
         out << "\n";
         line(std::string(what) + ": " + gpus_text(c.gpus) + ", " + describe(c.best->layout) +
-             describe_changes(c.best->switches, s.framework));
+             describe_changes(*c.best, s.framework));
         line(run, 2);
         if (opt.wide) out << "  " << command(setup_of(request, c)) << "\n";
         else out << wrap_command(command(setup_of(request, c))) << "\n";
@@ -275,7 +275,7 @@ void print_layouts_wide(const plan_flags& opt, const planned_layouts& p, std::os
     table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
     for (const auto& [label, c, fw] : p.rows)
         t.add_row({label + ". " + (p.across ? std::string(fw->name) + ": " : "") + describe(c->layout) +
-                       describe_changes(c->switches, *fw),
+                       describe_changes(*c, *fw),
                    fixed(c->report.step_time.value() * 1e3, 1), fixed(c->report.tokens_per_second, 0),
                    fixed(100 * c->report.mfu, 1) + " %", fixed(to_gib(c->report.memory.total()).value(), 1),
                    std::string(to_string(c->report.bottleneck))});
@@ -293,7 +293,8 @@ void print_layouts_narrow(const plan_flags& opt, const planned_layouts& p, std::
     print_narrow_table("#", p.rows, p.across, out);
     out << "\nThe fastest layout as a predict command (its step, with the breakdown):\n"
         << wrap_command(predict_command(opt.flags.run_text(p.setups.front()), p.setups.front().layout)) << "\n\n";
-    const std::string folds = "layouts that differ only in interleave, schedule, stage split, shard group or overlaps";
+    const std::string folds =
+        "layouts that differ only in interleave, schedule, stage split, shard group, overlaps or rank order";
     const std::string of_one = p.across ? " of one framework" : "";
     const std::string wide = "--wide: every layout in full, each with its predict command. ";
     out << wrap_words(p.folded ? wide + "Of " + folds + of_one + ", only the fastest is listed (--no-fold: each)."
@@ -456,7 +457,7 @@ const command_registration plan_registration{32, [](CLI::App& app, std::ostream&
         ->excludes(csv);
     sub->add_flag("--no-fold", opt->no_fold,
                   "List every layout (default: of layouts that differ only in interleave, schedule, stage split, "
-                  "shard group or overlaps, only the fastest)");
+                  "shard group, overlaps or rank order, only the fastest)");
     sub->add_option("--train-tokens", opt->train_tokens,
                     "Plan a whole run on this many tokens (e.g. 2T): search GPU counts up to --max-gpus as well as "
                     "layouts; print the cheapest and the fastest that meet --deadline-days");

@@ -25,6 +25,7 @@ inline nlohmann::json to_json(const plan_candidate& c) {
     j["flash_attention"] = c.switches.flash_attention;
     j["tensor_parallel_overlap"] = c.switches.tensor_parallel_overlap;
     j["overlap_parameter_gather"] = c.switches.overlap_parameter_gather;
+    j["rank_order"] = std::string(to_string(c.order));
     j["step_time_seconds"] = c.report.step_time.value();
     j["tokens_per_second"] = c.report.tokens_per_second;
     j["mfu"] = c.report.mfu;

@@ -19,8 +19,8 @@ namespace trainperf {
 
 // A layout's family: every field of the layout and switch but those that only tune
 // the same decomposition — interleave, schedule, the first and last stage's layers,
-// shard group, data-parallel overlap, tensor-parallel overlap and parameter-gather
-// overlap. dp, tp, cp, pp, sp, ZeRO, offload, micro-batch, grad-accum, recompute and
+// shard group, data-parallel overlap, tensor-parallel overlap, parameter-gather
+// overlap and the rank order. dp, tp, cp, pp, sp, ZeRO, offload, micro-batch, grad-accum, recompute and
 // FlashAttention define it.
 using layout_family = std::array<int, 11>;
 
@@ -54,11 +54,11 @@ inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
     if (a.report.step_time != b.report.step_time) return a.report.step_time < b.report.step_time;
     const auto key = [](const plan_candidate& c) {
         const parallel_layout& l = c.layout;
-        return std::array<int, 19>{l.tp, l.cp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
+        return std::array<int, 20>{l.tp, l.cp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
                                    int(l.schedule), l.dp, l.micro_batch, l.grad_accum, int(l.sp), l.zero,
                                    l.shard_group, int(l.offload), int(l.recompute), int(l.dp_overlap),
                                    int(c.switches.flash_attention), int(c.switches.tensor_parallel_overlap),
-                                   int(c.switches.overlap_parameter_gather)};
+                                   int(c.switches.overlap_parameter_gather), int(c.order)};
     };
     return key(a) < key(b);
 }

@@ -5,7 +5,9 @@
 // batch), sequence parallelism, the recompute modes the framework offers, the ZeRO stages and
 // hybrid shard groups the profile offers, optimizer offload, data-parallel overlap
 // on/off — and the framework's switches where its profile offers them (FlashAttention,
-// tensor-parallel overlap, parameter-gather overlap) that reaches the global batch
+// tensor-parallel overlap, parameter-gather overlap), and on a job over several NVLink
+// domains the rank orders the framework runs (which groups a domain holds; tensor
+// parallelism is searched inside a domain) that reaches the global batch
 // exactly and that the framework's software runs (spec/setup.hpp
 // require_framework_runs), ranked by predicted step time. The
 // search is exhaustive: a candidate is skipped only when a bound proves it cannot fit
@@ -146,6 +148,7 @@ struct unit {
     recompute_mode recompute = recompute_mode::none;
     bool flash_attention = false;
     bool tensor_parallel_overlap = false;
+    rank_order order = rank_order::tp_dp_pp;
 };
 
 struct space {
@@ -349,6 +352,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                                   training_setup& s, priced_parts& priced, worker_result& out) {
     const int dp = dp_of(r, u.tp, pp, u.cp);
     const auto batches = micro_batches_for(r, dp);
+    s.cluster.order = u.order;
     const layout_groups groups =
         place({.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp}, gpus_per_domain(s.cluster), s.cluster.order);
     s.framework = r.base.framework;
@@ -504,7 +508,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                                 const seconds step_time = step_times(s, stages(), costs).total();
                                 if (out.best.full() && step_time > out.best.worst()) continue;
                                 out.best.offer({s.layout, switches_of(s.framework),
-                                                schedule(s, stages(), costs, at_overlap, flop)});
+                                                schedule(s, stages(), costs, at_overlap, flop), s.cluster.order});
                             }
                             s.layout.schedule = pipeline_schedule::one_f_one_b;
                         }
@@ -522,10 +526,23 @@ inline void search_unit(const plan_request& r, const unit& u, const plan_options
     for (int pp : u.pps) search_pipeline_depth(r, u, pp, options, s, priced, out);
 }
 
+// The rank orders worth searching besides the request's: where the job spans more than
+// one NVLink domain, the framework's others (tp-pp-dp keeps a replica's stages in a
+// domain and spreads data parallelism over the network; tp-dp-pp the reverse). Inside
+// one domain every group rides NVLink whatever the order.
+inline std::vector<rank_order> other_rank_orders(const plan_request& r) {
+    std::vector<rank_order> out;
+    if (r.gpus <= gpus_per_domain(r.base.cluster)) return out;
+    for (rank_order o : enum_values<rank_order>())
+        if (o != r.base.cluster.order && r.base.framework.rank_orders.contains(o)) out.push_back(o);
+    return out;
+}
+
 inline space build_space(const plan_request& r) {
     const auto& m = r.base.model;
     const auto& fw = r.base.framework;
     const int seq = sequence_length(r.base);
+    const std::vector<rank_order> other_orders = other_rank_orders(r);
     space sp;
     for (long long tp_ll : divisors(r.gpus)) {
         const int tp = int(tp_ll);
@@ -536,8 +553,8 @@ inline space build_space(const plan_request& r) {
         for (long long cp_ll : divisors(r.gpus / tp)) {
             const int cp = int(cp_ll);
             if (!context_parallel_candidate(seq, cp) || (cp > 1 && !fw.context_parallel)) continue;
-            std::vector<int> pps;
-            long long inner = 0;  // candidates of one unit
+            std::vector<int> pps, ordered_pps;  // ordered: both pipeline and data parallel
+            long long inner = 0, ordered_inner = 0;  // candidates of one unit
             for (long long pp_ll : divisors(r.gpus / (1LL * tp * cp))) {
                 const int pp = int(pp_ll);
                 if (pp > m.layers || (pp > 1 && !fw.pipeline_parallel)) continue;
@@ -545,10 +562,17 @@ inline space build_space(const plan_request& r) {
                 const auto batches = micro_batches_for(r, dp);
                 if (batches.empty()) continue;
                 const inner_choices choices = choices_for(r, pp, dp, cp);
+                long long at_depth = 0;
                 for (int b : batches)
-                    inner += static_cast<long long>(
+                    at_depth += static_cast<long long>(
                         choices.count(interleaving_allowed(pp, int(r.global_batch / (1LL * b * dp)))));
+                inner += at_depth;
                 pps.push_back(pp);
+                // The rank order only moves groups where there are both stages and replicas.
+                if (pp > 1 && dp > 1) {
+                    ordered_inner += at_depth;
+                    ordered_pps.push_back(pp);
+                }
             }
             if (pps.empty()) continue;
             for (bool sequence_parallel : {false, true}) {
@@ -559,8 +583,16 @@ inline space build_space(const plan_request& r) {
                         for (bool overlap : switch_values(fw.tensor_parallel_overlap, sequence_parallel)) {
                             sp.units.push_back({.tp = tp, .cp = cp, .pps = pps, .sp = sequence_parallel,
                                                 .recompute = rc, .flash_attention = flash,
-                                                .tensor_parallel_overlap = overlap});
+                                                .tensor_parallel_overlap = overlap, .order = r.base.cluster.order});
                             sp.candidates += inner;
+                            if (ordered_pps.empty()) continue;
+                            for (rank_order o : other_orders) {
+                                unit ordered = sp.units.back();
+                                ordered.pps = ordered_pps;
+                                ordered.order = o;
+                                sp.units.push_back(std::move(ordered));
+                                sp.candidates += ordered_inner;
+                            }
                         }
                 }
             }

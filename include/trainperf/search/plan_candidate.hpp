@@ -45,18 +45,31 @@ inline std::string describe_changes(const framework_switches& w, const framework
     return t;
 }
 
+// A candidate: its layout, its switches, its prediction, and how the job numbers its
+// ranks (the search tries the framework's other order where the job spans several
+// NVLink domains: which groups a domain holds).
 struct plan_candidate {
     parallel_layout layout{};
     framework_switches switches{};
     step_report report{};
+    rank_order order = rank_order::tp_dp_pp;
 };
 
-// The setup a candidate predicts: the request's with the candidate's layout and switches.
+// The setup a candidate predicts: the request's with the candidate's layout, switches
+// and rank order.
 inline training_setup setup_of(const training_setup& base, const plan_candidate& c) {
     training_setup s = base;
     s.layout = c.layout;
+    s.cluster.order = c.order;
     apply(c.switches, s.framework);
     return s;
+}
+
+// What differs from `base` in words, the rank order where it is not the usual tp-dp-pp
+// included (", tp-comm-overlap off, rank order tp-pp-dp").
+inline std::string describe_changes(const plan_candidate& c, const framework_profile& base) {
+    return describe_changes(c.switches, base) +
+           (c.order == rank_order::tp_dp_pp ? std::string() : ", rank order " + std::string(to_string(c.order)));
 }
 
 }  // namespace trainperf

@@ -111,6 +111,9 @@ inline constexpr framework_profile megatron_profile{
     .context_parallel = false,
     .optimizer_offload = false,
     .zero_stages = 0b0011,
+    // One rank order: tensor, then data-parallel groups of consecutive blocks, pipeline
+    // stages outermost (megatron/mpu/initialize.py@28ba253f initialize_model_parallel).
+    .rank_orders = {rank_order::tp_dp_pp},
     // --optimizer adam|sgd with --sgd-momentum (megatron/arguments.py@28ba253f): apex's
     // FusedAdam, in AdamW mode by default, and FusedSGD (megatron/optimizer/__init__.py).
     .optimizers = {optimizer_kind::sgd, optimizer_kind::sgd_momentum, optimizer_kind::adamw,
@@ -277,6 +280,9 @@ inline constexpr framework_profile megatron_core_profile{
     .uneven_pipeline_split = true,
     .zero_stages = 0b1111,
     .hybrid_sharding = true,
+    // tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping
+    // (megatron/training/initialize.py@d98e8a64, parallel_state.initialize_model_parallel).
+    .rank_orders = enum_set<rank_order>::all(),
     // --optimizer adam|sgd|lion (and Muon, SOAP: not modelled) with --sgd-momentum
     // (megatron/training/arguments.py@d98e8a64); on the host with --optimizer-cpu-offload
     // only Adam and SGD (CPUAdam or CPUSGD, megatron/core/optimizer/__init__.py@d98e8a64).
@@ -368,6 +374,9 @@ inline constexpr framework_profile torchtitan_profile{
     .layer_compile = true,
     .zero_stages = 0b1001,  // replicate() (DDP) and FSDP2 fully_shard
     .hybrid_sharding = true,
+    // One device mesh, ["pp", "dp_replicate", "dp_shard", "cp", "tp"] (tp fastest;
+    // torchtitan/distributed/parallel_dims.py@b0902b29).
+    .rank_orders = {rank_order::tp_dp_pp},
     .optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused},
     // fp32 (mixed_precision_param float32), bf16 under FSDP2 (fp32 master shards, bf16
     // compute), bf16-amp without sharding (torch.autocast), Float8 Linears (fp8).

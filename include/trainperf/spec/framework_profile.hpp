@@ -335,6 +335,9 @@ struct framework_profile {
     // ranks, replicating across (spec/parallel.hpp shard_group).
     unsigned zero_stages = 0b1111;
     bool hybrid_sharding = false;
+    // How it can number its ranks (spec/hardware.hpp rank_order), which decides the
+    // groups an NVLink domain holds; it matters with both pipeline and data parallelism.
+    enum_set<rank_order> rank_orders = enum_set<rank_order>::all();
     // What it trains with: the optimizers (spec/optimizer.hpp), the number recipes
     // (spec/precision.hpp) and the fine-tuning modes (spec/finetune.hpp) the software
     // runs, and of those optimizers the ones it runs on the host with optimizer offload.
@@ -417,6 +420,7 @@ constexpr void validate(const framework_profile& fw) {
     require(!fw.precisions.empty(), "framework.precisions", "[]", "must name at least one precision recipe");
     require(!fw.finetune_modes.empty(), "framework.finetune_modes", "[]", "must name at least one fine-tuning mode");
     require(!fw.fp8_scalings.empty(), "framework.fp8_scalings", "[]", "must name at least one scaling");
+    require(!fw.rank_orders.empty(), "framework.rank_orders", "[]", "must name at least one rank order");
     require(!fw.recompute_modes.empty(), "framework.recompute_modes", "[]", "must name at least one recompute mode");
     require(!fw.compiled || fw.layer_compile, "framework.compiled", "true",
             "needs a framework that compiles its layers (layer_compile)");

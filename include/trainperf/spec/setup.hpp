@@ -230,6 +230,12 @@ constexpr void validate_layout(const training_setup& s) {
         setup_detail::fail_framework_lacks("interleave", l.interleave, s.framework,
                                            "needs pp x interleave to divide the layers (no uneven pipeline split)",
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
+    if (l.pp > 1 && l.dp > 1 && !s.framework.rank_orders.contains(s.cluster.order)) {
+        const rank_order k = s.cluster.order;
+        setup_detail::fail_framework_lacks("rank_order", to_string(k), s.framework,
+                                           "numbers its ranks only " + names_of(s.framework.rank_orders),
+                                           [k](const framework_profile& f) { return f.rank_orders.contains(k); });
+    }
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
