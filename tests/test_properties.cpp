@@ -70,7 +70,15 @@ recompute_mode recompute_run_by(std::mt19937& rng, const framework_profile& fw) 
 std::optional<training_setup> random_setup(std::mt19937& rng) {
     training_setup s;
     const gpu_spec& gpu = pick(rng, gpu_catalog);
-    s.model = pick(rng, model_catalog);
+    // The models a step prices: the catalog's dense ones (of a mixture of experts only the
+    // parameters and FLOPs are modelled).
+    static const std::vector<transformer_config> priced = [] {
+        std::vector<transformer_config> v;
+        for (const transformer_config& m : model_catalog)
+            if (!has_moe(m)) v.push_back(m);
+        return v;
+    }();
+    s.model = pick(rng, priced);
     const int gpus_per_node = gpu.gpu_link.kind == link_kind::none ? 1 : pick(rng, std::array{1, 2, 4, 8});
     s.layout.tp = divisor_of(rng, s.model.heads, gpus_per_node);
     s.layout.pp = between(rng, 0, 2) == 0 ? divisor_of(rng, s.model.layers, 8) : 1;

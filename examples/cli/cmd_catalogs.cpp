@@ -91,17 +91,20 @@ std::string params_cell(double p) {
 void print_models(std::ostream& out, std::span<const transformer_config> model_catalog) {
     out << "Model catalog (published configs; sources in docs/catalogs.md)\n\n";
     table t({"model", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "train seq", "max seq",
-             "ffn kind", "positions", "norm", "embeddings", "parameters"});
+             "ffn kind", "positions", "norm", "embeddings", "experts", "parameters", "active"});
     for (const transformer_config& m : model_catalog)
         t.add_row({str(m.name), std::to_string(m.layers), std::to_string(m.hidden),
                    std::to_string(m.heads), std::to_string(m.effective_kv_heads()),
-                   std::to_string(m.ffn_hidden), std::to_string(m.vocab),
+                   std::to_string(has_moe(m) ? m.moe.expert_ffn_hidden : m.ffn_hidden), std::to_string(m.vocab),
                    std::to_string(training_length(m)), std::to_string(m.max_seq), str(to_string(m.ffn)), str(to_string(m.positions)),
                    str(to_string(m.norm)),
-                   m.tied_embeddings ? "tied" : "untied", params_cell(parameter_count(m))});
+                   m.tied_embeddings ? "tied" : "untied",
+                   has_moe(m) ? std::to_string(m.moe.experts_per_token) + " of " + std::to_string(m.moe.experts) : "-",
+                   params_cell(parameter_count(m)), params_cell(active_parameter_count(m))});
     t.print(out);
     out << "\ntrain seq: the sequence of the model's main pre-training, every command's default --seq; max seq:\n"
-           "the longest context it takes (tokens); parameters: M = 1e6, B = 1e9.\n";
+           "the longest context it takes (tokens); ffn: each expert's width in a mixture of experts; experts: per\n"
+           "token, of the routed ones; active: the parameters one token uses; M = 1e6, B = 1e9.\n";
 }
 
 std::string on_off(bool b) { return b ? "yes" : "no"; }

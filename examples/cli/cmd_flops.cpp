@@ -40,14 +40,21 @@ void run(const flops_options& opt, std::ostream& out) {
     if (opt.json) return print_json(out, to_json(f));
     const flop_breakdown& b = f.exact_forward_layer;
     out << "FLOPs per training sample: " << m.name << ", seq " << seq << " tokens, recompute "
-        << to_string(r) << "\n\n";
+        << to_string(r) << "\n";
+    out << "parameters " << fixed(f.parameters / 1e9, 3) << " B";
+    if (has_moe(m))
+        out << ", active per token " << fixed(f.active_parameters / 1e9, 3) << " B (" << m.moe.experts_per_token
+            << " of " << m.moe.experts << " routed experts in " << moe_layers(m) << " of " << m.layers << " layers)";
+    if (f.mtp_parameters > 0) out << ", multi-token prediction " << fixed(f.mtp_parameters / 1e9, 3) << " B beside";
+    out << "\n\n";
     table t({"count", "forward TFLOP", "training TFLOP"});
     t.add_row({"seed formula (reported TFLOP/s)", flop_cell(f.forward_seed), flop_cell(f.training_seed)});
     t.add_row({"exact GEMMs", flop_cell(f.exact_forward), flop_cell(f.exact_training)});
     t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(f.narayanan_full_recompute)});
-    t.add_row({"6 x params x tokens", "-", flop_cell(f.six_n_tokens)});
+    t.add_row({has_moe(m) ? "6 x active params x tokens" : "6 x params x tokens", "-", flop_cell(f.six_n_tokens)});
     t.print(out);
-    out << "\nExact forward GEMMs per layer (TFLOP per sample), " << m.layers << " layers\n\n";
+    out << "\nExact forward GEMMs per layer (TFLOP per sample), " << m.layers << " layers"
+        << (has_moe(m) || m.sliding_window > 0 ? " (their mean: the layers differ)" : "") << "\n\n";
     table l({"op", "TFLOP"});
     l.add_row({"QKV projection", flop_cell(b.qkv)});
     l.add_row({"attention scores Q.K^T", flop_cell(b.scores)});

@@ -18,6 +18,8 @@ inline nlohmann::json to_json(const flop_summary& f) {
             {"recompute", std::string(to_string(f.recompute))},
             {"causal_savings", f.causal_savings},
             {"parameters", f.parameters},
+            {"active_parameters", f.active_parameters},
+            {"mtp_parameters", f.mtp_parameters},
             {"forward_flops_per_sample", f.forward_seed.value()},
             {"training_flops_per_sample", f.training_seed.value()},
             {"exact_forward_flops_per_sample", f.exact_forward.value()},

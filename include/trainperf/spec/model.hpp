@@ -8,6 +8,8 @@
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
 #include "../core/limits.hpp"
+#include "mla.hpp"
+#include "moe.hpp"
 
 namespace trainperf {
 
@@ -63,6 +65,17 @@ struct enum_names<model_code> {
                                                                 {model_code::llama, "llama"}}};
 };
 
+// Norms of the queries and keys before the rotary embedding: none, an RMSNorm per head
+// (Qwen3: q_norm and k_norm over head_dim), or over the whole projection (OLMoE: q_norm
+// over heads × head_dim, k_norm over kv heads × head_dim).
+enum class qk_norm_kind { none, per_head, full };
+
+template <>
+struct enum_names<qk_norm_kind> {
+    static constexpr std::array<enum_name<qk_norm_kind>, 3> table{
+        {{qk_norm_kind::none, "none"}, {qk_norm_kind::per_head, "per-head"}, {qk_norm_kind::full, "full"}}};
+};
+
 struct transformer_config {
     std::string_view name = "custom";
     int layers = 0;
@@ -98,12 +111,50 @@ struct transformer_config {
     // that runs the layer in eager mode.
     activation_kind activation = activation_kind::gelu;
     model_code code = model_code::generic;
+    // Mixture of experts (spec/moe.hpp; experts 0: a dense model) and multi-head latent
+    // attention (spec/mla.hpp; kv_lora_rank 0: ordinary attention).
+    moe_config moe{};
+    mla_config mla{};
+    qk_norm_kind qk_norm = qk_norm_kind::none;
+    // One learned logit per head joins every softmax (gpt-oss's attention sinks:
+    // heads parameters per layer).
+    bool attention_sinks = false;
+    // Attention over the last sliding_window keys only (0: full attention), on every layer
+    // but every full_attention_every-th (gpt-oss: 128 tokens, full on every 2nd layer,
+    // layer_types "sliding_attention", "full_attention", ...; 0: no full layers).
+    int sliding_window = 0;
+    int full_attention_every = 0;
+    // Multi-token prediction modules trained beside the model (DeepSeek-V3's
+    // num_nextn_predict_layers: 1), each a projection of the embedding and the hidden
+    // state and one more layer, sharing the embedding and the head; not in parameter_count
+    // (mtp_parameters).
+    int mtp_layers = 0;
 
     constexpr int effective_kv_heads() const { return kv_heads == 0 ? heads : kv_heads; }
     constexpr int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / heads; }
     constexpr int q_width() const { return heads * head_dim(); }  // = hidden unless attention_head_dim is set
     constexpr int kv_width() const { return effective_kv_heads() * head_dim(); }
+    // The widths the scores and the context run over per head: head_dim, or latent
+    // attention's nope + rope and v.
+    constexpr int qk_head_dim() const { return mla.enabled() ? mla.qk_head_dim() : head_dim(); }
+    constexpr int v_head_dim() const { return mla.enabled() ? mla.v_head_dim : head_dim(); }
 };
+
+// Whether the model has routed experts (mixture of experts).
+constexpr bool has_moe(const transformer_config& m) { return m.moe.enabled(); }
+
+// A LLaMA-style decoder (Touvron et al. 2023): RMSNorm, SwiGLU, rotary positions, an
+// untied head, no biases, no dropout, and the Hugging Face LLaMA code's separate Q, K and
+// V projections; most decoders since share it, the MoE ones with experts in the FFN.
+constexpr transformer_config llama_architecture(std::string_view name, int layers, int hidden, int heads,
+                                                int kv_heads, int ffn_hidden, int vocab, int max_seq) {
+    return {.name = name, .layers = layers, .hidden = hidden, .heads = heads,
+            .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = max_seq,
+            .ffn = ffn_kind::swiglu, .positions = position_kind::rotary,
+            .norm = norm_kind::rmsnorm, .tied_embeddings = false, .linear_biases = false,
+            .causal = true, .dropout = false,  // LLaMA trains without dropout
+            .activation = activation_kind::silu, .code = model_code::llama};
+}
 
 // Throws trainperf::invalid_argument naming the first bad field.
 constexpr void validate(const transformer_config& m) {
@@ -130,6 +181,17 @@ constexpr void validate(const transformer_config& m) {
             "means no biases besides Q, K, V: needs linear_biases false");
     require(m.norms_per_layer >= 1 && m.norms_per_layer <= 4, "norms_per_layer", m.norms_per_layer,
             "must be between 1 and 4");
+    validate(m.moe, m.layers);
+    validate(m.mla);
+    require(!m.mla.enabled() || m.effective_kv_heads() == m.heads, "kv_heads", m.kv_heads,
+            "must equal heads with latent attention (every head reads the one latent)");
+    require(m.sliding_window >= 0 && m.sliding_window <= limits::max_sequence, "sliding_window", m.sliding_window,
+            "must be between 0 (full attention) and 2^24");
+    require(m.full_attention_every >= 0 && m.full_attention_every <= m.layers, "full_attention_every",
+            m.full_attention_every, "must be between 0 (no full layers) and the layers");
+    require(m.full_attention_every == 0 || m.sliding_window > 0, "full_attention_every", m.full_attention_every,
+            "needs a sliding_window for the other layers");
+    require(m.mtp_layers >= 0 && m.mtp_layers <= 16, "mtp_layers", m.mtp_layers, "must be between 0 and 16");
 }
 
 // The sequence a run of the model uses unless told otherwise: its pre-training length
@@ -141,16 +203,29 @@ constexpr bool has_qkv_biases(const transformer_config& m) {
     return (m.linear_biases && m.qkv_biases) || m.qkv_bias_only;
 }
 
-// Parameters of one layer's linear projections (Q, K, V, output, FFN matrices and
-// their biases): what the layer's GEMMs read.
-constexpr double layer_linear_parameters(const transformer_config& m) {
-    const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
-    const bool b = m.linear_biases;
+// Parameters of one layer's attention projections (Q, K, V and output, with their
+// biases; latent attention's projections and latent norms).
+constexpr double attention_linear_parameters(const transformer_config& m) {
+    const double h = m.hidden;
+    if (m.mla.enabled()) return mla_parameters(m.mla, h, m.heads);
+    const double kv = m.kv_width(), q = m.q_width();
     const double qkv = h * (q + 2 * kv) + (has_qkv_biases(m) ? q + 2 * kv : 0);
-    const double out = q * h + (b ? h : 0);
+    return qkv + q * h + (m.linear_biases ? h : 0);
+}
+
+// Parameters of one FFN of inner width f (its matrices and their biases): the dense
+// FFN (ffn_hidden), one routed expert, the shared experts.
+constexpr double ffn_linear_parameters(const transformer_config& m, double f) {
+    const double h = m.hidden;
+    const bool b = m.linear_biases;
     const double matrices_in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
-    const double ffn = matrices_in * (h * f + (b ? f : 0)) + f * h + (b ? h : 0);
-    return qkv + out + ffn;
+    return matrices_in * (h * f + (b ? f : 0)) + f * h + (b ? h : 0);
+}
+
+// Parameters of one layer's linear projections (Q, K, V, output, FFN matrices and
+// their biases): what the layer's GEMMs read. A layer with the dense FFN.
+constexpr double layer_linear_parameters(const transformer_config& m) {
+    return attention_linear_parameters(m) + ffn_linear_parameters(m, m.ffn_hidden);
 }
 
 // Parameter tensors of one layer's linear projections as the code runs them: Q, K and
@@ -165,9 +240,64 @@ constexpr double layer_linear_tensors(const transformer_config& m, model_code co
 }
 
 // Parameters of one transformer layer.
-constexpr double layer_parameters(const transformer_config& m) {
+// What a layer holds beside its linear projections: its norms, the query and key norms,
+// the attention sinks.
+constexpr double layer_other_parameters(const transformer_config& m) {
     const double norm = m.norm == norm_kind::layernorm ? 2.0 * m.hidden : m.hidden;
-    return layer_linear_parameters(m) + m.norms_per_layer * norm;
+    double p = m.norms_per_layer * norm;
+    if (m.qk_norm == qk_norm_kind::per_head) p += 2.0 * m.head_dim();
+    if (m.qk_norm == qk_norm_kind::full) p += double(m.q_width()) + m.kv_width();
+    if (m.attention_sinks) p += m.heads;
+    return p;
+}
+
+// Parameters of one transformer layer with the dense FFN (every layer of a dense model).
+constexpr double layer_parameters(const transformer_config& m) {
+    return layer_linear_parameters(m) + layer_other_parameters(m);
+}
+
+// ---- Mixture of experts ------------------------------------------------------
+// One routed expert: an FFN of expert_ffn_hidden, with biases where the model's Linears
+// have them (gpt-oss's gate_up_proj_bias and down_proj_bias).
+constexpr double expert_parameters(const transformer_config& m) {
+    return ffn_linear_parameters(m, m.moe.expert_ffn_hidden);
+}
+
+// The router of one MoE layer: a Linear h → experts (with a bias in gpt-oss), and
+// DeepSeek-V3's per-expert score correction bias.
+constexpr double router_parameters(const transformer_config& m) {
+    const double e = m.moe.experts;
+    return e * m.hidden + (m.moe.router_bias ? e : 0.0) + (m.moe.score_correction_bias ? e : 0.0);
+}
+
+// The shared experts of one MoE layer, every token's (one FFN of shared_ffn_hidden), and
+// Qwen2-MoE's sigmoid gate on them, a Linear h → 1.
+constexpr double shared_expert_parameters(const transformer_config& m) {
+    if (m.moe.shared_ffn_hidden == 0) return 0.0;
+    return ffn_linear_parameters(m, m.moe.shared_ffn_hidden) + (m.moe.shared_expert_gate ? double(m.hidden) : 0.0);
+}
+
+// One MoE layer: attention, norms, router, every routed expert and the shared ones.
+constexpr double moe_layer_parameters(const transformer_config& m) {
+    return attention_linear_parameters(m) + layer_other_parameters(m) + router_parameters(m) +
+           double(m.moe.experts) * expert_parameters(m) + shared_expert_parameters(m);
+}
+
+// The parameters one token's pass through an MoE layer uses: the routed experts it is
+// sent to (experts_per_token of them) instead of all.
+constexpr double moe_layer_active_parameters(const transformer_config& m) {
+    return moe_layer_parameters(m) - double(m.moe.experts - m.moe.experts_per_token) * expert_parameters(m);
+}
+
+// The MoE layers and the dense ones.
+constexpr int moe_layers(const transformer_config& m) { return moe_layer_count(m.moe, m.layers); }
+constexpr int dense_layers(const transformer_config& m) { return m.layers - moe_layers(m); }
+
+// Every layer's parameters, or (active) those one token uses.
+constexpr double all_layer_parameters(const transformer_config& m, bool active = false) {
+    if (!has_moe(m)) return double(m.layers) * layer_parameters(m);
+    return double(dense_layers(m)) * layer_parameters(m) +
+           double(moe_layers(m)) * (active ? moe_layer_active_parameters(m) : moe_layer_parameters(m));
 }
 
 // Input embedding, positions, segment types, final norm, untied head and pooler.
@@ -196,7 +326,26 @@ constexpr double parameters_of_parts(int layers, double layer, double embedding,
 }
 
 constexpr double parameter_count(const transformer_config& m) {
+    if (has_moe(m)) return all_layer_parameters(m) + embedding_parameters(m) + head_parameters(m);
     return parameters_of_parts(m.layers, layer_parameters(m), embedding_parameters(m), head_parameters(m));
+}
+
+// The parameters one token uses (a dense model's all): the routed experts it is not sent
+// to left out, the embedding and the head in, as DeepSeek-V3's "37B activated" counts
+// them (its README_WEIGHTS.md: 0.9B embedding and 0.9B head among the activated).
+constexpr double active_parameter_count(const transformer_config& m) {
+    return all_layer_parameters(m, true) + embedding_parameters(m) + head_parameters(m);
+}
+
+// The multi-token prediction modules (mtp_layers), beside parameter_count: each one more
+// layer (an MoE layer in an MoE model), a projection 2h → h of the normalised embedding
+// and hidden state concatenated (eh_proj), their two norms and its own final norm before
+// the shared head (enorm, hnorm, shared_head.norm; DeepSeek-V3 README_WEIGHTS.md).
+constexpr double mtp_parameters(const transformer_config& m) {
+    const double h = m.hidden;
+    const double norm = m.norm == norm_kind::layernorm ? 2.0 * h : h;
+    const double layer = has_moe(m) ? moe_layer_parameters(m) : layer_parameters(m);
+    return m.mtp_layers * (layer + 2.0 * h * h + 3.0 * norm);
 }
 
 }  // namespace trainperf

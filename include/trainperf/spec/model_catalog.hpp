@@ -11,6 +11,7 @@
 #include "../core/catalog_lookup.hpp"
 #include "../core/error.hpp"
 #include "model.hpp"
+#include "model_catalog_moe.hpp"
 
 namespace trainperf {
 
@@ -109,12 +110,7 @@ struct gpt_neo_2_7b {
 namespace model_detail {
 constexpr transformer_config llama_like(std::string_view name, int layers, int hidden, int heads,
                                         int kv_heads, int ffn_hidden, int vocab, int max_seq) {
-    return {.name = name, .layers = layers, .hidden = hidden, .heads = heads,
-            .kv_heads = kv_heads, .ffn_hidden = ffn_hidden, .vocab = vocab, .max_seq = max_seq,
-            .ffn = ffn_kind::swiglu, .positions = position_kind::rotary,
-            .norm = norm_kind::rmsnorm, .tied_embeddings = false, .linear_biases = false,
-            .causal = true, .dropout = false,  // LLaMA trains without dropout
-            .activation = activation_kind::silu, .code = model_code::llama};
+    return llama_architecture(name, layers, hidden, heads, kv_heads, ffn_hidden, vocab, max_seq);
 }
 }  // namespace model_detail
 
@@ -195,12 +191,15 @@ struct megatron_1t {
 // ---------------------------------------------------------------------------------
 // Lookup by CLI name.
 
-inline constexpr std::array<transformer_config, 18> model_catalog{
+inline constexpr std::array<transformer_config, 26> model_catalog{
     bert_base::config,    bert_large::config,   gpt2::config,         gpt2_medium::config,
     gpt2_large::config,   gpt2_xl::config,      gpt_neo_1_3b::config, gpt_neo_2_7b::config,
     llama2_7b::config,    llama2_13b::config,   llama2_70b::config,   llama3_8b::config,
     llama3_70b::config,   llama3_1_405b::config, gpt3_175b::config,   megatron_22b::config,
     turing_530b::config,  megatron_1t::config,
+    // Mixture of experts (spec/model_catalog_moe.hpp).
+    mixtral_8x7b::config, mixtral_8x22b::config, deepseek_v3::config, kimi_k2::config,
+    qwen3_235b_a22b::config, qwen3_30b_a3b::config, gpt_oss_120b::config, gpt_oss_20b::config,
 };
 
 constexpr std::array<std::string_view, model_catalog.size()> model_names() {

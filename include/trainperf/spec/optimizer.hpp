@@ -54,7 +54,7 @@ struct parameter_tensor {
 
 // Up to this many distinct tensors per model (a fixed size keeps it constexpr).
 struct parameter_tensor_list {
-    std::array<parameter_tensor, 24> items{};
+    std::array<parameter_tensor, 32> items{};
     std::size_t size = 0;
 
     constexpr void add(parameter_tensor t) {
@@ -71,32 +71,95 @@ struct parameter_tensor_list {
 
 // The model's parameter tensors as Hugging Face / Megatron lay them out: separate
 // Q, K, V projections (GPT-2's fused c_attn has the same elements; Adafactor's
-// factored state differs by 2·hidden per layer). Sums to parameter_count(m).
+// factored state differs by 2·hidden per layer), latent attention's projections, each
+// routed expert's matrices. Sums to parameter_count(m).
 // `visit` sees each tensor in this order, empty ones too (a learned position table of
 // max_seq 0); parameter_tensors lists those the model has, and model_state_of sums over
 // them without building the list.
+namespace optimizer_detail {
+// The matrices (and biases) of `count` FFNs of inner width f: gate (SwiGLU), up, down.
+template <class Visit>
+constexpr void visit_ffn(const transformer_config& m, Visit& visit, double f, double count, bool biases,
+                         const char* gate, const char* up, const char* down, const char* up_bias,
+                         const char* down_bias) {
+    const double h = m.hidden;
+    const bool swiglu = m.ffn == ffn_kind::swiglu;
+    if (count == 0) return;
+    if (swiglu) visit({gate, f, h, count});
+    visit({up, f, h, count});
+    visit({down, h, f, count});
+    if (biases) {
+        visit({up_bias, f, 0, count * (swiglu ? 2 : 1)});
+        visit({down_bias, h, 0, count});
+    }
+}
+
+// Latent attention's tensors (spec/mla.hpp) over n layers.
+template <class Visit>
+constexpr void visit_latent_attention(const transformer_config& m, Visit& visit, double n) {
+    const mla_config& a = m.mla;
+    const double h = m.hidden, heads = m.heads;
+    if (a.q_lora_rank > 0) {
+        visit({"q_a_proj", double(a.q_lora_rank), h, n});
+        visit({"q_b_proj", heads * a.qk_head_dim(), double(a.q_lora_rank), n});
+        visit({"q_a_layernorm", double(a.q_lora_rank), 0, n});
+    } else {
+        visit({"q_proj", heads * a.qk_head_dim(), h, n});
+    }
+    visit({"kv_a_proj_with_mqa", double(a.kv_lora_rank) + a.qk_rope_head_dim, h, n});
+    visit({"kv_b_proj", heads * (a.qk_nope_head_dim + a.v_head_dim), double(a.kv_lora_rank), n});
+    visit({"kv_a_layernorm", double(a.kv_lora_rank), 0, n});
+    visit({"o_proj", h, heads * a.v_head_dim, n});
+}
+
+// An MoE model's experts, routers and shared experts over its MoE layers: each routed
+// expert's matrices as tensors of their own (as Mixtral's, Qwen-MoE's and DeepSeek's
+// checkpoints hold them).
+template <class Visit>
+constexpr void visit_experts(const transformer_config& m, Visit& visit) {
+    const moe_config& e = m.moe;
+    const double layers = moe_layers(m), h = m.hidden;
+    visit_ffn(m, visit, e.expert_ffn_hidden, layers * e.experts, m.linear_biases, "expert_gate_proj",
+              "expert_up_proj", "expert_down_proj", "expert_up_bias", "expert_down_bias");
+    visit({"router", double(e.experts), h, layers});
+    if (e.router_bias) visit({"router_bias", double(e.experts), 0, layers});
+    if (e.score_correction_bias) visit({"score_correction_bias", double(e.experts), 0, layers});
+    if (e.shared_ffn_hidden > 0)
+        visit_ffn(m, visit, e.shared_ffn_hidden, layers, m.linear_biases, "shared_gate_proj", "shared_up_proj",
+                  "shared_down_proj", "shared_up_bias", "shared_down_bias");
+    if (e.shared_expert_gate) visit({"shared_expert_gate", 1, h, layers});
+}
+}  // namespace optimizer_detail
+
 template <class Visit>
 constexpr Visit for_each_parameter_tensor(const transformer_config& m, Visit visit) {
     const double h = m.hidden, f = m.ffn_hidden, kv = m.kv_width(), n = m.layers, q = m.q_width();
     const bool b = m.linear_biases;
     const double norm_vectors = m.norm == norm_kind::layernorm ? 2 : 1;  // scale (+ bias)
-    visit({"q_proj", q, h, n});
-    visit({"k_proj", kv, h, n});
-    visit({"v_proj", kv, h, n});
-    visit({"o_proj", h, q, n});
-    if (m.ffn == ffn_kind::swiglu) visit({"gate_proj", f, h, n});
-    visit({"up_proj", f, h, n});
-    visit({"down_proj", h, f, n});
+    if (m.mla.enabled()) {
+        optimizer_detail::visit_latent_attention(m, visit, n);
+    } else {
+        visit({"q_proj", q, h, n});
+        visit({"k_proj", kv, h, n});
+        visit({"v_proj", kv, h, n});
+        visit({"o_proj", h, q, n});
+    }
+    // The dense FFN in every layer of a dense model, in the dense layers of an MoE one.
+    const double dense = has_moe(m) ? double(dense_layers(m)) : n;
+    optimizer_detail::visit_ffn(m, visit, f, dense, b, "gate_proj", "up_proj", "down_proj", "up_bias", "down_bias");
+    if (has_moe(m)) optimizer_detail::visit_experts(m, visit);
     if (has_qkv_biases(m)) {
         visit({"q_bias", q, 0, n});
         visit({"kv_bias", kv, 0, 2 * n});
     }
-    if (b) {
-        visit({"o_bias", h, 0, n});
-        visit({"up_bias", f, 0, n * (m.ffn == ffn_kind::swiglu ? 2 : 1)});
-        visit({"down_bias", h, 0, n});
-    }
+    if (b) visit({"o_bias", h, 0, n});
     visit({"layer_norms", h, 0, m.norms_per_layer * norm_vectors * n});
+    if (m.qk_norm == qk_norm_kind::per_head) visit({"qk_norms", double(m.head_dim()), 0, 2 * n});
+    if (m.qk_norm == qk_norm_kind::full) {
+        visit({"q_norm", q, 0, n});
+        visit({"k_norm", kv, 0, n});
+    }
+    if (m.attention_sinks) visit({"sinks", double(m.heads), 0, n});
     visit({"token_embedding", double(m.vocab), h, 1});
     if (m.positions == position_kind::learned) visit({"position_embedding", double(m.max_seq), h, 1});
     if (m.token_types > 0) {

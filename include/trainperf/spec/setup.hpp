@@ -273,9 +273,25 @@ constexpr void validate_layout(const training_setup& s) {
 // Everything of a setup but its layout: the system, the model and its sequence, the
 // recipe on the GPU, the framework, the kernel parameters, fine-tuning and the input
 // pipeline.
+namespace setup_detail {
+// What a step cannot price yet: routed experts (expert parallelism, token dispatch,
+// grouped GEMMs), latent attention's projections and attention sinks or sliding windows
+// in the layer's ops. Their parameters and FLOPs are counted (trainperf flops).
+[[noreturn]] TRAINPERF_COLD inline void fail_unpriced_architecture(const transformer_config& m) {
+    const std::string what = has_moe(m)           ? "a mixture-of-experts model"
+                             : m.mla.enabled()    ? "a latent-attention model"
+                                                  : "a model with sliding-window attention or attention sinks";
+    detail::fail("model", m.name,
+                 what + ": its parameters and FLOPs are counted (trainperf flops), but the step time and memory of "
+                        "training it are not modelled yet (expert parallelism, token dispatch, its attention's ops)");
+}
+}  // namespace setup_detail
+
 constexpr void validate_fixed(const training_setup& s) {
     validate(s.cluster);
     validate(s.model);
+    if (has_moe(s.model) || s.model.mla.enabled() || s.model.attention_sinks || s.model.sliding_window > 0)
+        setup_detail::fail_unpriced_architecture(s.model);
     validate(s.framework);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);

@@ -92,13 +92,17 @@ struct flop_options {
     bool causal_savings = false;
 };
 
-// Forward GEMM FLOPs of one layer (per sample) and of the output layer.
+// Forward GEMM FLOPs of one layer (per sample) and of the output layer. Where the
+// layers differ (dense and MoE FFNs, sliding-window and full attention) it is their
+// mean, so that layers × layer() is every layer's.
 struct flop_breakdown {
-    flops qkv = flops_of(0);          // 2·s·h·(q + 2·kv_width), q = heads·head_dim (= h)
-    flops scores = flops_of(0);       // Q·Kᵀ: 2·s²·q
-    flops context = flops_of(0);      // P·V:  2·s²·q
-    flops out_proj = flops_of(0);     // 2·s·q·h
-    flops ffn = flops_of(0);          // 2·s·h·f per matrix: 2 (GELU) or 3 (SwiGLU) matrices
+    flops qkv = flops_of(0);          // 2·s·h·(q + 2·kv_width), q = heads·head_dim (= h); latent
+                                      // attention: 2·s·(its query and key-value projection weights)
+    flops scores = flops_of(0);       // Q·Kᵀ: 2·s·keys·heads·qk_head_dim (keys: s, or the window)
+    flops context = flops_of(0);      // P·V:  2·s·keys·heads·v_head_dim
+    flops out_proj = flops_of(0);     // 2·s·heads·v_head_dim·h
+    flops ffn = flops_of(0);          // 2·s·h·f per matrix: 2 (GELU) or 3 (SwiGLU) matrices; an MoE
+                                      // layer: the router, experts_per_token experts and the shared ones
     flops logits = flops_of(0);       // 2·s·h·V, once per model (tied or untied: same)
 
     constexpr flops attention_core() const { return scores + context; }
@@ -118,16 +122,41 @@ constexpr flops op_selective_recomputed(const transformer_config& m, const flop_
     return flops_of(total);
 }
 
+// The keys each query meets on average over the layers: s on a full-attention layer (or,
+// with causal savings, (s + 1)/2), the window on a sliding one (ASSUMPTION: a band
+// kernel computes min(window, s) keys for every query, the first ones too).
+constexpr double mean_keys(const transformer_config& m, double s, double causal) {
+    if (m.sliding_window == 0) return s * causal;
+    const double full = m.full_attention_every > 0 ? double(m.layers / m.full_attention_every) : 0.0;
+    const double window = s < m.sliding_window ? s : double(m.sliding_window);
+    return (full * s * causal + (m.layers - full) * window) / m.layers;
+}
+
+// The forward FLOPs per token of one MoE layer's FFN part: the router GEMM, the routed
+// experts a token goes to and the shared ones (and the shared expert's gate).
+constexpr double moe_ffn_flops_per_token(const transformer_config& m) {
+    const double h = m.hidden, matrices = m.ffn == ffn_kind::swiglu ? 3 : 2;
+    const double shared = m.moe.shared_ffn_hidden;
+    return 2 * h * m.moe.experts + m.moe.experts_per_token * matrices * 2 * h * m.moe.expert_ffn_hidden +
+           matrices * 2 * h * shared + (m.moe.shared_expert_gate ? 2 * h : 0.0);
+}
+
 // exact_forward_breakdown for a model and sequence already checked (check_seq).
 constexpr flop_breakdown forward_breakdown(const transformer_config& m, int seq, const flop_options& o = {}) {
     const double h = m.hidden, s = seq, f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double causal = (o.causal_savings && m.causal) ? (s + 1) / (2 * s) : 1.0;
     const double ffn_matrices = m.ffn == ffn_kind::swiglu ? 3 : 2;
-    return {.qkv = flops_of(2 * s * h * (q + 2 * kv)),
-            .scores = flops_of(2 * s * s * q * causal),
-            .context = flops_of(2 * s * s * q * causal),
-            .out_proj = flops_of(2 * s * q * h),
-            .ffn = flops_of(ffn_matrices * 2 * s * h * f),
+    const double keys = mean_keys(m, s, causal);
+    const double heads = m.heads, v = m.v_head_dim();
+    const double projections = m.mla.enabled() ? mla_projection_parameters(m.mla, h, heads) : h * (q + 2 * kv);
+    double ffn = ffn_matrices * 2 * s * h * f;
+    if (has_moe(m))
+        ffn = (double(dense_layers(m)) * ffn + double(moe_layers(m)) * s * moe_ffn_flops_per_token(m)) / m.layers;
+    return {.qkv = flops_of(2 * s * projections),
+            .scores = flops_of(2 * s * keys * heads * m.qk_head_dim()),
+            .context = flops_of(2 * s * keys * heads * v),
+            .out_proj = flops_of(2 * s * heads * v * h),
+            .ffn = flops_of(ffn),
             .logits = flops_of(2 * s * h * double(m.vocab))};
 }
 }  // namespace flops_detail
@@ -174,7 +203,12 @@ constexpr flops model_flops_per_sample(const transformer_config& m, int seq,
 // layer's and the output projection over the vocabulary (tied or not); lookups
 // (token, position, segment embeddings) do no matmul. It holds for any FFN width,
 // GQA, SwiGLU or untied head, since N is counted from the model's shapes.
+// A mixture of experts counts the parameters a token uses (active_parameter_count's
+// layers), and the attention term each layer's keys (a sliding-window layer's window)
+// and its widths, 6·T·H·(qk_head_dim + v_head_dim) per layer and token (12·H·Q·T where
+// both are Q).
 constexpr double matmul_parameters(const transformer_config& m) {
+    if (has_moe(m)) return all_layer_parameters(m, true) + double(m.vocab) * m.hidden;
     return double(m.layers) * layer_parameters(m) + double(m.vocab) * m.hidden;
 }
 
@@ -183,7 +217,9 @@ namespace flops_detail {
 // checks its setup once.
 constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {
     const double t = seq;
-    return flops_of(t * (6.0 * matmul_parameters(m) + 12.0 * m.layers * double(m.q_width()) * t));
+    const double attention = 6.0 * m.layers * double(m.heads) * (m.qk_head_dim() + m.v_head_dim()) *
+                             mean_keys(m, t, 1.0);
+    return flops_of(t * (6.0 * matmul_parameters(m) + attention));
 }
 
 constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
@@ -238,13 +274,16 @@ constexpr flops finetune_hardware_flops_per_sample(const transformer_config& m, 
 
 // Every count of one training sample side by side (`trainperf flops`): the seed formula
 // reported TFLOP/s use, the exact GEMM count, PaLM's model FLOPs, Narayanan et al.'s
-// closed form (full recompute), 6·parameters·tokens, and the exact forward per layer.
+// closed form (full recompute), 6·parameters·tokens (a mixture of experts: the active
+// parameters), and the exact forward per layer (the mean layer where layers differ).
 struct flop_summary {
     std::string_view model;
     int seq = 0;
     recompute_mode recompute = recompute_mode::none;
     bool causal_savings = false;
     double parameters = 0;
+    double active_parameters = 0;  // those one token uses (= parameters for a dense model)
+    double mtp_parameters = 0;     // multi-token prediction modules, beside `parameters`
     flops forward_seed = flops_of(0), training_seed = flops_of(0);
     flops exact_forward = flops_of(0), exact_training = flops_of(0);
     flops model_flops = flops_of(0);                 // model_flops_per_sample: what MFU counts
@@ -256,19 +295,25 @@ struct flop_summary {
 constexpr flop_summary flop_summary_of(const transformer_config& m, int seq, recompute_mode r,
                                        const flop_options& o = {}) {
     flops_detail::check_seq(m, seq);
+    // Op-level checkpointing keeps every other matmul's output of the dense layer's code.
+    require(r != recompute_mode::op_selective || (!has_moe(m) && !m.mla.enabled()), "recompute", "op-selective",
+            "not modelled for mixture-of-experts or latent-attention layers");
     const double params = parameter_count(m);
+    const double active = active_parameter_count(m);
     return {.model = m.name,
             .seq = seq,
             .recompute = r,
             .causal_savings = o.causal_savings,
             .parameters = params,
+            .active_parameters = active,
+            .mtp_parameters = mtp_parameters(m),
             .forward_seed = forward_flops_per_sample(m, seq),
             .training_seed = training_flops_per_sample(m, seq, r),
             .exact_forward = exact_forward_flops_per_sample(m, seq, o),
             .exact_training = exact_training_flops_per_sample(m, seq, r, o),
             .model_flops = model_flops_per_sample(m, seq, o),
             .narayanan_full_recompute = narayanan_training_flops(m, 1, seq),
-            .six_n_tokens = flops_of(6.0 * params * seq),
+            .six_n_tokens = flops_of(6.0 * active * seq),
             .exact_forward_layer = exact_forward_breakdown(m, seq, o)};
 }
 

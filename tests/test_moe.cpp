@@ -1,0 +1,213 @@
+#include <trainperf/io/hf_config.hpp>
+#include <trainperf/io/model_json.hpp>
+#include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/spec/model_catalog.hpp>
+#include <trainperf/spec/setup.hpp>
+#include <trainperf/workload/flops.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace trainperf;
+using nlohmann::json;
+
+namespace {
+// A tiny MoE decoder to count by hand: 4 layers of hidden 8, 2 heads of 4, the first layer
+// dense (FFN 16), the others 4 SwiGLU experts of 6, 2 per token, and a shared expert of 6;
+// RMSNorm, untied, vocabulary 10.
+constexpr transformer_config tiny_moe = [] {
+    transformer_config c = llama_architecture("tiny-moe", 4, 8, 2, 0, 16, 10, 32);
+    c.moe = {.experts = 4, .experts_per_token = 2, .expert_ffn_hidden = 6, .shared_ffn_hidden = 6,
+             .dense_layers = 1};
+    return c;
+}();
+}  // namespace
+
+TEST_CASE("MoE layers: which layers, and the parameters of each part by hand", "[moe]") {
+    // (i + 1) % frequency == 0 after the dense layers: layers 3, 5, 7, 9 of 10.
+    const moe_config every_other{.experts = 4, .experts_per_token = 1, .expert_ffn_hidden = 8, .dense_layers = 2,
+                                 .layer_frequency = 2};
+    CHECK(moe_layer_count(every_other, 10) == 4);
+    CHECK_FALSE(is_moe_layer(every_other, 2));
+    CHECK(is_moe_layer(every_other, 3));
+    CHECK(moe_layer_count(moe_config{}, 10) == 0);
+
+    // Attention: Q, K, V, O 4 · 8·8 = 256; norms 2 · 8 = 16. A SwiGLU FFN of f: 3·8·f.
+    CHECK(attention_linear_parameters(tiny_moe) == 256);
+    CHECK(layer_other_parameters(tiny_moe) == 16);
+    CHECK(layer_parameters(tiny_moe) == 256 + 16 + 3 * 8 * 16);              // the dense layer: 656
+    CHECK(expert_parameters(tiny_moe) == 3 * 8 * 6);                          // 144
+    CHECK(router_parameters(tiny_moe) == 4 * 8);                              // 32
+    CHECK(shared_expert_parameters(tiny_moe) == 144);
+    CHECK(moe_layer_parameters(tiny_moe) == 256 + 16 + 32 + 4 * 144 + 144);   // 1024
+    CHECK(moe_layer_active_parameters(tiny_moe) == 256 + 16 + 32 + 2 * 144 + 144);  // 736
+    // Embedding 80, final norm 8, untied head 80.
+    CHECK(parameter_count(tiny_moe) == 656 + 3 * 1024 + 80 + 8 + 80);
+    CHECK(active_parameter_count(tiny_moe) == 656 + 3 * 736 + 80 + 8 + 80);
+    CHECK(mtp_parameters(tiny_moe) == 0);
+    transformer_config with_mtp = tiny_moe;
+    with_mtp.mtp_layers = 1;  // one more MoE layer, eh_proj 2·8·8, three norms of 8
+    CHECK(mtp_parameters(with_mtp) == 1024 + 128 + 24);
+
+    // A dense model's counts are unchanged by the new parts: active = total.
+    CHECK(active_parameter_count(llama2_7b::config) == parameter_count(llama2_7b::config));
+    CHECK(parameter_count(llama2_7b::config) == Approx(6.738e9).epsilon(1e-3));
+}
+
+TEST_CASE("MoE catalog: total and active parameters as published", "[moe][catalog]") {
+    struct expected {
+        const transformer_config& m;
+        double total, active;
+    };
+    // Totals: Mixtral-8x7B 46,702,792,704 (its checkpoint's parameter count); Qwen3 the bf16
+    // checkpoints' index total_size / 2; the others as the model cards round them (671B,
+    // 1T, 141B, 116.8B, 20.9B). Active: "13B", 22B, 3.3B, 37B, 32B, 39B, 5.1B, 3.6B.
+    const expected models[] = {
+        {mixtral_8x7b::config, 46'702'792'704, 12'879'925'248},
+        {qwen3_235b_a22b::config, 235'093'634'560, 22'190'763'520},
+        {qwen3_30b_a3b::config, 30'532'122'624, 3'353'032'704},
+        {deepseek_v3::config, 671'026'419'200, 37'552'297'472},
+        {kimi_k2::config, 1'026'408'232'448, 32'861'500'928},
+        {mixtral_8x22b::config, 140'630'071'296, 39'161'468'928},
+        {gpt_oss_120b::config, 116'829'156'672, 5'132'849'472 + 201088.0 * 2880},
+        {gpt_oss_20b::config, 20'914'757'184, 3'608'307'264 + 201088.0 * 2880},
+    };
+    for (const expected& e : models) {
+        INFO(e.m.name);
+        CHECK(parameter_count(e.m) == e.total);
+        CHECK(active_parameter_count(e.m) == e.active);
+        CHECK(lookup_model(e.m.name).name == e.m.name);
+    }
+    // The published roundings.
+    CHECK(parameter_count(deepseek_v3::config) / 1e9 == Approx(671).margin(0.5));
+    CHECK(active_parameter_count(deepseek_v3::config) / 1e9 == Approx(37).margin(0.6));
+    CHECK(parameter_count(kimi_k2::config) / 1e12 == Approx(1.0).margin(0.03));
+    CHECK(active_parameter_count(kimi_k2::config) / 1e9 == Approx(32).margin(1));
+    CHECK(parameter_count(mixtral_8x22b::config) / 1e9 == Approx(141).margin(0.5));
+    CHECK(parameter_count(gpt_oss_120b::config) / 1e9 == Approx(116.8).margin(0.05));
+    // DeepSeek-V3's multi-token prediction module beside the 671B: one MoE layer, eh_proj
+    // and three norms, 11.6B (README_WEIGHTS.md: 11.5B unique, 14B with the shared embedding
+    // and head).
+    CHECK(mtp_parameters(deepseek_v3::config) == 11'610'068'224);
+    // Latent attention of one DeepSeek-V3 layer, from the checkpoint's tensor shapes:
+    // q_a 1536×7168, q_a_layernorm 1536, q_b 24576×1536, kv_a 576×7168, kv_a_layernorm 512,
+    // kv_b 32768×512, o 7168×16384.
+    CHECK(attention_linear_parameters(deepseek_v3::config) ==
+          1536.0 * 7168 + 1536 + 24576.0 * 1536 + 576.0 * 7168 + 512 + 32768.0 * 512 + 7168.0 * 16384);
+}
+
+TEST_CASE("MoE FLOPs: PaLM's count over the active parameters, windows and latent widths", "[moe][flops]") {
+    // Mixtral at 4096 tokens: 6·(active matmul parameters) + 12·L·H·Q·T per token.
+    const transformer_config& mx = mixtral_8x7b::config;
+    const double t = 4096;
+    const double matmul = all_layer_parameters(mx, true) + 32000.0 * 4096;
+    CHECK(palm_training_flops_per_sample(mx, 4096).value() ==
+          Approx(t * (6 * matmul + 12.0 * 32 * 4096 * t)).epsilon(1e-12));
+    // The exact GEMMs count the router, 2 experts per token and the attention; 6·N_active·T.
+    const flop_summary f = flop_summary_of(mx, 4096, recompute_mode::none);
+    CHECK(f.active_parameters == active_parameter_count(mx));
+    CHECK(f.six_n_tokens.value() == Approx(6 * f.active_parameters * t));
+    CHECK(f.exact_forward_layer.ffn.value() == Approx(t * (2 * 4096.0 * 8 + 2 * 3 * 2 * 4096.0 * 14336)));
+    // gpt-oss: half its layers attend to 128 keys, the others to the sequence.
+    const transformer_config& oss = gpt_oss_120b::config;
+    const double keys = (18 * t + 18 * 128) / 36;
+    CHECK(flops_detail::mean_keys(oss, t, 1.0) == keys);
+    CHECK(exact_forward_breakdown(oss, 4096).scores.value() == Approx(2 * t * keys * 64 * 64));
+    // DeepSeek-V3: scores over 192 = 128 + 64 per head, the context over 128.
+    const flop_breakdown ds = exact_forward_breakdown(deepseek_v3::config, 4096);
+    CHECK(ds.scores.value() == Approx(2 * t * t * 128 * 192));
+    CHECK(ds.context.value() == Approx(2 * t * t * 128 * 128));
+    // Its FFN: 3 dense layers of 18432 and 58 MoE layers, the mean of the two.
+    const double dense = 3 * 2 * t * 7168 * 18432;
+    const double moe = t * (2 * 7168.0 * 256 + 8 * 3 * 2 * 7168.0 * 2048 + 3 * 2 * 7168.0 * 2048);
+    CHECK(ds.ffn.value() == Approx((3 * dense + 58 * moe) / 61));
+    // Op-level checkpointing of an MoE layer is not modelled: said.
+    CHECK_THROWS_WITH(flop_summary_of(mx, 4096, recompute_mode::op_selective),
+                      Catch::StartsWith("recompute = op-selective: not modelled for mixture-of-experts"));
+}
+
+TEST_CASE("Hugging Face MoE configs give the catalog's models", "[moe][hf]") {
+    const json mixtral = {{"model_type", "mixtral"}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                          {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                          {"vocab_size", 32000}, {"max_position_embeddings", 32768}, {"num_local_experts", 8},
+                          {"num_experts_per_tok", 2}, {"tie_word_embeddings", false}, {"hidden_act", "silu"}};
+    CHECK(parameter_count(io::model_from_hf_config(mixtral, "m")) == 46'702'792'704);
+    const json qwen3 = {{"model_type", "qwen3_moe"}, {"hidden_size", 2048}, {"intermediate_size", 6144},
+                        {"num_hidden_layers", 48}, {"num_attention_heads", 32}, {"num_key_value_heads", 4},
+                        {"head_dim", 128}, {"moe_intermediate_size", 768}, {"num_experts", 128},
+                        {"num_experts_per_tok", 8}, {"decoder_sparse_step", 1}, {"mlp_only_layers", json::array()},
+                        {"vocab_size", 151936}, {"max_position_embeddings", 40960}, {"tie_word_embeddings", false}};
+    const transformer_config q = io::model_from_hf_config(qwen3, "q");
+    CHECK(parameter_count(q) == 30'532'122'624);
+    CHECK(q.qk_norm == qk_norm_kind::per_head);
+    const json deepseek = {{"model_type", "deepseek_v3"}, {"hidden_size", 7168}, {"intermediate_size", 18432},
+                           {"moe_intermediate_size", 2048}, {"num_hidden_layers", 61},
+                           {"num_attention_heads", 128}, {"num_key_value_heads", 128}, {"n_shared_experts", 1},
+                           {"n_routed_experts", 256}, {"num_experts_per_tok", 8}, {"first_k_dense_replace", 3},
+                           {"moe_layer_freq", 1}, {"q_lora_rank", 1536}, {"kv_lora_rank", 512},
+                           {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
+                           {"vocab_size", 129280}, {"max_position_embeddings", 163840},
+                           {"scoring_func", "sigmoid"}, {"topk_method", "noaux_tc"}, {"n_group", 8},
+                           {"topk_group", 4}, {"num_nextn_predict_layers", 1}, {"tie_word_embeddings", false},
+                           {"attention_bias", false},
+                           {"rope_scaling", {{"type", "yarn"}, {"original_max_position_embeddings", 4096}}}};
+    const transformer_config d = io::model_from_hf_config(deepseek, "deepseek-v3");
+    CHECK(parameter_count(d) == parameter_count(deepseek_v3::config));
+    CHECK(mtp_parameters(d) == mtp_parameters(deepseek_v3::config));
+    CHECK(d.train_seq == 4096);
+    json sliding_first = json::array();
+    for (int i = 0; i < 24; ++i) sliding_first.push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    const json oss = {{"model_type", "gpt_oss"}, {"hidden_size", 2880}, {"intermediate_size", 2880},
+                      {"num_hidden_layers", 24}, {"num_attention_heads", 64}, {"num_key_value_heads", 8},
+                      {"head_dim", 64}, {"num_local_experts", 32}, {"num_experts_per_tok", 4},
+                      {"vocab_size", 201088}, {"max_position_embeddings", 131072}, {"sliding_window", 128},
+                      {"layer_types", sliding_first}, {"attention_bias", true}, {"tie_word_embeddings", false}};
+    const transformer_config o = io::model_from_hf_config(oss, "gpt-oss-20b");
+    CHECK(parameter_count(o) == 20'914'757'184);
+    CHECK(o.full_attention_every == 2);
+    CHECK(o.sliding_window == 128);
+    // OLMoE-1B-7B (allenai/OLMoE-1B-7B-0924 config.json): "1B active and 7B total".
+    const json olmoe = {{"model_type", "olmoe"}, {"hidden_size", 2048}, {"intermediate_size", 1024},
+                        {"num_hidden_layers", 16}, {"num_attention_heads", 16}, {"num_key_value_heads", 16},
+                        {"num_experts", 64}, {"num_experts_per_tok", 8}, {"vocab_size", 50304},
+                        {"max_position_embeddings", 4096}, {"tie_word_embeddings", false}};
+    const transformer_config ol = io::model_from_hf_config(olmoe, "olmoe");
+    // Muennighoff et al. 2024, "OLMoE: Open Mixture-of-Experts Language Models": 6.9B total,
+    // 1.3B active.
+    CHECK(parameter_count(ol) / 1e9 == Approx(6.9).margin(0.05));
+    CHECK(active_parameter_count(ol) / 1e9 == Approx(1.3).margin(0.05));
+
+    // What is not modelled is refused by key.
+    json bad = qwen3;
+    bad["mlp_only_layers"] = json::array({0, 1});
+    CHECK_THROWS_WITH(io::model_from_hf_config(bad, "q"), Catch::StartsWith("mlp_only_layers = [0,1]"));
+    json dense_with_experts = mixtral;
+    dense_with_experts["model_type"] = "llama";
+    CHECK_THROWS_WITH(io::model_from_hf_config(dense_with_experts, "l"),
+                      Catch::StartsWith("num_local_experts = 8: a mixture-of-experts model"));
+    bad = oss;
+    bad["layer_types"][0] = "full_attention";
+    CHECK_THROWS_WITH(io::model_from_hf_config(bad, "o"), Catch::StartsWith("layer_types = "));
+}
+
+TEST_CASE("MoE description files round-trip, and a step refuses an MoE model by name", "[moe][io]") {
+    for (const transformer_config& m : {deepseek_v3::config, gpt_oss_20b::config, qwen3_30b_a3b::config}) {
+        INFO(m.name);
+        const json j = io::model_to_json(m);
+        CHECK(j["derived"]["active_parameters"].get<double>() == active_parameter_count(m));
+        const transformer_config back = io::model_from_json(j);
+        CHECK(io::model_to_json(back) == j);
+    }
+    CHECK(io::model_to_json(llama3_8b::config)["moe"].is_null());
+    json bad = io::model_to_json(mixtral_8x7b::config);
+    bad["moe"]["experts_per_token"] = 9;
+    bad.erase("derived");
+    CHECK_THROWS_WITH(io::model_from_json(bad), Catch::StartsWith("experts_per_token = 9"));
+
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec);
+    s.model = qwen3_30b_a3b::config;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = qwen3-30b-a3b: a mixture-of-experts model: its "
+                                                     "parameters and FLOPs are counted (trainperf flops)"));
+}
