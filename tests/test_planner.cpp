@@ -4,6 +4,7 @@
 #include <trainperf/search/framework_search.hpp>
 #include <trainperf/search/layout_search.hpp>
 
+#include <array>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -880,15 +881,19 @@ TEST_CASE("the planner searches the rank orders the framework runs where the job
         const training_setup s = setup_of(two_racks.base, c);
         CHECK(s.cluster.order == rank_order::tp_pp_dp);
         CHECK(predict(s).step_time.value() == Approx(c.report.step_time.value()).epsilon(1e-12));
-        CHECK(describe_changes(c, two_racks.base.framework).find("rank order tp-pp-dp") != std::string::npos);
+        CHECK(describe_changes(c, two_racks.base.framework, two_racks.base.cluster.order)
+                  .find("rank order tp-pp-dp") != std::string::npos);
     }
     CHECK(reordered > 0);
-    // The order moves groups across racks: a layout with stages and replicas differs.
+    // The order moves groups across racks: with tp-dp-pp each rack holds a stage's 36
+    // replicas and the gradients reduce on NVLink; with tp-pp-dp a rack holds 18 whole
+    // replicas and the data-parallel group crosses the network (hierarchically: 18 GPUs
+    // of each rack in parallel over it), its sync slower.
     training_setup s = two_racks.base;
     s.layout = {.dp = 36, .tp = 2, .pp = 2, .micro_batch = 1, .grad_accum = 4};
-    const double dp_inside = predict(s).step_time.value();
+    const step_report dp_inside = predict(s);
     s.cluster.order = rank_order::tp_pp_dp;
-    CHECK(predict(s).step_time.value() != dp_inside);
+    CHECK(predict(s).data_parallel_sync > dp_inside.data_parallel_sync);
     // Inside one rack every group rides NVLink: one order is searched.
     plan_request one_rack = two_racks;
     one_rack.gpus = 72;
@@ -896,6 +901,16 @@ TEST_CASE("the planner searches the rank orders the framework runs where the job
     plan_request one_rack_fixed = one_rack;
     one_rack_fixed.base.framework.rank_orders = {rank_order::tp_dp_pp};
     CHECK(plan(one_rack, options).candidates == plan(one_rack_fixed, options).candidates);
+    // A search asking for an order its framework does not number ranks by is refused
+    // before it starts; across frameworks that one is left out with the reason.
+    plan_request titan = two_racks;
+    titan.base.framework = torchtitan_profile;
+    titan.base.cluster.order = rank_order::tp_pp_dp;
+    CHECK_THROWS_WITH(plan(titan, options), Catch::StartsWith("rank_order = tp-pp-dp: framework torchtitan"));
+    const framework_plan_result across =
+        plan_across(titan, std::array{megatron_core_profile, torchtitan_profile}, options);
+    REQUIRE(across.skipped.size() == 1);
+    CHECK(across.skipped[0].framework == "torchtitan");
     // A framework with one order refuses the other by name.
     s.framework = torchtitan_profile;
     s.layout.zero = 0;

@@ -56,7 +56,7 @@ void print_heading(const training_setup& base, const std::string& framework, boo
 // The table, then why fp8 fits less than bf16 and what full recompute fits, where they apply.
 void print_table(const fit_table& f, std::ostream& out) {
     std::vector<std::string> header{"optimizer"};
-    for (precision_kind p : f.precisions) header.emplace_back(to_string(p));
+    for (precision_kind p : f.precisions) header.emplace_back(column_name(f.base, p));
     table t(header);
     for (std::size_t i = 0; i < f.optimizers.size(); ++i) {
         std::vector<std::string> row{std::string(to_string(f.optimizers[i]))};

@@ -41,16 +41,21 @@ void run(const flops_options& opt, std::ostream& out) {
     const flop_breakdown& b = f.exact_forward_layer;
     out << "FLOPs per training sample: " << m.name << ", seq " << seq << " tokens, recompute "
         << to_string(r) << "\n";
-    out << "parameters " << fixed(f.parameters / 1e9, 3) << " B";
+    out << "parameters " << fixed(f.parameters / 1e9, 3) << " billion";
     if (has_moe(m))
-        out << ", active per token " << fixed(f.active_parameters / 1e9, 3) << " B (" << m.moe.experts_per_token
+        out << ", active per token " << fixed(f.active_parameters / 1e9, 3) << " billion (" << m.moe.experts_per_token
             << " of " << m.moe.experts << " routed experts in " << moe_layers(m) << " of " << m.layers << " layers)";
-    if (f.mtp_parameters > 0) out << ", multi-token prediction " << fixed(f.mtp_parameters / 1e9, 3) << " B beside";
+    if (f.mtp_parameters > 0)
+        out << ", multi-token prediction " << fixed(f.mtp_parameters / 1e9, 3) << " billion beside (not in the FLOPs)";
     out << "\n\n";
+    // The seed formula and Narayanan et al.'s are a dense GPT's (h and 4h): not for experts
+    // or latent attention.
+    const bool dense_formulas = f.dense_formulas;
     table t({"count", "forward TFLOP", "training TFLOP"});
-    t.add_row({"seed formula (reported TFLOP/s)", flop_cell(f.forward_seed), flop_cell(f.training_seed)});
+    if (dense_formulas)
+        t.add_row({"seed formula (reported TFLOP/s)", flop_cell(f.forward_seed), flop_cell(f.training_seed)});
     t.add_row({"exact GEMMs", flop_cell(f.exact_forward), flop_cell(f.exact_training)});
-    t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(f.narayanan_full_recompute)});
+    if (dense_formulas) t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(f.narayanan_full_recompute)});
     t.add_row({has_moe(m) ? "6 x active params x tokens" : "6 x params x tokens", "-", flop_cell(f.six_n_tokens)});
     t.print(out);
     out << "\nExact forward GEMMs per layer (TFLOP per sample), " << m.layers << " layers"

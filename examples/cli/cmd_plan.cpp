@@ -67,7 +67,8 @@ void print_counts_wide(const training_plan_request& request, const training_plan
         t.add_row({std::to_string(c.gpus), fixed(r.tokens_per_second, 0), fixed(100 * r.mfu, 1) + " %",
                    days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
                    request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no",
-                   describe(c.best->layout) + describe_changes(*c.best, request.layouts.base.framework)});
+                   describe(c.best->layout) + describe_changes(*c.best, request.layouts.base.framework,
+                                                               request.layouts.base.cluster.order)});
     }
     t.print(out);
 }
@@ -95,6 +96,7 @@ struct layout_row {
     std::string label;
     const plan_candidate* candidate;
     const framework_profile* framework;
+    rank_order request_order = rank_order::tp_dp_pp;  // the order the request asked for
 };
 
 // Layouts in narrow columns, each row after its label, the rest of each beside the table
@@ -110,12 +112,12 @@ void print_narrow_table(const std::string& label_header, const std::vector<layou
     append(rows[0], layout_headers(with_cp));
     append(rows[0], step_headers(!with_framework));
     std::vector<std::string> rest;
-    for (const auto& [label, c, fw] : layouts) {
+    for (const auto& [label, c, fw, order] : layouts) {
         rows.push_back({label});
         if (with_framework) rows.back().emplace_back(fw->name);
         append(rows.back(), layout_cells(c->layout, with_cp));
         append(rows.back(), step_cells(c->report, !with_framework));
-        rest.push_back(layout_rest(c->layout, describe_changes(*c, *fw), fw->overlap_data_parallel_sync));
+        rest.push_back(layout_rest(c->layout, describe_changes(*c, *fw, order), fw->overlap_data_parallel_sync));
     }
     print_with_rest(out, std::move(rows), rest, "other");
     out << wrap_words(layout_legend()) << "\n";
@@ -137,7 +139,8 @@ void print_counts_narrow(const training_plan_request& request, const training_pl
         }
         runs.add_row({std::to_string(c.gpus), days_text(*c.run), fixed(c.run->gpu_hours, 0), mwh_text(*c.run),
                       request.price_per_gpu_hour > 0 ? fixed(c.run->cost, 0) : "-", c.meets_deadline ? "yes" : "no"});
-        layouts.push_back({std::to_string(c.gpus), &*c.best, &request.layouts.base.framework});
+        layouts.push_back(
+            {std::to_string(c.gpus), &*c.best, &request.layouts.base.framework, request.layouts.base.cluster.order});
     }
     runs.print(out);
     out << "\nThe fastest layout of each GPU count:\n";
@@ -224,7 +227,7 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
             run += ", cost " + fixed(c.run->cost, 0) + " " + opt.currency + " (GPU-hours x price)";
         out << "\n";
         line(std::string(what) + ": " + gpus_text(c.gpus) + ", " + describe(c.best->layout) +
-             describe_changes(*c.best, s.framework));
+             describe_changes(*c.best, s.framework, s.cluster.order));
         line(run, 2);
         if (opt.wide) out << "  " << command(setup_of(request, c)) << "\n";
         else out << wrap_command(command(setup_of(request, c))) << "\n";
@@ -254,7 +257,7 @@ struct planned_layouts {
 planned_layouts planned_of(const plan_request& request, const plan_result& result) {
     planned_layouts p{.folded = result.folded};
     for (const plan_candidate& c : result.best) {
-        p.rows.push_back({std::to_string(p.rows.size() + 1), &c, &request.base.framework});
+        p.rows.push_back({std::to_string(p.rows.size() + 1), &c, &request.base.framework, request.base.cluster.order});
         p.setups.push_back(setup_of(request.base, c));
     }
     return p;
@@ -263,7 +266,7 @@ planned_layouts planned_of(const plan_request& request, const plan_result& resul
 planned_layouts planned_of(const plan_request& request, const framework_plan_result& result) {
     planned_layouts p{.across = true, .folded = result.folded};
     for (std::size_t i = 0; i < result.best.size(); ++i) {
-        p.rows.push_back({std::to_string(i + 1), &result.best[i], &result.framework(i)});
+        p.rows.push_back({std::to_string(i + 1), &result.best[i], &result.framework(i), request.base.cluster.order});
         p.setups.push_back(setup_of(request, result, i));
     }
     return p;
@@ -273,9 +276,9 @@ planned_layouts planned_of(const plan_request& request, const framework_plan_res
 // predict command, on long lines.
 void print_layouts_wide(const plan_flags& opt, const planned_layouts& p, std::ostream& out) {
     table t({"layout", "step (ms)", "tokens/s", "MFU", "memory (GiB)", "bottleneck"});
-    for (const auto& [label, c, fw] : p.rows)
+    for (const auto& [label, c, fw, order] : p.rows)
         t.add_row({label + ". " + (p.across ? std::string(fw->name) + ": " : "") + describe(c->layout) +
-                       describe_changes(*c, *fw),
+                       describe_changes(*c, *fw, order),
                    fixed(c->report.step_time.value() * 1e3, 1), fixed(c->report.tokens_per_second, 0),
                    fixed(100 * c->report.mfu, 1) + " %", fixed(to_gib(c->report.memory.total()).value(), 1),
                    std::string(to_string(c->report.bottleneck))});

@@ -26,7 +26,7 @@ inline nlohmann::json to_json(const fit_table& t) {
     for (std::size_t i = 0; i < t.optimizers.size(); ++i)
         for (std::size_t j = 0; j < t.precisions.size(); ++j)
             rows.push_back({{"optimizer", std::string(to_string(t.optimizers[i]))},
-                            {"precision", std::string(to_string(t.precisions[j]))},
+                            {"precision", column_name(t.base, t.precisions[j])},
                             {"max_micro_batch", t.largest[i][j]}});
     const training_setup& s = t.base;
     nlohmann::json j{{"gpu", std::string(s.cluster.gpu.name)},

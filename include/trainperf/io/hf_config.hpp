@@ -191,7 +191,7 @@ inline moe_config routed_experts(const json& j, std::string_view experts_key, in
     e.experts = experts_default > 0 ? positive_or(j, experts_key, experts_default, 1 << 16)
                                     : positive(j, experts_key, 1 << 16);
     e.experts_per_token = positive_or(j, "num_experts_per_tok", per_token_default, e.experts);
-    e.expert_ffn_hidden = positive(j, width_key, 1 << 23);
+    e.expert_ffn_hidden = positive(j, width_key, 1 << 22);
     return e;
 }
 
@@ -232,14 +232,19 @@ inline transformer_config deepseek_like(const json& j, const std::string& type) 
              .v_head_dim = positive(j, "v_head_dim", 1 << 16)};
     moe_config e = routed_experts(j, "n_routed_experts", 0, 8, "moe_intermediate_size");
     const auto shared = j.find("n_shared_experts");
-    if (shared != j.end() && !shared->is_null())
-        e.shared_ffn_hidden = dd::integer_in(*shared, "n_shared_experts", 0, 64) * e.expert_ffn_hidden;
+    if (shared != j.end() && !shared->is_null()) {
+        const int n = dd::integer_in(*shared, "n_shared_experts", 0, 64);
+        require(double(n) * e.expert_ffn_hidden <= (1 << 22), "n_shared_experts", n,
+                "times moe_intermediate_size must be at most 2^22");
+        e.shared_ffn_hidden = n * e.expert_ffn_hidden;
+    }
     const auto dense = j.find("first_k_dense_replace");  // DeepseekV2Config: 0
     if (dense != j.end() && !dense->is_null())
         e.dense_layers = dd::integer_in(*dense, "first_k_dense_replace", 0, m.layers - 1);
-    e.layer_frequency = positive_or(j, "moe_layer_freq", 1, m.layers);
-    require(e.layer_frequency == 1 || e.dense_layers == 0, "moe_layer_freq", e.layer_frequency,
-            "MoE layers every n > 1 after dense leading layers are not modelled");
+    // DeepSeek places an MoE layer where layer_idx % moe_layer_freq == 0 (modeling_deepseek.py),
+    // not at spec/moe.hpp's (i + 1) % n: only 1 is modelled.
+    require(positive_or(j, "moe_layer_freq", 1, m.layers) == 1, "moe_layer_freq", j.at("moe_layer_freq").dump(),
+            "MoE layers every n > 1 layers are not modelled for DeepSeek's placement (only 1)");
     const std::string scoring = text_or(j, "scoring_func", type == "deepseek_v2" ? "softmax" : "sigmoid");
     require(scoring == "softmax" || scoring == "sigmoid", "scoring_func", "\"" + scoring + "\"",
             "must be softmax or sigmoid");
@@ -342,7 +347,7 @@ inline transformer_config model_from_hf_config(const nlohmann::json& j, std::str
         // Qwen2MoeConfig: num_experts 60, num_experts_per_tok 4, moe_intermediate_size 1408,
         // shared_expert_intermediate_size 5632 behind a sigmoid gate Linear(h, 1).
         m.moe = hd::routed_experts(j, "num_experts", 60, 4, "moe_intermediate_size");
-        m.moe.shared_ffn_hidden = hd::positive_or(j, "shared_expert_intermediate_size", 5632, 1 << 23);
+        m.moe.shared_ffn_hidden = hd::positive_or(j, "shared_expert_intermediate_size", 5632, 1 << 22);
         m.moe.shared_expert_gate = true;
         hd::qwen_moe_layers(j, m.moe, m.layers);
     } else if (type == "mixtral") {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "../cost/memory.hpp"
@@ -65,6 +66,16 @@ inline precision_recipe column_recipe(const training_setup& base, precision_kind
         if (fit_table_detail::runs(base, r)) break;
     }
     return r;
+}
+
+// A column's name: the recipe's, with its scaling where the recipe's name does not say it
+// ("fp8 current", "mxfp8", "nvfp4", "bf16").
+inline std::string column_name(const training_setup& base, precision_kind p) {
+    const precision_recipe r = column_recipe(base, p);
+    std::string name(r.name);
+    if (quantized_linears(r) && r.scaling != parse_precision(r.name).scaling)
+        name += " " + std::string(to_string(r.scaling));
+    return name;
 }
 
 inline fit_table fit_table_of(const fit_table_request& r) {

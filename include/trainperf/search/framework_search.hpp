@@ -84,7 +84,9 @@ namespace framework_search_detail {
 // mode; empty when it does.
 inline std::string refusal(const plan_request& r, const framework_profile& fw) {
     try {
-        require_framework_trains(with_framework(r, fw).base);
+        const training_setup s = with_framework(r, fw).base;
+        require_framework_trains(s);
+        require_framework_rank_order(s);
     } catch (const invalid_argument& e) {
         return e.what();
     }

@@ -120,6 +120,7 @@ inline void validate(const plan_request& r) {
     training_setup one_gpu = r.base;
     one_gpu.layout = {};
     validate(one_gpu);
+    require_framework_rank_order(r.base);  // a layout with stages and replicas needs it
 }
 
 namespace planner_detail {

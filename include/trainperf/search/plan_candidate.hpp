@@ -65,11 +65,11 @@ inline training_setup setup_of(const training_setup& base, const plan_candidate&
     return s;
 }
 
-// What differs from `base` in words, the rank order where it is not the usual tp-dp-pp
-// included (", tp-comm-overlap off, rank order tp-pp-dp").
-inline std::string describe_changes(const plan_candidate& c, const framework_profile& base) {
+// What differs from the request's framework and rank order in words (", tp-comm-overlap
+// off, rank order tp-pp-dp").
+inline std::string describe_changes(const plan_candidate& c, const framework_profile& base, rank_order base_order) {
     return describe_changes(c.switches, base) +
-           (c.order == rank_order::tp_dp_pp ? std::string() : ", rank order " + std::string(to_string(c.order)));
+           (c.order == base_order ? std::string() : ", rank order " + std::string(to_string(c.order)));
 }
 
 }  // namespace trainperf

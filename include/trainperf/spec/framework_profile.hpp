@@ -13,6 +13,7 @@
 #include "../core/units.hpp"
 #include "attention_kernels.hpp"
 #include "finetune.hpp"
+#include "hardware.hpp"
 #include "optimizer.hpp"
 #include "parallel.hpp"
 #include "precision.hpp"

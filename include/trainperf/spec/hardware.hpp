@@ -207,10 +207,12 @@ constexpr void validate(const gpu_spec& g) {
         require_in(g.memory_reported.value(), limits::memory_capacity, "gpu.memory_reported_bytes");
     require_in(g.memory_bandwidth.value(), limits::memory_bandwidth, "gpu.memory_bandwidth_bytes_per_second");
     bool any = false;
-    for (dtype t : all_dtypes)
-        if (const auto p = g.peak.of(t)) {
+    // Each rate directly (not through peak_rates::of's switch: this runs on every prediction).
+    const peak_rates& r = g.peak;
+    for (const std::optional<flop_rate>* p : {&r.fp32, &r.tf32, &r.fp16, &r.bf16, &r.fp8, &r.int8, &r.fp4})
+        if (*p) {
             any = true;
-            require_in(p->value(), limits::peak_rate, "gpu.peak_flops_per_second");
+            require_in((*p)->value(), limits::peak_rate, "gpu.peak_flops_per_second");
         }
     require(any, "gpu.peak", g.name, "names no math unit (fp32, tf32, fp16, bf16, fp8, int8 or fp4)");
     validate_link_numbers(g.gpu_link, "gpu.gpu_link.per_direction_bytes_per_second");

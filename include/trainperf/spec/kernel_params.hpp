@@ -82,7 +82,8 @@ constexpr void validate(const kernel_params& p) {
 // formats' fractions in one run of torch._scaled_mm on a B200 at 8192³ (NVFP4 5.37 of 9
 // PFLOP/s, 59.7 %; BF16 1.42 of 2.25, 63.1 %: 0.946; pytorch/ao PR #2427,
 // benchmarks/float8/bench_matmul.py --recipe nvfp4; ASSUMPTION: the ratio at one shape
-// holds at the best shapes, which mamf-finder's search finds). Blackwell's tile: its 2-SM MMA (tcgen05, cta_group::2) computes a
+// holds at the best shapes, which mamf-finder's search finds, and on Blackwell Ultra
+// (B300, GB300), whose FP4 peak is 6x, not 4x, its BF16 one: unmeasured). Blackwell's tile: its 2-SM MMA (tcgen05, cta_group::2) computes a
 // 256 × 256 output tile on a pair of SMs, 128 × 256 per SM as on Hopper (NVIDIA/cutlass
 // SM100 2-CTA kernels: MmaTileShape 256×256 over a 2×1 cluster, its unit tests'
 // "tensorop_2cta ... 256x256x64_2x1x1").

@@ -28,19 +28,19 @@ struct mla_config {
 };
 
 constexpr void validate(const mla_config& a) {
-    require(a.kv_lora_rank >= 0 && a.kv_lora_rank <= (1 << 20), "kv_lora_rank", a.kv_lora_rank,
+    require(a.kv_lora_rank >= 0 && a.kv_lora_rank <= (1 << 20), "mla.kv_lora_rank", a.kv_lora_rank,
             "must be between 0 (no latent attention) and 2^20");
     if (!a.enabled()) {
-        require(a.q_lora_rank == 0, "q_lora_rank", a.q_lora_rank, "needs latent attention (a kv_lora_rank)");
+        require(a.q_lora_rank == 0, "mla.q_lora_rank", a.q_lora_rank, "needs latent attention (a kv_lora_rank)");
         return;
     }
-    require(a.q_lora_rank >= 0 && a.q_lora_rank <= (1 << 20), "q_lora_rank", a.q_lora_rank,
+    require(a.q_lora_rank >= 0 && a.q_lora_rank <= (1 << 20), "mla.q_lora_rank", a.q_lora_rank,
             "must be between 0 (a direct query projection) and 2^20");
-    require(a.qk_nope_head_dim >= 1 && a.qk_nope_head_dim <= 65536, "qk_nope_head_dim", a.qk_nope_head_dim,
+    require(a.qk_nope_head_dim >= 1 && a.qk_nope_head_dim <= 65536, "mla.qk_nope_head_dim", a.qk_nope_head_dim,
             "must be between 1 and 65536");
-    require(a.qk_rope_head_dim >= 0 && a.qk_rope_head_dim <= 65536, "qk_rope_head_dim", a.qk_rope_head_dim,
+    require(a.qk_rope_head_dim >= 0 && a.qk_rope_head_dim <= 65536, "mla.qk_rope_head_dim", a.qk_rope_head_dim,
             "must be between 0 and 65536");
-    require(a.v_head_dim >= 1 && a.v_head_dim <= 65536, "v_head_dim", a.v_head_dim, "must be between 1 and 65536");
+    require(a.v_head_dim >= 1 && a.v_head_dim <= 65536, "mla.v_head_dim", a.v_head_dim, "must be between 1 and 65536");
 }
 
 // Weights of one layer's query and key-value projections (q_a, q_b or q; kv_a, kv_b)

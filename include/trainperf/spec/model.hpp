@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../core/attributes.hpp"
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
 #include "../core/limits.hpp"
@@ -156,6 +157,34 @@ constexpr transformer_config llama_architecture(std::string_view name, int layer
             .activation = activation_kind::silu, .code = model_code::llama};
 }
 
+namespace model_detail {
+// Whether the model uses an architecture variant: experts, latent attention, windows,
+// multi-token prediction (a nonzero field; a negative one too, so that it is checked).
+constexpr bool has_variants(const transformer_config& m) {
+    return (m.moe.experts | m.mla.kv_lora_rank | m.mla.q_lora_rank | m.sliding_window | m.full_attention_every |
+            m.mtp_layers) != 0;
+}
+
+// The variants' checks, out of a dense model's way (validate runs on every prediction).
+TRAINPERF_NOINLINE constexpr void validate_variants(const transformer_config& m) {
+    validate(m.moe, m.layers);
+    validate(m.mla);
+    require(!m.mla.enabled() || m.effective_kv_heads() == m.heads, "kv_heads", m.kv_heads,
+            "must equal heads with latent attention (every head reads the one latent)");
+    require(!m.mla.enabled() || !(m.linear_biases || m.qkv_bias_only), "linear_biases", "true",
+            "biases on latent attention's projections are not modelled");
+    require(!m.mla.enabled() || m.qk_norm == qk_norm_kind::none, "qk_norm", to_string(m.qk_norm),
+            "must be none with latent attention (its latents have their own norms)");
+    require(m.sliding_window >= 0 && m.sliding_window <= limits::max_sequence, "sliding_window", m.sliding_window,
+            "must be between 0 (full attention) and 2^24");
+    require(m.full_attention_every >= 0 && m.full_attention_every <= m.layers, "full_attention_every",
+            m.full_attention_every, "must be between 0 (no full layers) and the layers");
+    require(m.full_attention_every == 0 || m.sliding_window > 0, "full_attention_every", m.full_attention_every,
+            "needs a sliding_window for the other layers");
+    require(m.mtp_layers >= 0 && m.mtp_layers <= 16, "mtp_layers", m.mtp_layers, "must be between 0 and 16");
+}
+}  // namespace model_detail
+
 // Throws trainperf::invalid_argument naming the first bad field.
 constexpr void validate(const transformer_config& m) {
     require(m.layers > 0 && m.layers <= limits::max_layers, "layers", m.layers, "must be between 1 and 65536");
@@ -181,17 +210,7 @@ constexpr void validate(const transformer_config& m) {
             "means no biases besides Q, K, V: needs linear_biases false");
     require(m.norms_per_layer >= 1 && m.norms_per_layer <= 4, "norms_per_layer", m.norms_per_layer,
             "must be between 1 and 4");
-    validate(m.moe, m.layers);
-    validate(m.mla);
-    require(!m.mla.enabled() || m.effective_kv_heads() == m.heads, "kv_heads", m.kv_heads,
-            "must equal heads with latent attention (every head reads the one latent)");
-    require(m.sliding_window >= 0 && m.sliding_window <= limits::max_sequence, "sliding_window", m.sliding_window,
-            "must be between 0 (full attention) and 2^24");
-    require(m.full_attention_every >= 0 && m.full_attention_every <= m.layers, "full_attention_every",
-            m.full_attention_every, "must be between 0 (no full layers) and the layers");
-    require(m.full_attention_every == 0 || m.sliding_window > 0, "full_attention_every", m.full_attention_every,
-            "needs a sliding_window for the other layers");
-    require(m.mtp_layers >= 0 && m.mtp_layers <= 16, "mtp_layers", m.mtp_layers, "must be between 0 and 16");
+    if (model_detail::has_variants(m)) model_detail::validate_variants(m);
 }
 
 // The sequence a run of the model uses unless told otherwise: its pre-training length

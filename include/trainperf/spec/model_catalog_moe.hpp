@@ -119,7 +119,8 @@ struct qwen3_30b_a3b {
 // 128 / 32 experts of 2880 with biases, 4 per token, a router with a bias (softmax over
 // the top 4), SwiGLU (clamped), vocabulary 201088, untied. Positions to 131072 by YaRN
 // from 4096 (rope_scaling original_max_position_embeddings). 116.8B and 20.9B parameters
-// (model card; 116,829,156,672 and 20,914,757,184 here), 5.1B and 3.6B active.
+// (model card; 116,829,156,672 and 20,914,757,184 here), 5.1B and 3.6B active without the
+// input embedding (5.71B and 4.19B with it, as active_parameter_count counts).
 namespace moe_detail {
 constexpr transformer_config gpt_oss(std::string_view name, int layers, int experts) {
     transformer_config c = llama_architecture(name, layers, 2880, 64, 8, 2880, 201088, 131072);

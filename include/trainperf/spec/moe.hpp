@@ -43,39 +43,47 @@ struct moe_config {
     constexpr bool enabled() const { return experts > 0; }
 };
 
-constexpr void validate(const moe_config& e, int layers) {
-    if (!e.enabled()) {
-        require(e.experts == 0, "experts", e.experts, "must be 0 (dense) or at least 2");
-        return;
-    }
-    require(e.experts >= 2 && e.experts <= 65536, "experts", e.experts, "must be between 2 and 65536");
-    require(e.experts_per_token >= 1 && e.experts_per_token <= e.experts, "experts_per_token",
-            e.experts_per_token, "must be between 1 and the experts");
-    require(e.expert_ffn_hidden >= 1 && e.expert_ffn_hidden <= (1 << 22), "expert_ffn_hidden", e.expert_ffn_hidden,
-            "must be between 1 and 2^22");
-    require(e.shared_ffn_hidden >= 0 && e.shared_ffn_hidden <= (1 << 22), "shared_ffn_hidden", e.shared_ffn_hidden,
-            "must be between 0 (none) and 2^22");
-    require(!e.shared_expert_gate || e.shared_ffn_hidden > 0, "shared_expert_gate", "true", "needs a shared expert");
-    require(e.dense_layers >= 0 && e.dense_layers < layers, "dense_layers", e.dense_layers,
-            "must leave at least one MoE layer");
-    require(e.layer_frequency >= 1 && e.layer_frequency <= layers, "layer_frequency", e.layer_frequency,
-            "must be between 1 and the layers");
-    require(e.expert_groups >= 1 && e.experts % e.expert_groups == 0, "expert_groups", e.expert_groups,
-            "must divide the experts");
-    require(e.groups_per_token >= 1 && e.groups_per_token <= e.expert_groups, "groups_per_token",
-            e.groups_per_token, "must be between 1 and expert_groups");
-}
-
 // Whether layer i (from 0) of `layers` is an MoE layer.
 constexpr bool is_moe_layer(const moe_config& e, int i) {
     return e.enabled() && i >= e.dense_layers && (i + 1) % e.layer_frequency == 0;
 }
 
 // The MoE layers of a model of `layers`: the multiples of layer_frequency in
-// (dense_layers, layers].
+// (dense_layers, layers] (none for a frequency below 1, which validate refuses).
 constexpr int moe_layer_count(const moe_config& e, int layers) {
-    if (!e.enabled()) return 0;
+    if (!e.enabled() || e.layer_frequency < 1) return 0;
     return layers / e.layer_frequency - e.dense_layers / e.layer_frequency;
+}
+
+// Throws trainperf::invalid_argument naming the field ("moe.experts", ...) of a model of
+// `layers`.
+constexpr void validate(const moe_config& e, int layers) {
+    if (!e.enabled()) {
+        require(e.experts == 0, "moe.experts", e.experts, "must be 0 (dense) or at least 2");
+        return;
+    }
+    require(e.experts >= 2 && e.experts <= 65536, "moe.experts", e.experts, "must be between 2 and 65536");
+    require(e.experts_per_token >= 1 && e.experts_per_token <= e.experts, "moe.experts_per_token",
+            e.experts_per_token, "must be between 1 and the experts");
+    require(e.expert_ffn_hidden >= 1 && e.expert_ffn_hidden <= (1 << 22), "moe.expert_ffn_hidden",
+            e.expert_ffn_hidden, "must be between 1 and 2^22");
+    require(e.shared_ffn_hidden >= 0 && e.shared_ffn_hidden <= (1 << 22), "moe.shared_ffn_hidden",
+            e.shared_ffn_hidden, "must be between 0 (none) and 2^22");
+    require(!e.shared_expert_gate || e.shared_ffn_hidden > 0, "moe.shared_expert_gate", "true",
+            "needs a shared expert");
+    require(e.dense_layers >= 0 && e.dense_layers < layers, "moe.dense_layers", e.dense_layers,
+            "must be between 0 and the layers less one");
+    require(e.layer_frequency >= 1 && e.layer_frequency <= layers, "moe.layer_frequency", e.layer_frequency,
+            "must be between 1 and the layers");
+    require(moe_layer_count(e, layers) >= 1, "moe.layer_frequency", e.layer_frequency,
+            "leaves no MoE layer after the dense ones");
+    require(e.expert_groups >= 1 && e.experts % e.expert_groups == 0, "moe.expert_groups", e.expert_groups,
+            "must divide the experts");
+    require(e.groups_per_token >= 1 && e.groups_per_token <= e.expert_groups, "moe.groups_per_token",
+            e.groups_per_token, "must be between 1 and expert_groups");
+    require(double(e.experts_per_token) <= double(e.groups_per_token) * e.experts / e.expert_groups,
+            "moe.groups_per_token", e.groups_per_token,
+            "must hold experts_per_token experts (groups_per_token x experts / expert_groups)");
 }
 
 }  // namespace trainperf

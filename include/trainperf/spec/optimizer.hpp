@@ -54,11 +54,13 @@ struct parameter_tensor {
 
 // Up to this many distinct tensors per model (a fixed size keeps it constexpr).
 struct parameter_tensor_list {
-    std::array<parameter_tensor, 32> items{};
+    std::array<parameter_tensor, 48> items{};
     std::size_t size = 0;
 
     constexpr void add(parameter_tensor t) {
-        if (!t.empty()) items[size++] = t;
+        if (t.empty()) return;
+        require(size < items.size(), "parameter_tensors", t.name, "one tensor kind more than the list holds (48)");
+        items[size++] = t;
     }
     constexpr const parameter_tensor* begin() const { return items.data(); }
     constexpr const parameter_tensor* end() const { return items.data() + size; }

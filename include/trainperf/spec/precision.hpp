@@ -410,6 +410,12 @@ constexpr void check_block_scaling(const gpu_spec& gpu, const precision_recipe& 
                      "needs Blackwell's block-scaled tensor cores (compute capability 10.0 or later); " +
                          std::string(gpu.name) + " has " + std::to_string(gpu.compute_capability / 10) + "." +
                          std::to_string(gpu.compute_capability % 10) + ": use --fp8-scaling blockwise or delayed");
+    if (r.scaling == fp8_scaling::nvfp4 && gpu.compute_capability < 100)
+        detail::fail("precision", "nvfp4",
+                     "needs Blackwell's FP4 tensor cores (compute capability 10.0 or later; Transformer Engine's "
+                     "support matrix); " + std::string(gpu.name) + " has " +
+                         std::to_string(gpu.compute_capability / 10) + "." +
+                         std::to_string(gpu.compute_capability % 10));
     if (r.scaling == fp8_scaling::blockwise && gpu.compute_capability < 90)
         detail::fail("fp8_scaling", "blockwise", "needs compute capability 9.0 or later (Hopper, Blackwell)");
 }

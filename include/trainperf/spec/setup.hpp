@@ -182,6 +182,22 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
 
 // A setup trains only with what its framework's software trains with (spec/framework.hpp):
 // its optimizer, number recipe and fine-tuning mode.
+namespace setup_detail {
+[[noreturn]] TRAINPERF_COLD inline void fail_rank_order(const training_setup& s) {
+    const rank_order k = s.cluster.order;
+    fail_framework_lacks("rank_order", to_string(k), s.framework,
+                         "numbers its ranks only " + names_of(s.framework.rank_orders),
+                         [k](const framework_profile& f) { return f.rank_orders.contains(k); });
+}
+}  // namespace setup_detail
+
+// The setup's rank order is one its framework numbers ranks by (framework_profile::
+// rank_orders): a layout with both pipeline stages and replicas needs it (validate_layout),
+// a search of layouts needs it of every layout it may try.
+constexpr void require_framework_rank_order(const training_setup& s) {
+    if (!s.framework.rank_orders.contains(s.cluster.order)) setup_detail::fail_rank_order(s);
+}
+
 constexpr void require_framework_trains(const training_setup& s) {
     using setup_detail::fail_framework_lacks;
     const framework_profile& fw = s.framework;
@@ -230,12 +246,8 @@ constexpr void validate_layout(const training_setup& s) {
         setup_detail::fail_framework_lacks("interleave", l.interleave, s.framework,
                                            "needs pp x interleave to divide the layers (no uneven pipeline split)",
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
-    if (l.pp > 1 && l.dp > 1 && !s.framework.rank_orders.contains(s.cluster.order)) {
-        const rank_order k = s.cluster.order;
-        setup_detail::fail_framework_lacks("rank_order", to_string(k), s.framework,
-                                           "numbers its ranks only " + names_of(s.framework.rank_orders),
-                                           [k](const framework_profile& f) { return f.rank_orders.contains(k); });
-    }
+    // The rank order moves groups only where there are both stages and replicas.
+    if (l.pp > 1 && l.dp > 1) require_framework_rank_order(s);
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
             "optimizer", "this GPU shares its memory with the host: offloading frees nothing");
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.host_link.kind == link_kind::none), "offload",
@@ -275,12 +287,14 @@ constexpr void validate_layout(const training_setup& s) {
 // pipeline.
 namespace setup_detail {
 // What a step cannot price yet: routed experts (expert parallelism, token dispatch,
-// grouped GEMMs), latent attention's projections and attention sinks or sliding windows
-// in the layer's ops. Their parameters and FLOPs are counted (trainperf flops).
+// grouped GEMMs), latent attention's projections, attention sinks, sliding windows and
+// multi-token prediction modules in the layer's ops. Their parameters and FLOPs are
+// counted (trainperf flops).
 [[noreturn]] TRAINPERF_COLD inline void fail_unpriced_architecture(const transformer_config& m) {
     const std::string what = has_moe(m)           ? "a mixture-of-experts model"
                              : m.mla.enabled()    ? "a latent-attention model"
-                                                  : "a model with sliding-window attention or attention sinks";
+                                                  : "a model with sliding-window attention, attention sinks or "
+                                                    "multi-token prediction";
     detail::fail("model", m.name,
                  what + ": its parameters and FLOPs are counted (trainperf flops), but the step time and memory of "
                         "training it are not modelled yet (expert parallelism, token dispatch, its attention's ops)");
@@ -290,7 +304,7 @@ namespace setup_detail {
 constexpr void validate_fixed(const training_setup& s) {
     validate(s.cluster);
     validate(s.model);
-    if (has_moe(s.model) || s.model.mla.enabled() || s.model.attention_sinks || s.model.sliding_window > 0)
+    if (model_detail::has_variants(s.model) || s.model.attention_sinks)
         setup_detail::fail_unpriced_architecture(s.model);
     validate(s.framework);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)

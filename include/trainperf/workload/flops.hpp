@@ -124,11 +124,12 @@ constexpr flops op_selective_recomputed(const transformer_config& m, const flop_
 
 // The keys each query meets on average over the layers: s on a full-attention layer (or,
 // with causal savings, (s + 1)/2), the window on a sliding one (ASSUMPTION: a band
-// kernel computes min(window, s) keys for every query, the first ones too).
+// kernel computes the window's keys for every query, the first ones too), or where the
+// sequence fits in the window, as a full layer.
 constexpr double mean_keys(const transformer_config& m, double s, double causal) {
     if (m.sliding_window == 0) return s * causal;
     const double full = m.full_attention_every > 0 ? double(m.layers / m.full_attention_every) : 0.0;
-    const double window = s < m.sliding_window ? s : double(m.sliding_window);
+    const double window = s <= m.sliding_window ? s * causal : double(m.sliding_window);
     return (full * s * causal + (m.layers - full) * window) / m.layers;
 }
 
@@ -283,7 +284,10 @@ struct flop_summary {
     bool causal_savings = false;
     double parameters = 0;
     double active_parameters = 0;  // those one token uses (= parameters for a dense model)
-    double mtp_parameters = 0;     // multi-token prediction modules, beside `parameters`
+    double mtp_parameters = 0;     // multi-token prediction modules, beside `parameters` (not in the FLOPs)
+    // Whether the seed formula and Narayanan et al.'s (a dense GPT layer's) apply: not with
+    // experts or latent attention.
+    bool dense_formulas = true;
     flops forward_seed = flops_of(0), training_seed = flops_of(0);
     flops exact_forward = flops_of(0), exact_training = flops_of(0);
     flops model_flops = flops_of(0);                 // model_flops_per_sample: what MFU counts
@@ -307,6 +311,7 @@ constexpr flop_summary flop_summary_of(const transformer_config& m, int seq, rec
             .parameters = params,
             .active_parameters = active,
             .mtp_parameters = mtp_parameters(m),
+            .dense_formulas = !has_moe(m) && !m.mla.enabled(),
             .forward_seed = forward_flops_per_sample(m, seq),
             .training_seed = training_flops_per_sample(m, seq, r),
             .exact_forward = exact_forward_flops_per_sample(m, seq, o),
