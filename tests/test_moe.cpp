@@ -159,7 +159,7 @@ TEST_CASE("Hugging Face MoE configs give the catalog's models", "[moe][hf]") {
                            {"moe_intermediate_size", 2048}, {"num_hidden_layers", 61},
                            {"num_attention_heads", 128}, {"num_key_value_heads", 128}, {"n_shared_experts", 1},
                            {"n_routed_experts", 256}, {"num_experts_per_tok", 8}, {"first_k_dense_replace", 3},
-                           {"moe_layer_freq", 1}, {"q_lora_rank", 1536}, {"kv_lora_rank", 512},
+                           {"q_lora_rank", 1536}, {"kv_lora_rank", 512},  // moe_layer_freq absent: 1
                            {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128},
                            {"vocab_size", 129280}, {"max_position_embeddings", 163840},
                            {"scoring_func", "sigmoid"}, {"topk_method", "noaux_tc"}, {"n_group", 8},

@@ -243,7 +243,8 @@ inline transformer_config deepseek_like(const json& j, const std::string& type) 
         e.dense_layers = dd::integer_in(*dense, "first_k_dense_replace", 0, m.layers - 1);
     // DeepSeek places an MoE layer where layer_idx % moe_layer_freq == 0 (modeling_deepseek.py),
     // not at spec/moe.hpp's (i + 1) % n: only 1 is modelled.
-    require(positive_or(j, "moe_layer_freq", 1, m.layers) == 1, "moe_layer_freq", j.at("moe_layer_freq").dump(),
+    const int frequency = positive_or(j, "moe_layer_freq", 1, m.layers);  // DeepseekV3Config: 1
+    require(frequency == 1, "moe_layer_freq", frequency,
             "MoE layers every n > 1 layers are not modelled for DeepSeek's placement (only 1)");
     const std::string scoring = text_or(j, "scoring_func", type == "deepseek_v2" ? "softmax" : "sigmoid");
     require(scoring == "softmax" || scoring == "sigmoid", "scoring_func", "\"" + scoring + "\"",
