@@ -136,6 +136,18 @@ TEST_CASE("MoE FLOPs: PaLM's count over the active parameters, windows and laten
     const double dense = 3 * 2 * t * 7168 * 18432;
     const double moe = t * (2 * 7168.0 * 256 + 8 * 3 * 2 * 7168.0 * 2048 + 3 * 2 * 7168.0 * 2048);
     CHECK(ds.ffn.value() == Approx((3 * dense + 58 * moe) / 61));
+    // Its multi-token prediction module, beside: eh_proj (2·2h·h per token), one more MoE
+    // layer with latent attention (q_a 7168·1536, q_b 1536·128·192, kv_a 7168·576, kv_b
+    // 512·128·256; scores over 192, context over 128, o 128·128·7168) and the shared head's
+    // logits (2·h·V), three times for training.
+    const double h = 7168;
+    const double projections = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256;
+    const double mla_layer = 2 * t * projections + 2 * t * t * 128 * 192 + 2 * t * t * 128 * 128 +
+                             2 * t * 128 * 128 * h;
+    const double mtp = 3 * (mla_layer + moe + 2 * t * 2 * h * h + 2 * t * h * 129280);
+    CHECK(flop_summary_of(deepseek_v3::config, 4096, recompute_mode::none).mtp_training.value() ==
+          Approx(mtp).epsilon(1e-12));
+    CHECK(flop_summary_of(mx, 4096, recompute_mode::none).mtp_training.value() == 0);
     // Op-level checkpointing of an MoE layer is not modelled: said.
     CHECK_THROWS_WITH(flop_summary_of(mx, 4096, recompute_mode::op_selective),
                       Catch::StartsWith("recompute = op-selective: not modelled for mixture-of-experts"));

@@ -46,7 +46,7 @@ void run(const flops_options& opt, std::ostream& out) {
         out << ", active per token " << fixed(f.active_parameters / 1e9, 3) << " billion (" << m.moe.experts_per_token
             << " of " << m.moe.experts << " routed experts in " << moe_layers(m) << " of " << m.layers << " layers)";
     if (f.mtp_parameters > 0)
-        out << ", multi-token prediction " << fixed(f.mtp_parameters / 1e9, 3) << " billion beside (not in the FLOPs)";
+        out << ", multi-token prediction " << fixed(f.mtp_parameters / 1e9, 3) << " billion beside";
     out << "\n\n";
     // The seed formula and Narayanan et al.'s are a dense GPT's (h and 4h): not for experts
     // or latent attention.
@@ -57,6 +57,7 @@ void run(const flops_options& opt, std::ostream& out) {
     t.add_row({"exact GEMMs", flop_cell(f.exact_forward), flop_cell(f.exact_training)});
     if (dense_formulas) t.add_row({"Narayanan 2021 (full recompute)", "-", flop_cell(f.narayanan_full_recompute)});
     t.add_row({has_moe(m) ? "6 x active params x tokens" : "6 x params x tokens", "-", flop_cell(f.six_n_tokens)});
+    if (m.mtp_layers > 0) t.add_row({"multi-token prediction modules (beside)", "-", flop_cell(f.mtp_training)});
     t.print(out);
     out << "\nExact forward GEMMs per layer (TFLOP per sample), " << m.layers << " layers"
         << (has_moe(m) || m.sliding_window > 0 ? " (their mean: the layers differ)" : "") << "\n\n";

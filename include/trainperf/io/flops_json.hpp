@@ -28,6 +28,7 @@ inline nlohmann::json to_json(const flop_summary& f) {
             {"exact_forward_flops_per_sample", f.exact_forward.value()},
             {"exact_training_flops_per_sample", f.exact_training.value()},
             {"model_flops_per_sample", f.model_flops.value()},
+            {"mtp_training_flops_per_sample", f.mtp_training.value()},
             {"narayanan_full_recompute_flops_per_sample", dense_only(f.narayanan_full_recompute)},
             {"six_n_tokens_flops_per_sample", f.six_n_tokens.value()},
             {"exact_forward_per_layer",

@@ -237,6 +237,25 @@ constexpr flops palm_training_flops_per_sample(const transformer_config& m, int 
     return flops_detail::palm_training_flops_per_sample(m, seq);
 }
 
+// The multi-token prediction modules' training FLOPs per sample (DeepSeek-AI 2024,
+// "DeepSeek-V3 Technical Report", §2.2: each module projects the normalised hidden state
+// and the next token's embedding, 2h → h, runs one more layer and the shared output
+// head): per module and token 2·2h·h + one layer (attention and, in an MoE model, an MoE
+// layer's FFN) + 2·h·V, three times for training. Beside model_flops_per_sample, which
+// counts the main model only (as parameter_count does).
+constexpr flops mtp_training_flops_per_sample(const transformer_config& m, int seq,
+                                              const flop_options& o = {}) {
+    flops_detail::check_seq(m, seq);
+    if (m.mtp_layers == 0) return flops_of(0);
+    const flop_breakdown b = flops_detail::forward_breakdown(m, seq, o);
+    const double s = seq, h = m.hidden;
+    const double ffn = has_moe(m) ? s * flops_detail::moe_ffn_flops_per_token(m)
+                                  : (m.ffn == ffn_kind::swiglu ? 3 : 2) * 2 * s * h * m.ffn_hidden;
+    const flops per_module =
+        b.qkv + b.scores + b.context + b.out_proj + flops_of(ffn + 2 * s * 2 * h * h) + b.logits;
+    return 3.0 * m.mtp_layers * per_module;
+}
+
 // What recomputation adds on top (the forward of what it repeats, exact per-op
 // count): hardware FLOPs = model FLOPs + this, so HFU ≥ MFU always.
 constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq, recompute_mode r) {
@@ -284,13 +303,14 @@ struct flop_summary {
     bool causal_savings = false;
     double parameters = 0;
     double active_parameters = 0;  // those one token uses (= parameters for a dense model)
-    double mtp_parameters = 0;     // multi-token prediction modules, beside `parameters` (not in the FLOPs)
+    double mtp_parameters = 0;     // multi-token prediction modules, beside `parameters`
     // Whether the seed formula and Narayanan et al.'s (a dense GPT layer's) apply: not with
     // experts or latent attention.
     bool dense_formulas = true;
     flops forward_seed = flops_of(0), training_seed = flops_of(0);
     flops exact_forward = flops_of(0), exact_training = flops_of(0);
     flops model_flops = flops_of(0);                 // model_flops_per_sample: what MFU counts
+    flops mtp_training = flops_of(0);                // mtp_training_flops_per_sample, beside the others
     flops narayanan_full_recompute = flops_of(0);
     flops six_n_tokens = flops_of(0);
     flop_breakdown exact_forward_layer{};           // one layer's forward GEMMs, and the logits
@@ -317,6 +337,7 @@ constexpr flop_summary flop_summary_of(const transformer_config& m, int seq, rec
             .exact_forward = exact_forward_flops_per_sample(m, seq, o),
             .exact_training = exact_training_flops_per_sample(m, seq, r, o),
             .model_flops = model_flops_per_sample(m, seq, o),
+            .mtp_training = mtp_training_flops_per_sample(m, seq, o),
             .narayanan_full_recompute = narayanan_training_flops(m, 1, seq),
             .six_n_tokens = flops_of(6.0 * active * seq),
             .exact_forward_layer = exact_forward_breakdown(m, seq, o)};
