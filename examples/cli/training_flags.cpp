@@ -217,8 +217,7 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
     s.precision = parse_precision(precision);
     if (!scaling.empty()) {
         const fp8_scaling asked = parse_enum<fp8_scaling>("fp8-scaling", scaling);
-        const bool named = s.precision.name == "mxfp8" || s.precision.name == "nvfp4";
-        require(!named || asked == s.precision.scaling, "fp8-scaling", scaling,
+        require(!name_fixes_scaling(s.precision) || asked == s.precision.scaling, "fp8-scaling", scaling,
                 "--precision " + std::string(s.precision.name) + " has its own scaling (" +
                     std::string(to_string(s.precision.scaling)) + "); give one of them");
         s.precision.scaling = asked;
@@ -313,9 +312,7 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
             : "";
     // The scaling where it is not the named recipe's own (fp8's delayed, mxfp8's, nvfp4's).
     const std::string scaling =
-        quantized_linears(s.precision) && s.precision.scaling != parse_precision(s.precision.name).scaling
-            ? " --fp8-scaling " + std::string(to_string(s.precision.scaling))
-            : "";
+        scaling_beyond_name(s.precision) ? " --fp8-scaling " + std::string(to_string(s.precision.scaling)) : "";
     return gpu + " " + model + " --seq " + std::to_string(sequence_length(s)) + " --precision " +
            std::string(s.precision.name) + scaling + " --optimizer " + std::string(to_string(s.optimizer)) + finetune + " " +
            framework + grads + switches + " " + nodes;

@@ -73,8 +73,7 @@ inline precision_recipe column_recipe(const training_setup& base, precision_kind
 inline std::string column_name(const training_setup& base, precision_kind p) {
     const precision_recipe r = column_recipe(base, p);
     std::string name(r.name);
-    if (quantized_linears(r) && r.scaling != parse_precision(r.name).scaling)
-        name += " " + std::string(to_string(r.scaling));
+    if (scaling_beyond_name(r)) name += " " + std::string(to_string(r.scaling));
     return name;
 }
 

@@ -236,8 +236,12 @@ constexpr precision_recipe precision_on(precision_recipe r, const gpu_spec& g) {
 // nvte_hadamard_transform_amax then nvte_quantize_with_hadamard_transform, @d0067d0d;
 // ASSUMPTION: the fused path, taken for bf16 tensors of rows % 64 and columns % 128 on
 // compute capability 10.x): a bf16 tensor 2·2 + 2·(1/2 + 1/16) = 5.13 B.
+// Whether a cast needs the tensor's amax before it (current scaling's and NVFP4's
+// per-tensor scale): a second read of the tensor.
+constexpr bool amax_pass_before_cast(fp8_scaling s) { return s == fp8_scaling::current || s == fp8_scaling::nvfp4; }
+
 constexpr double fp8_quantization_bytes_per_element(fp8_scaling scaling, bool transposes, double from) {
-    const double reads = scaling == fp8_scaling::current || scaling == fp8_scaling::nvfp4 ? 2.0 : 1.0;
+    const double reads = amax_pass_before_cast(scaling) ? 2.0 : 1.0;
     if (block_scaled(scaling)) return reads * from + 2.0 * quantized_bytes_per_element(scaling);
     return reads * from + size_of(dtype::fp8) * (transposes ? 2.0 : 1.0);
 }
@@ -249,7 +253,7 @@ constexpr double fp8_quantization_bytes_per_element(fp8_scaling scaling, bool tr
 // rounding's seed kernel (quantizer.cpp as above; common.cpp@d0067d0d).
 constexpr double fp8_quantization_launches(fp8_scaling scaling, bool gradient = false) {
     if (scaling == fp8_scaling::nvfp4) return gradient ? 4.0 : 3.0;
-    return scaling == fp8_scaling::current ? 2.0 : 1.0;
+    return amax_pass_before_cast(scaling) ? 2.0 : 1.0;
 }
 
 // Delayed scaling's amax history: amax_history_len 1024 entries per scaled tensor
@@ -341,26 +345,35 @@ constexpr precision_recipe with_fp32_gradients(precision_recipe r) {
 // Linear GEMMs in NVFP4 (fp4 math, nvfp4 scaling), the rest as under fp8 (bf16
 // activations and working weights, fp32 master weights). It belongs to the fp8 kind: a
 // framework runs it where it runs Transformer Engine's low-precision recipes.
-constexpr precision_recipe nvfp4_recipe() {
+namespace precision_detail {
+// The fp8 recipe under another name, with the scaling (and GEMM format) the name implies.
+constexpr precision_recipe fp8_named(std::string_view name, fp8_scaling scaling) {
     precision_recipe r = recipe(precision_kind::fp8);
-    r.name = "nvfp4";
-    r.math = dtype::fp4;
-    r.scaling = fp8_scaling::nvfp4;
+    r.name = name;
+    r.math = quantized_dtype(scaling);
+    r.scaling = scaling;
     return r;
 }
+}  // namespace precision_detail
+
+constexpr precision_recipe nvfp4_recipe() { return precision_detail::fp8_named("nvfp4", fp8_scaling::nvfp4); }
 
 // A recipe by name; "mxfp8" is the fp8 recipe with MXFP8 block scaling (Megatron-Core's
 // --fp8-recipe mxfp8), as Blackwell recipes name it, and "nvfp4" nvfp4_recipe().
 constexpr precision_recipe parse_precision(std::string_view s) {
-    if (s == "mxfp8" || s == "MXFP8") {
-        precision_recipe r = recipe(precision_kind::fp8);
-        r.name = "mxfp8";
-        r.scaling = fp8_scaling::mxfp8;
-        return r;
-    }
+    if (s == "mxfp8" || s == "MXFP8") return precision_detail::fp8_named("mxfp8", fp8_scaling::mxfp8);
     if (s == "nvfp4" || s == "NVFP4") return nvfp4_recipe();
     return recipe(parse_enum<precision_kind>("precision", s));
 }
+
+// Whether the recipe's scaling is not the one its name implies (fp8's delayed, mxfp8's,
+// nvfp4's): a setup written as flags then needs --fp8-scaling, a table column says it.
+constexpr bool scaling_beyond_name(const precision_recipe& r) {
+    return quantized_linears(r) && r.scaling != parse_precision(r.name).scaling;
+}
+
+// Whether the recipe's name fixes its scaling (mxfp8, nvfp4), so that no other may be asked.
+constexpr bool name_fixes_scaling(const precision_recipe& r) { return r.name == "mxfp8" || r.name == "nvfp4"; }
 
 // Bytes per parameter of weights + gradients + master copy (no optimizer state).
 constexpr double model_state_bytes_per_parameter(const precision_recipe& r) {
@@ -403,19 +416,24 @@ namespace precision_detail {
                                       : "is FP4's: nvfp4 scaling is --precision nvfp4, not fp8");
 }
 
+// "<what> (compute capability 10.0 or later); h100-sxm has 9.0<advice>".
+[[noreturn]] TRAINPERF_COLD inline void needs_blackwell(std::string_view field, std::string_view value,
+                                                       std::string_view what, const gpu_spec& gpu,
+                                                       std::string_view advice = "") {
+    detail::fail(field, value,
+                 "needs " + std::string(what) + " (compute capability 10.0 or later); " + std::string(gpu.name) +
+                     " has " + std::to_string(gpu.compute_capability / 10) + "." +
+                     std::to_string(gpu.compute_capability % 10) + std::string(advice));
+}
+
 constexpr void check_block_scaling(const gpu_spec& gpu, const precision_recipe& r) {
     if ((r.math == dtype::fp4) != (r.scaling == fp8_scaling::nvfp4)) format_mismatch(r);
     if (r.scaling == fp8_scaling::mxfp8 && gpu.compute_capability < 100)
-        detail::fail("fp8_scaling", "mxfp8",
-                     "needs Blackwell's block-scaled tensor cores (compute capability 10.0 or later); " +
-                         std::string(gpu.name) + " has " + std::to_string(gpu.compute_capability / 10) + "." +
-                         std::to_string(gpu.compute_capability % 10) + ": use --fp8-scaling blockwise or delayed");
+        needs_blackwell("fp8_scaling", "mxfp8", "Blackwell's block-scaled tensor cores", gpu,
+                        ": use --fp8-scaling blockwise or delayed");
     if (r.scaling == fp8_scaling::nvfp4 && gpu.compute_capability < 100)
-        detail::fail("precision", "nvfp4",
-                     "needs Blackwell's FP4 tensor cores (compute capability 10.0 or later; Transformer Engine's "
-                     "support matrix); " + std::string(gpu.name) + " has " +
-                         std::to_string(gpu.compute_capability / 10) + "." +
-                         std::to_string(gpu.compute_capability % 10));
+        needs_blackwell("precision", "nvfp4", "Blackwell's FP4 tensor cores (Transformer Engine's support matrix)",
+                        gpu);
     if (r.scaling == fp8_scaling::blockwise && gpu.compute_capability < 90)
         detail::fail("fp8_scaling", "blockwise", "needs compute capability 9.0 or later (Hopper, Blackwell)");
 }

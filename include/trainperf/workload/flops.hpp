@@ -249,10 +249,9 @@ constexpr flops mtp_training_flops_per_sample(const transformer_config& m, int s
     if (m.mtp_layers == 0) return flops_of(0);
     const flop_breakdown b = flops_detail::forward_breakdown(m, seq, o);
     const double s = seq, h = m.hidden;
-    const double ffn = has_moe(m) ? s * flops_detail::moe_ffn_flops_per_token(m)
-                                  : (m.ffn == ffn_kind::swiglu ? 3 : 2) * 2 * s * h * m.ffn_hidden;
-    const flops per_module =
-        b.qkv + b.scores + b.context + b.out_proj + flops_of(ffn + 2 * s * 2 * h * h) + b.logits;
+    // A dense model's breakdown is its one layer; an MoE model's module has an MoE layer.
+    const flops ffn = has_moe(m) ? flops_of(s * flops_detail::moe_ffn_flops_per_token(m)) : b.ffn;
+    const flops per_module = b.qkv + b.scores + b.context + b.out_proj + ffn + flops_of(2 * s * 2 * h * h) + b.logits;
     return 3.0 * m.mtp_layers * per_module;
 }
 
