@@ -12,16 +12,19 @@ namespace {
 using namespace trainperf;
 using trainperf_benchmarks::gpt3_on_selene;
 
-// A single prediction from scratch: workload, pricing, schedule, memory.
-void BM_predict_cold(benchmark::State& state) {
-    training_setup s = gpt3_on_selene();
+// Predictions of `s` from scratch, its micro-batch alternating so that no two calls
+// are alike.
+void predict_each_time(benchmark::State& state, training_setup s) {
     int b = 0;
     for (auto _ : state) {
-        s.layout.micro_batch = 1 + (b++ & 1);  // no two calls alike
+        s.layout.micro_batch = 1 + (b++ & 1);
         benchmark::DoNotOptimize(predict(s).step_time);
     }
     state.SetItemsProcessed(state.iterations());
 }
+
+// A single prediction from scratch: workload, pricing, schedule, memory.
+void BM_predict_cold(benchmark::State& state) { predict_each_time(state, gpt3_on_selene()); }
 BENCHMARK(BM_predict_cold);
 
 void BM_price_micro_batch(benchmark::State& state) {
@@ -45,5 +48,18 @@ void BM_memory_of(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_memory_of);
+
+// An MoE step: Mixtral 8x7B on 64 H100 with its experts over ep 8 (Megatron-Core): the
+// dense part's ops and the routed experts' (router, dispatch, grouped GEMMs) priced.
+void BM_predict_moe(benchmark::State& state) {
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec);
+    s.model = mixtral_8x7b::config;
+    s.framework = megatron_core_profile;
+    s.seq = 4096;
+    s.layout = {.dp = 64, .zero = 1, .grad_accum = 16, .recompute = recompute_mode::full, .ep = 8};
+    predict_each_time(state, s);
+}
+BENCHMARK(BM_predict_moe);
 
 }  // namespace

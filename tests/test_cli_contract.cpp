@@ -144,6 +144,8 @@ bool accepted_anyway(const std::string& flag, const std::string& value) {
         {"--first-stage-layers", {"0"}},   // documented: an even split
         {"--last-stage-layers", {"0"}},
         {"--shard-group", {"0"}},          // documented: every data-parallel rank
+        {"--etp", {"0"}},                  // documented: etp = tp
+        {"--moe-capacity-factor", {"0"}},  // documented: dropless
     };
     if (flag == "--out") return !value.empty();  // any file name
     const auto it = zero_means_something.find(flag);

@@ -4,6 +4,8 @@
 #include <trainperf/spec/model_catalog.hpp>
 #include <trainperf/spec/setup.hpp>
 #include <trainperf/workload/flops.hpp>
+#include <trainperf/cost/step.hpp>
+#include <trainperf/io/report_json.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -279,9 +281,216 @@ TEST_CASE("MoE description files round-trip, and a step refuses an MoE model by 
     bad["moe"]["expert_groups"] = 64;    // 1 of 64 groups of 4 experts does not
     CHECK_THROWS_WITH(io::model_from_json(bad), Catch::StartsWith("moe.groups_per_token = 1"));
 
+    // What a step does not price yet is refused by name: latent attention (DeepSeek-V3),
+    // sinks and sliding windows (gpt-oss); an MoE model under a framework that runs none.
     training_setup s;
     s.cluster = standard_cluster(h100_sxm::spec);
-    s.model = qwen3_30b_a3b::config;
-    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = qwen3-30b-a3b: a mixture-of-experts model: its "
+    s.framework = megatron_core_profile;
+    s.model = deepseek_v3::config;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = deepseek-v3: a latent-attention model: its "
                                                      "parameters and FLOPs are counted (trainperf flops)"));
+    s.model = gpt_oss_20b::config;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = gpt-oss-20b: a model with sliding-window attention"));
+    s.model = qwen3_30b_a3b::config;
+    CHECK_NOTHROW(validate(s));
+    s.framework = megatron_profile;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("moe_dispatcher = alltoall: framework megatron") &&
+                                       Catch::Contains("trains no mixture-of-experts model"));
+}
+
+namespace {
+// An MoE decoder small enough to size by hand: 4 layers of hidden 1024 (8 heads), every
+// layer MoE with 8 SwiGLU experts of 512, 2 per token, no shared expert; vocabulary 1024.
+constexpr transformer_config small_moe = [] {
+    transformer_config c = llama_architecture("small-moe", 4, 1024, 8, 0, 2048, 1024, 4096);
+    c.moe = {.experts = 8, .experts_per_token = 2, .expert_ffn_hidden = 512};
+    return c;
+}();
+
+// 8 H100 in one node: tp 2 with sequence parallelism, dp 4, experts over ep 4 and etp 1
+// (Megatron-Core's default etp is tp; edp 2),
+// micro-batch 2 of 128 tokens, perfectly balanced routing unless a test says otherwise.
+training_setup small_moe_setup() {
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec);
+    s.model = small_moe;
+    s.framework = megatron_core_profile;
+    s.seq = 128;
+    s.layout = {.dp = 4, .tp = 2, .sp = true, .zero = 1, .micro_batch = 2, .ep = 4, .etp = 1};
+    s.moe.imbalance = 1.0;
+    return s;
+}
+
+template <class List>
+auto find_op(const List& ops, std::string_view name, op_phase phase = op_phase::forward) {
+    for (const auto& op : ops)
+        if (op.op.name == name && op.op.phase == phase) return op;
+    FAIL("no op " << name);
+    return *ops.begin();
+}
+}  // namespace
+
+TEST_CASE("MoE step: the routed tokens, dispatch volumes and grouped GEMM shapes by hand", "[moe][step]") {
+    training_setup s = small_moe_setup();
+    // Balanced: the rank routes b·s/tp = 2·128/2 = 128 tokens; each of the 4 ep ranks
+    // receives 128·2 copies, computed by its 8/4 = 2 experts, 128 rows each.
+    const layer_context ctx = layer_context_of(s);
+    moe_layer_extent e = moe_layer_extent_of(s.model, s.layout, s.moe, ctx);
+    CHECK(e.routed == 128);
+    CHECK(e.computed == 256);
+    CHECK(e.local == 2);
+    CHECK(e.width == 512);
+
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    // The all-to-all sends the permuted copies, 128·2 tokens of 1024 bf16 values, over
+    // the 4 ep ranks (stride etp = 1: one node), forward and again in backward.
+    const auto dispatch = find_op(w.collectives, "moe_dispatch_all_to_all");
+    CHECK(dispatch.op.kind == collective::all_to_all);
+    CHECK(dispatch.op.size.value() == 128.0 * 2 * 1024 * 2);
+    CHECK(dispatch.op.group.size == 4);
+    CHECK(dispatch.op.group.per_node == 4);
+    CHECK(dispatch.count == 4);  // every layer
+    CHECK(dispatch.part == step_part::expert_parallel);
+    CHECK(find_op(w.collectives, "moe_combine_all_to_all", op_phase::backward).op.size == dispatch.op.size);
+    // No expert tensor parallelism (etp = 1): no all-gather over it.
+    for (const auto& c : w.collectives) CHECK(c.op.name != "moe_dispatch_all_gather");
+    // The layers' attention keeps its sequence-parallel collectives, the FFN's are gone:
+    // 3 all-gathers and 2 reduce-scatters per layer instead of 6 and 4.
+    CHECK(find_op(w.collectives, "sequence_parallel_all_gather").count == 3 * 4);
+    CHECK(find_op(w.collectives, "sequence_parallel_reduce_scatter").count == 2 * 4);
+
+    // Grouped GEMMs: 2 local experts of 128 rows; fc1 gate and up together (2·512).
+    const auto fc1 = find_op(w.gemms, "expert_fc1");
+    CHECK(fc1.op.shape.m == 128);
+    CHECK(fc1.op.shape.n == 1024);
+    CHECK(fc1.op.shape.k == 1024);
+    CHECK(fc1.op.shape.batch == 2);
+    const auto fc2 = find_op(w.gemms, "expert_fc2");
+    CHECK(fc2.op.shape.n == 1024);
+    CHECK(fc2.op.shape.k == 512);
+    const auto router = find_op(w.gemms, "router");
+    CHECK(router.op.shape.m == 128);
+    CHECK(router.op.shape.n == 8);
+    // No dense FFN GEMM in an MoE layer without shared experts.
+    for (const auto& g : w.gemms) CHECK(g.op.name != "ffn_up");
+
+    // Expert tensor parallelism 2 (ep 4 x etp 2 = 8 = tp x dp: edp 1): each expert's FFN
+    // halves, the all-gather over the etp pair brings 2 x 256 copies.
+    s.layout.etp = 2;
+    e = moe_layer_extent_of(s.model, s.layout, s.moe, ctx);
+    CHECK(e.computed == 512);
+    CHECK(e.width == 256);
+    const stage_workload w2 = micro_batch_workload(checked_setup(s));
+    const auto gather = find_op(w2.collectives, "moe_dispatch_all_gather");
+    CHECK(gather.op.size.value() == 512.0 * 1024 * 2);
+    CHECK(gather.op.group.size == 2);
+    CHECK(find_op(w2.gemms, "expert_fc1").op.shape.m == 256);
+    CHECK(find_op(w2.gemms, "expert_fc1").op.shape.n == 512);
+
+    // The allgather dispatcher: the hidden states of the 8 etp x ep ranks gathered.
+    s.moe.dispatcher = moe_dispatcher::allgather;
+    const stage_workload w3 = micro_batch_workload(checked_setup(s));
+    const auto all_gather = find_op(w3.collectives, "moe_dispatch_all_gather");
+    CHECK(all_gather.op.size.value() == 8.0 * 128 * 1024 * 2);
+    CHECK(all_gather.op.group.size == 8);
+    for (const auto& c : w3.collectives) CHECK(c.op.kind != collective::all_to_all);
+}
+
+TEST_CASE("MoE step: imbalance and capacity on the busiest rank", "[moe][step]") {
+    moe_run run{.imbalance = 1.5};
+    CHECK(busiest_expert_load(run) == 1.5);
+    CHECK(busiest_rank_load(run, 1) == 1.5);          // one expert per rank: its load
+    CHECK(busiest_rank_load(run, 2) == 1.25);         // (1.5 + 1) / 2
+    run.capacity_factor = 1.1;                         // the tokens beyond 1.1x are dropped
+    CHECK(busiest_expert_load(run) == 1.1);
+    CHECK(busiest_rank_load(run, 2) == Approx(1.05));
+    run.capacity_factor = 2;                           // a capacity above the load drops nothing
+    CHECK(busiest_expert_load(run) == 1.5);
+
+    training_setup s = small_moe_setup();
+    s.moe.imbalance = 1.5;
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    CHECK(find_op(w.gemms, "expert_fc1").op.shape.m == 128 * 1.25);
+    CHECK(find_op(w.collectives, "moe_dispatch_all_to_all").op.size.value() == 128.0 * 2 * 1024 * 2 * 1.25);
+    CHECK_THROWS_WITH(validate(moe_run{.imbalance = 0.9}), Catch::StartsWith("moe_imbalance = 0.9"));
+    CHECK_THROWS_WITH(validate(moe_run{.capacity_factor = 0.5}), Catch::StartsWith("moe_capacity_factor = 0.5"));
+}
+
+TEST_CASE("MoE step: expert groups placed as Megatron-Core numbers them", "[moe][step]") {
+    // tp 2, dp 4 (8 ranks of a stage), ep 4, etp 1, edp 2: the ep group is 4 consecutive
+    // ranks, the expert-data group 2 ranks 4 apart.
+    parallel_layout l{.dp = 4, .tp = 2, .sp = true, .ep = 4, .etp = 1};
+    layout_groups g = place(l, 8);
+    CHECK(g.expert.size == 4);
+    CHECK(g.expert.per_node == 4);
+    CHECK(g.expert_data.size == 2);
+    CHECK(g.expert_data.per_node == 2);
+    g = place(l, 4);  // nodes of 4: the two replicas of an expert shard on two nodes
+    CHECK(g.expert_data.per_node == 1);
+    l.etp = 2;  // ep 4 x etp 2: the ep group strides over the etp pairs, across two nodes of 4
+    g = place(l, 4);
+    CHECK(g.expert_tensor.size == 2);
+    CHECK(g.expert.size == 4);
+    CHECK(g.expert.per_node == 2);
+    CHECK(l.expert_dp() == 1);
+}
+
+TEST_CASE("MoE step: expert weights and state sharded over ep x etp and edp, by hand", "[moe][memory]") {
+    const training_setup s = small_moe_setup();
+    const checked_setup c(s);
+    const model_state state = model_state_of(c);
+    // Routed experts: 4 layers x 8 experts x 3 x 1024 x 512; the rest split by tp 2.
+    const double experts = 4.0 * 8 * 3 * 1024 * 512;
+    CHECK(state.expert_parameters == experts);
+    const double dense = parameter_count(small_moe) - experts;
+    const double local_experts = experts / 4, local_dense = dense / 2;
+    const memory_breakdown m = memory_of(c).breakdown;
+    const precision_recipe r = stored_precision(s);
+    CHECK(m.weights.value() == Approx((local_dense + local_experts) * size_of(r.weights)));
+    CHECK(m.gradients.value() == Approx((local_dense + local_experts) * size_of(r.gradients)));
+    // The distributed optimizer: the rest over dp 4, the experts over their edp 2 replicas.
+    CHECK(m.master_weights.value() == Approx((local_dense / 4 + local_experts / 2) * 4));
+    CHECK(m.optimizer_state.value() == Approx((local_dense / 4 + local_experts / 2) * 8).epsilon(1e-9));
+    // The step's expert gradient reduce-scatter over those 2 replicas.
+    const step_ops ops = step_workload(c);
+    bool found = false;
+    for (const sync_op& op : ops.sync)
+        if (op.op.name == "expert_gradient_reduce_scatter") {
+            found = true;
+            CHECK(op.op.size.value() == local_experts * size_of(r.gradients));
+            CHECK(op.op.group.size == 2);
+        }
+    CHECK(found);
+}
+
+TEST_CASE("MoE step: a prediction, and the layouts it refuses", "[moe][step]") {
+    training_setup s = small_moe_setup();
+    const step_report one = predict(s);
+    CHECK(one.micro_batch.expert_parallel_comm.value() > 0);
+    const nlohmann::json j = to_json(s, one);
+    CHECK(j["layout"]["ep"] == 4);
+    CHECK(j["moe"]["dispatcher"] == "alltoall");
+    CHECK(j["moe"]["dispatch_seconds"].get<double>() == Approx(one.micro_batch.expert_parallel_comm.value()));
+    // Experts replicated on every rank (ep 1): no dispatch, more memory.
+    training_setup replicated = s;
+    replicated.layout.ep = 1;
+    const step_report all = predict(replicated);
+    CHECK(all.micro_batch.expert_parallel_comm.value() == 0);
+    CHECK(all.memory.weights > one.memory.weights);
+    // A more uneven router slows the busiest rank.
+    training_setup uneven = s;
+    uneven.moe.imbalance = 2;
+    CHECK(predict(uneven).step_time > one.step_time);
+
+    const auto refused = [&](auto change, const std::string& start) {
+        training_setup t = s;
+        change(t);
+        CHECK_THROWS_WITH(validate(t), Catch::StartsWith(start));
+    };
+    refused([](training_setup& t) { t.layout.ep = 3; }, "ep = 3: must divide the routed experts (8)");
+    refused([](training_setup& t) { t.layout.ep = 8, t.layout.etp = 2; }, "ep = 8: ep x etp = 16 must divide tp x cp x dp = 8");
+    refused([](training_setup& t) { t.layout.sp = false; }, "sp = false: an MoE model with tensor parallelism");
+    refused([](training_setup& t) { t.layout.zero = 2; }, "zero = 2: with a mixture-of-experts model");
+    refused([](training_setup& t) { t.model = llama2_7b::config; }, "ep = 4: needs a mixture-of-experts model");
+    refused([](training_setup& t) { t.moe.imbalance = 0.5; }, "moe_imbalance = 0.5");
 }

@@ -28,7 +28,8 @@ enum class sweep_parameter {
     precision, optimizer, framework, gpu, link, link_bandwidth, gpus_per_node, flash_attention, tp_comm_overlap,
     schedule, shard_group, model, finetune, lora_rank, lora_targets, fp8_scaling, grad_reduce_dtype,
     overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
-    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile, nvlink_domain
+    inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile, nvlink_domain,
+    ep, etp, moe_dispatcher, moe_imbalance, moe_capacity_factor
 };
 }  // namespace trainperf::cli
 
@@ -36,7 +37,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 45> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 50> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -80,7 +81,12 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::pcie_ms, "pcie-ms"},
                                                           {p::prefetch, "prefetch"},
                                                           {p::compile, "compile"},
-                                                          {p::nvlink_domain, "nvlink-domain"}}};
+                                                          {p::nvlink_domain, "nvlink-domain"},
+                                                          {p::ep, "ep"},
+                                                          {p::etp, "etp"},
+                                                          {p::moe_dispatcher, "moe-dispatcher"},
+                                                          {p::moe_imbalance, "moe-imbalance"},
+                                                          {p::moe_capacity_factor, "moe-capacity-factor"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -101,6 +107,7 @@ bool numeric(sweep_parameter p) {
         case sweep_parameter::shard_group: case sweep_parameter::lora_rank: case sweep_parameter::first_stage_layers:
         case sweep_parameter::last_stage_layers: case sweep_parameter::sockets_per_node:
         case sweep_parameter::adapters_per_node: case sweep_parameter::nvlink_domain:
+        case sweep_parameter::ep: case sweep_parameter::etp:
             return true;
         default:
             return false;
@@ -141,7 +148,8 @@ struct axis {
 int parse_int(const axis& a, std::string_view s) { return parse_whole_number("--vary " + a.text, s); }
 
 // A time in ms (data-ms, pcie-ms): a finite number, its range checked where the setup is built.
-double parse_milliseconds(const axis& a, const std::string& s) {
+// A number, `what` naming it in the error ("a number of milliseconds").
+double parse_number(const axis& a, const std::string& s, const char* what) {
     std::size_t used = 0;
     double v = 0;
     try {
@@ -150,9 +158,10 @@ double parse_milliseconds(const axis& a, const std::string& s) {
         used = 0;
     }
     if (used != s.size() || !std::isfinite(v))
-        throw usage_error("--vary " + a.text + ": '" + s + "' is not a number of milliseconds");
+        throw usage_error("--vary " + a.text + ": '" + s + "' is not " + what);
     return v;
 }
+double parse_milliseconds(const axis& a, const std::string& s) { return parse_number(a, s, "a number of milliseconds"); }
 
 // NAME=VALUES: a list, or for numeric parameters a range (parse_value_list).
 axis parse_axis(const std::string& text) {
@@ -220,6 +229,11 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::sockets_per_node: f.sockets_per_node = parse_int(a, v); break;
         case sweep_parameter::adapters_per_node: f.adapters_per_node = parse_int(a, v); break;
         case sweep_parameter::nvlink_domain: f.nvlink_domain = parse_int(a, v); break;
+        case sweep_parameter::ep: f.ep = parse_int(a, v); break;
+        case sweep_parameter::etp: f.etp = parse_int(a, v); break;
+        case sweep_parameter::moe_dispatcher: f.moe_dispatcher = v; break;
+        case sweep_parameter::moe_imbalance: f.moe_imbalance = parse_number(a, v, "a number"); break;
+        case sweep_parameter::moe_capacity_factor: f.moe_capacity_factor = parse_number(a, v, "a number"); break;
         case sweep_parameter::prefetch:  // the inverse of --no-prefetch
             if (v != "on" && v != "off")
                 throw usage_error("--vary " + a.text + ": prefetch takes on or off, not '" + v + "'");

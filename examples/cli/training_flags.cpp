@@ -81,6 +81,20 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         sub->add_option("--shard-group", shard_group,
                         "Data-parallel ranks that shard ZeRO's state, replicated across the others (hybrid "
                         "sharding, FSDP HSDP; default 0: all of them)");
+        sub->add_option("--ep", ep,
+                        "Expert-parallel size: an MoE model's routed experts split over ep ranks of the tp x cp x dp "
+                        "ranks of a stage (default 1)");
+        sub->add_option("--etp", etp, "Expert-tensor-parallel size: each expert's FFN split over etp ranks (default 0: tp)");
+        sub->add_option("--moe-dispatcher", moe_dispatcher,
+                        enum_name_list<trainperf::moe_dispatcher>() +
+                            ": how an MoE layer's tokens reach their experts' ranks (Megatron-Core "
+                            "--moe-token-dispatcher-type; default alltoall)");
+        sub->add_option("--moe-imbalance", moe_imbalance,
+                        "The busiest expert's tokens over the mean, 1 = balanced (default 1.2, an assumption: "
+                        "docs/engine.md)");
+        sub->add_option("--moe-capacity-factor", moe_capacity_factor,
+                        "Tokens an expert takes at most over its balanced share, beyond them dropped (default 0: "
+                        "dropless)");
         sub->add_option("--offload", offload, enum_name_list<offload_mode>() + " (default none)");
         sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
         sub->add_option("--recompute", recompute, enum_name_list<recompute_mode>() + " (default none)");
@@ -213,7 +227,9 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
                 .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap),
                 .schedule = parse_enum<pipeline_schedule>("schedule", schedule),
                 .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers,
-                .shard_group = shard_group};
+                .shard_group = shard_group, .ep = ep, .etp = etp};
+    s.moe = {.dispatcher = parse_moe_dispatcher(moe_dispatcher), .capacity_factor = moe_capacity_factor,
+             .imbalance = moe_imbalance};
     s.precision = parse_precision(precision);
     if (!scaling.empty()) {
         const fp8_scaling asked = parse_enum<fp8_scaling>("fp8-scaling", scaling);
@@ -403,6 +419,12 @@ std::string training_flags::run_text(const training_setup& s) const {
     if (data_ms > 0) t += " --data-ms " + exact(data_ms);
     if (pcie_ms > 0) t += " --pcie-ms " + exact(pcie_ms);
     if (no_prefetch) t += " --no-prefetch";
+    if (has_moe(s.model)) {
+        if (s.moe.dispatcher != trainperf::moe_dispatcher::alltoall)
+            t += " --moe-dispatcher " + std::string(to_string(s.moe.dispatcher));
+        if (s.moe.imbalance != default_moe_imbalance) t += " --moe-imbalance " + exact(s.moe.imbalance);
+        if (s.moe.capacity_factor > 0) t += " --moe-capacity-factor " + exact(s.moe.capacity_factor);
+    }
     return t;
 }
 

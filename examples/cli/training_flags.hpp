@@ -49,6 +49,9 @@ struct training_flags {
     std::string grad_reduce_dtype;
     std::string schedule = "1f1b";
     int first_stage_layers = 0, last_stage_layers = 0, shard_group = 0;
+    int ep = 1, etp = 0;  // expert parallelism (MoE models)
+    std::string moe_dispatcher = "alltoall";
+    double moe_imbalance = default_moe_imbalance, moe_capacity_factor = 0;
     std::string scaling;  // --fp8-scaling: how fp8 picks its scales (spec/precision.hpp); empty: the recipe's
     std::string finetune = "full", lora_targets = "q,v";  // which parameters train (spec/finetune.hpp)
     int lora_rank = 16;

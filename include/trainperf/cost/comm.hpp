@@ -81,6 +81,13 @@ constexpr seconds all_gather(bytes size, int n, const link_spec& link) { return 
 
 constexpr seconds p2p(bytes size, const link_spec& link) { return link.latency + size / link.achievable(); }
 
+// All-to-all over one link: each GPU sends (n − 1)/n of its buffer, one part to each
+// peer. ASSUMPTION: the sends to all peers run at once (NCCL's grouped send/recv), so
+// the latency is paid once, not per peer.
+constexpr seconds all_to_all(bytes size, int n, const link_spec& link) {
+    return link.latency + ((n - 1.0) / n) * size / link.achievable();
+}
+
 constexpr seconds collective_formula(collective c, bytes size, int n, const link_spec& link,
                                      collective_algorithm algorithm) {
     switch (c) {
@@ -88,6 +95,7 @@ constexpr seconds collective_formula(collective c, bytes size, int n, const link
         case collective::reduce_scatter: return reduce_scatter(size, n, link);
         case collective::all_gather: return all_gather(size, n, link);
         case collective::p2p: return p2p(size, link);
+        case collective::all_to_all: return all_to_all(size, n, link);
     }
     return seconds_of(0.0);
 }
@@ -161,6 +169,7 @@ constexpr double bus_bandwidth_factor(collective c, int n) {
         case collective::reduce_scatter:
         case collective::all_gather: return (n - 1.0) / n;
         case collective::p2p: return 1.0;
+        case collective::all_to_all: return (n - 1.0) / n;
     }
     return 1.0;
 }
@@ -182,6 +191,32 @@ constexpr seconds flat_ring_all_reduce_time(bytes size, const cluster_spec& c, i
 }
 
 // ---- A collective over a placed group (workload ops) --------------------------------
+
+namespace comm_detail {
+// An all-to-all over a placed group of n ranks, per_node of them in each NVLink domain
+// (for every cluster: NCCL's tuner does not price send/recv). Each rank sends 1/n of its
+// buffer to every peer: (per_node − 1)/n of it over the NVLink domain's link and
+// (n − per_node)/n over its own network adapter. ASSUMPTION: the two run at once, on
+// different links, so the slower paces the collective, each paying its link's latency once
+// (all_to_all above). What DeepEP-style kernels do beyond this (forwarding over NVLink to
+// the rank that owns the network path) is not modelled.
+constexpr seconds placed_all_to_all(const collective_op& op, const cluster_spec& c) {
+    const rank_group& g = op.group;
+    const double n = g.size, local = std::min(g.per_node, g.size);
+    seconds intra_time = seconds_of(0.0), inter_time = seconds_of(0.0);
+    if (local > 1) {
+        const link_spec intra = node_ring_link(c, g.per_node);
+        validate(intra);
+        intra_time = intra.latency + ((local - 1.0) / n) * op.size / intra.achievable();
+    }
+    if (local < n) {
+        const link_spec network = inter_node_link(c);
+        validate(network);
+        inter_time = network.latency + ((n - local) / n) * op.size / network.achievable();
+    }
+    return intra_time > inter_time ? intra_time : inter_time;
+}
+}  // namespace comm_detail
 
 // A collective over a group placed on nodes (workload/ops.hpp rank_group).
 //
@@ -205,6 +240,7 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
     validate(g);
     comm_detail::validate_size(op.size, g.size);
     if (g.size == 1) return seconds_of(0.0);
+    if (op.kind == collective::all_to_all) return comm_detail::placed_all_to_all(op, c);
     if (op.kind != collective::p2p && nccl_models(c, g)) {
         validate(intra_node_link(c));
         if (!g.inside_one_node()) validate(inter_node_link(c));
@@ -247,7 +283,8 @@ constexpr seconds collective_time(const collective_op& op, const cluster_spec& c
         case collective::all_gather:
             return all_gather(shard, nodes, network) + all_gather(op.size, local, intra) +
                    (local - 1.0) * (nodes - 1.0) * intra.latency;
-        case collective::p2p: break;
+        case collective::p2p:
+        case collective::all_to_all: break;
     }
     return seconds_of(0.0);
 }
@@ -332,7 +369,8 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
     const int domain = gpus_per_domain(cluster);
     e.ring_link = node_ring_link(cluster, gpus < domain ? gpus : domain);
     const rank_group group = contiguous_group(cluster, gpus);
-    if (gpus > 1 && c != collective::p2p && nccl_models(cluster, group)) {
+    const bool send_recv = c == collective::p2p || c == collective::all_to_all;  // NCCL's send/recv
+    if (gpus > 1 && !send_recv && nccl_models(cluster, group)) {
         comm_detail::validate_size(size, gpus);
         validate(intra_node_link(cluster));
         if (e.across_nodes()) validate(inter_node_link(cluster));
@@ -345,7 +383,7 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
         return e;
     }
     if (!e.across_nodes()) {
-        e.algorithm = c == collective::p2p           ? "p2p"
+        e.algorithm = send_recv                     ? "p2p"
                       : c == collective::all_reduce ? to_string(algorithm)
                                                     : "ring";
         e.time = collective_time(c, size, gpus, e.ring_link, algorithm);
@@ -353,7 +391,7 @@ constexpr collective_estimate estimate_collective(collective c, bytes size, int 
     }
     require(algorithm != collective_algorithm::tree, "algorithm", "tree",
             "across nodes the collective is hierarchical: NCCL picks ring or tree on the network");
-    e.algorithm = c == collective::p2p         ? "p2p"
+    e.algorithm = send_recv                    ? "p2p"
                   : group.per_node > 1         ? "hierarchical"
                   : c == collective::all_reduce ? "auto"  // NCCL's faster of ring and tree
                                                 : "ring";

@@ -20,6 +20,7 @@
 #include "../spec/hardware.hpp"
 #include "../spec/model.hpp"
 #include "../spec/model_catalog.hpp"
+#include "../spec/moe_run.hpp"
 #include "../spec/optimizer.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
@@ -332,7 +333,40 @@ constexpr bytes offload_gradient_buffers(const model_state& state, const precisi
 struct layer_activations {
     bytes kept = bytes_of(0);
     bytes rebuilt = bytes_of(0);
+    // An MoE model's MoE layer, on the busiest rank (moe_layer_activation_bytes).
+    bytes moe_kept = bytes_of(0);
+    bytes moe_rebuilt = bytes_of(0);
 };
+
+// What an MoE layer keeps for backward on the busiest rank of a sequence-parallel group,
+// before context parallelism divides it: its dense part as a layer (attention, norms, the
+// shared experts; spec/model.hpp moe_dense_part), and of the routed part (Megatron-Core
+// moe/router.py, token_dispatcher.py, experts.py@d98e8a64; workload/moe_layer.hpp for the
+// sizes), over the T = b·s/t tokens the rank routes (s/cp each with context parallelism)
+// and the C = T·k·etp·load token copies its experts compute:
+//   router            the scores and the probabilities, fp32: 2·4·T·E
+//   fc1 input         the dispatched tokens, as a Linear keeps its input (l): l·C·h
+//   fc1 output        the activation's input (SwiGLU: gate and up, g): 2·g·C·w (GELU 1)
+//   fc2 input         the activation's output (l): l·C·w
+//   probabilities     the dispatched copies' fp32 weights: 4·C
+//   combined outputs  unpermute's inputs (the weighted sum's gradient for the
+//                     probabilities reads them): g·T·k·h
+// w the local experts' width f_e/etp. Full recompute keeps only the layer input.
+constexpr bytes moe_layer_activation_bytes(const transformer_config& m, const activation_formats& x, int micro_batch,
+                                           int seq, const parallel_layout& p, recompute_mode r,
+                                           const framework_profile& fw, const moe_run& run) {
+    const bytes dense = activation_bytes_per_layer(moe_dense_part(m), x, micro_batch, seq, p.tp, p.sp, r, fw);
+    if (r == recompute_mode::full) return dense;
+    const double g = size_of(x.gemm_inputs), lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
+    const double f32 = size_of(dtype::fp32), h = m.hidden, k = m.moe.experts_per_token;
+    const double etp = p.expert_tp(), local = double(m.moe.experts) / p.ep;
+    const double routed = double(micro_batch) * seq / (p.sp ? p.tp : 1);
+    const double computed = routed * k * etp * busiest_rank_load(run, local);
+    const double w = m.moe.expert_ffn_hidden / etp, in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+    const double routed_part = 2 * f32 * routed * m.moe.experts +
+                               computed * (lin * h + in * g * w + lin * w + f32) + g * routed * k * h;
+    return dense + bytes_of(routed_part);
+}
 
 // Fine-tuning with adapters (LoRA, QLoRA) keeps, per layer, the full-training terms and
 // the output x·A (b·s·r, the GEMM-input format) of every adapted projection, which B's
@@ -356,10 +390,15 @@ constexpr bytes adapter_activation_bytes_per_layer(const transformer_config& m, 
 // ring brings the others again in backward): the layer's bytes ÷ cp.
 constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
                                                  const parallel_layout& p, int seq, const framework_profile& fw,
-                                                 const finetune_spec& ft = {}) {
+                                                 const finetune_spec& ft = {}, const moe_run& run = {}) {
     layer_activations a;
     const activation_formats x = activation_formats_of(r);
     const double cp = p.cp;
+    if (has_moe(m)) {
+        a.moe_kept = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run) / cp;
+        if (p.recompute == recompute_mode::full)
+            a.moe_rebuilt = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run) / cp;
+    }
     a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw) / cp;
     // Recomputing a layer rebuilds what it would have kept and did not, live during its
     // backward.
@@ -411,7 +450,8 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
 struct stage_micro_batch_memory {
     int stage = 0;
     int layers = 0;      // the stage's transformer layers
-    double local = 0;    // parameters the stage holds, after tp
+    double local = 0;    // parameters the stage holds, after tp (its routed experts' after ep·etp)
+    double expert_local = 0;  // of them, an MoE model's routed experts
     double trained = 0;  // what the optimizer updates of them (before ZeRO): all, or the adapters
     bytes activations = bytes_of(0);
     bytes weight_copies = bytes_of(0);
@@ -438,12 +478,19 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     mb.layers = stage_layers;
     const double fp32 = size_of(dtype::fp32);
 
-    // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
-    double params = stage_layers * state.layer_parameters;
+    // An MoE model's MoE layers among the stage's (the first stage's layers from 0, the
+    // last's up to the model's last, a middle stage's after the first's and the middle
+    // ones before it).
+    const int first_layer = first ? 0 : last ? m.layers - split.last : split.first + (stage - 1) * split.middle;
+    const int moe = moe_layers_in(m.moe, first_layer, stage_layers);
+    // Parameters held by this stage, then split by TP (vocab-parallel embedding too); the
+    // routed experts by ep·etp.
+    double params = (stage_layers - moe) * state.layer_parameters + moe * state.moe_layer_parameters;
     if (first) params += state.embedding_parameters;
     if (last) params += state.head_parameters;
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
-    mb.local = params / t;
+    mb.expert_local = moe * state.expert_layer_parameters / (double(p.expert_tp()) * p.ep);
+    mb.local = params / t + mb.expert_local;
     mb.trained = ft.freezes_base() ? stage_layers * adapter_parameters_per_layer(m, ft) / t : mb.local;
     // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
     // on stage i, p on the first, 1 on the last), interleaving's extra factor on the
@@ -452,12 +499,13 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     const double interleave =
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;
-    bytes act = double(stage_layers) * in_flight * interleave * layer.kept;
+    bytes act = in_flight * interleave * (double(stage_layers - moe) * layer.kept + double(moe) * layer.moe_kept);
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
     // Final norm input (the residual stream) and head input (16-bit under autocast).
     if (last) act += bytes_of((size_of(x.residual) + size_of(x.gemm_inputs)) * s * b * h / seq_split);
-    act += layer.rebuilt;  // full recompute: one layer rebuilt during its backward
+    // Full recompute: one layer rebuilt during its backward (the larger kind).
+    act += moe > 0 && layer.moe_rebuilt > layer.rebuilt ? layer.moe_rebuilt : layer.rebuilt;
     mb.activations = act;
     // Autocast's 16-bit weight copies, one set per micro-batch in flight (each forward
     // is its own autocast region, and autograd keeps its copies until that backward).
@@ -470,8 +518,10 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     // sharded by ZeRO-3; counted at the forward-backward peak only, though TE keeps
     // the workspace through the optimizer step too.
     if (quantized_linears(r))
-        mb.weight_copies = bytes_of(stage_layers * layer_projection_matrix_parameters(m) / t *
-                                    fp8_weight_copy_bytes_per_parameter(r));
+        mb.weight_copies = bytes_of(((stage_layers - moe) * layer_projection_matrix_parameters(m) +
+                                     moe * layer_projection_matrix_parameters(moe_dense_part(m))) / t *
+                                        fp8_weight_copy_bytes_per_parameter(r) +
+                                    mb.expert_local * fp8_weight_copy_bytes_per_parameter(r));
     else if (r.autocast && ft.freezes_base())
         mb.weight_copies = bytes_of(in_flight * mb.trained * weight_copy_bytes_per_parameter(r));
     else if (r.autocast)
@@ -512,6 +562,23 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
         const double projections = held.layers * layer_projection_matrix_parameters(m) / t;
         add_frozen_static_state(mb, local, projections, trained, trained / state.trainable_parameters *
                                 state.optimizer_state, r, p, ft.quantized());
+    } else if (held.expert_local > 0) {
+        // The routed experts' state: the distributed optimizer shards it over their
+        // expert-data-parallel replicas (edp), the rest over dp × cp.
+        const double dense = local - held.expert_local;
+        add_static_state(mb, dense, dense / state.parameters * state.optimizer_state, r, p);
+        parallel_layout experts = p;
+        experts.dp = p.expert_dp();
+        experts.cp = 1;
+        experts.shard_group = 0;
+        memory_breakdown e;
+        add_static_state(e, held.expert_local, held.expert_local / state.parameters * state.optimizer_state, r,
+                         experts);
+        mb.weights += e.weights;
+        mb.gradients += e.gradients;
+        mb.master_weights += e.master_weights;
+        mb.optimizer_state += e.optimizer_state;
+        mb.offloaded_to_host += e.offloaded_to_host;
     } else {
         add_static_state(mb, local, share * state.optimizer_state, r, p);
         // FSDP's fp32 shard is the master (spec/framework_profile.hpp
@@ -611,7 +678,10 @@ constexpr candidate_stages candidate_stages_of(const model_state& state, const t
     const stage_micro_batch_memory first = of(0);
     if (p.pp == 1) return {{first}, 1};
     const stage_micro_batch_memory last = of(p.pp - 1);
-    if (!second_stage_may_be_busiest(p, split)) return {{first, last}, 2};
+    // An MoE model whose dense layers sit on the first stage: the second holds more
+    // experts than the first and more micro-batches in flight than the others.
+    const bool dense_first = has_moe(m) && m.moe.dense_layers > 0 && p.pp > 2;
+    if (!second_stage_may_be_busiest(p, split) && !dense_first) return {{first, last}, 2};
     return {{first, last, of(1)}, 3};
 }
 
@@ -719,8 +789,12 @@ constexpr memory_report memory_report_of(const memory_breakdown& busiest, bytes 
 // is model_state_of(s), which no layout changes.
 constexpr memory_report memory_of(checked_view c, const model_state& state) {
     const training_setup& s = c;
-    return memory_report_of(memory_detail::busiest_stage(state, s.model, stored_precision(s), s.layout,
-                                                         sequence_length(s), s.framework, s.finetune),
+    const precision_recipe r = stored_precision(s);
+    const int seq = sequence_length(s);
+    const memory_detail::layer_activations layer =
+        memory_detail::layer_activations_of(s.model, r, s.layout, seq, s.framework, s.finetune, s.moe);
+    return memory_report_of(memory_detail::busiest_stage(state, s.model, r, s.layout, seq, s.framework, layer,
+                                                         s.finetune),
                             usable_memory(s.cluster.gpu, s.framework));
 }
 

@@ -46,6 +46,9 @@ struct micro_batch_times {
     // core they overlap, per pass (in total()), and the sends' whole time.
     seconds context_parallel_comm = seconds_of(0.0);
     seconds context_parallel_ring = seconds_of(0.0);
+    // An MoE model's token dispatch and combine (all of it exposed: ASSUMPTION, no overlap
+    // with the shared experts or the next micro-batch, Megatron-Core's default).
+    seconds expert_parallel_comm = seconds_of(0.0);
     seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
     seconds gpu_backward = seconds_of(0.0);
     seconds gpu_recompute = seconds_of(0.0);
@@ -58,7 +61,7 @@ struct micro_batch_times {
 
     constexpr seconds compute() const { return forward + backward + recompute; }
     constexpr seconds total() const {
-        return compute() + tensor_parallel_comm + pipeline_comm + context_parallel_comm;
+        return compute() + tensor_parallel_comm + pipeline_comm + context_parallel_comm + expert_parallel_comm;
     }
     constexpr seconds gpu_compute() const { return gpu_forward + gpu_backward + gpu_recompute; }
     constexpr seconds host_compute() const { return host_forward + host_backward + host_recompute; }
@@ -276,7 +279,9 @@ public:
             return;
         }
         stage_sums& at = sections_[at_];
-        at[c.part == step_part::pipeline ? stage_sums::pipeline_comm : stage_sums::tensor_parallel_comm] +=
+        at[c.part == step_part::pipeline          ? stage_sums::pipeline_comm
+           : c.part == step_part::expert_parallel ? stage_sums::expert_parallel_comm
+                                                  : stage_sums::tensor_parallel_comm] +=
             price_collective(c, *cluster_).value();
     }
     void operator()(const stage_op<host_op>& h) {
@@ -295,9 +300,16 @@ public:
     // `layers` × a layer's + the head's (last stage) + the embedding's (first) + the
     // stage's own, with `pipeline_comm` for the stage's sends (the sends of the
     // layout's interleave).
-    micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm) const {
+    // An MoE model's stage: `moe_layers` of its layers are MoE layers (their dense part
+    // and their experts), the others dense.
+    micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm,
+                            double moe_layers = 0) const {
         stage_sums t = sections_[std::size_t(stage_section::stage)];
-        t.add(sections_[std::size_t(stage_section::layer)], layers, ring_);
+        t.add(sections_[std::size_t(stage_section::layer)], layers - moe_layers, ring_);
+        if (moe_layers > 0) {
+            t.add(sections_[std::size_t(stage_section::moe_layer)], moe_layers, ring_);
+            t.add(sections_[std::size_t(stage_section::experts)], moe_layers, ring_);
+        }
         if (last) t.add(sections_[std::size_t(stage_section::head)], 1.0, ring_);
         if (first) t.add(sections_[std::size_t(stage_section::embedding)], 1.0, ring_);
         t[stage_sums::pipeline_comm] = pipeline_comm.value();
@@ -366,9 +378,9 @@ private:
         static constexpr std::size_t bytes = 3, launches = 6;  // memory-bound ops, priced once per pass
         static constexpr std::size_t host_calls = 9;           // in bare ops
         static constexpr std::size_t weight_gradient = 12, tensor_parallel_comm = 13, pipeline_comm = 14,
-                                     tp_overlap_capacity = 15;
-        static constexpr std::size_t ring = 16, core = 19, core_bytes = 22, core_launches = 25;
-        static constexpr std::size_t without_ring = ring, size = 28;
+                                     tp_overlap_capacity = 15, expert_parallel_comm = 16;
+        static constexpr std::size_t ring = 17, core = 20, core_bytes = 23, core_launches = 26;
+        static constexpr std::size_t without_ring = ring, size = 29;
         static_assert(core_launches + 3 == size, "every sum has a slot");
         std::array<double, size> sums{};
 
@@ -435,6 +447,7 @@ private:
                 .tensor_parallel_hidden = tensor_parallel_hidden,
                 .context_parallel_comm = context_parallel_comm,
                 .context_parallel_ring = context_parallel_ring,
+                .expert_parallel_comm = seconds_of(a[stage_sums::expert_parallel_comm]),
                 .gpu_forward = gpu_forward,
                 .gpu_backward = gpu_backward,
                 .gpu_recompute = gpu_recompute,
@@ -469,7 +482,10 @@ private:
     // forward and from the engine in backward (nothing in a graphed layer; from the
     // generated wrapper, the same in both passes, in a compiled layer).
     void set_launch_costs() {
-        const bool layer = at_ == std::size_t(stage_section::layer);
+        // A layer's sections (a dense layer, an MoE layer's dense part); an MoE layer's
+        // routed experts run eagerly (their token counts change from step to step:
+        // ASSUMPTION, not captured in graphs, not compiled).
+        const bool layer = at_ == std::size_t(stage_section::layer) || at_ == std::size_t(stage_section::moe_layer);
         const bool launches = !(graphed_ && layer);
         if (compiled_ && layer) {
             launch_cost_ = {host_.compiled_launch, host_.compiled_launch};
@@ -494,7 +510,7 @@ private:
     double gemm_launch_cost_ = 0;
     int sms_ = 1;
     gemm_price_memo memo_;
-    std::array<stage_sums, 4> sections_{};  // by stage_section
+    std::array<stage_sums, 6> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
     bool ring_ = false;                      // a KV ring's sends were priced
 };
@@ -525,7 +541,7 @@ inline stage_pricer price_stage_parts(checked_view s, const layout_groups& group
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s->layout.tp);
     if (s->framework.cuda_graphs) pricer.graph_layers();
     if (s->framework.compiled) pricer.compile_layers();
-    for_each_stage_op(s, stage_shape{1, true, true}, groups, stage_pricer::checked_setup_sink(pricer));
+    for_each_stage_op(s, one_layer_of_each(s->model), groups, stage_pricer::checked_setup_sink(pricer));
     return pricer;
 }
 
@@ -538,6 +554,17 @@ struct pipeline_times {
     seconds others_weight_gradient = seconds_of(0.0);  // their weight-gradient GEMMs (what zb-h1 defers)
 };
 
+// The MoE layers of the middle stage that holds the most (the others are taken to be
+// like it: ASSUMPTION, they differ only where dense layers reach past the first stage or
+// the MoE layers alternate with dense ones).
+constexpr double busiest_middle_moe_layers(const transformer_config& m, const pipeline_split& split, int pp) {
+    if (!has_moe(m)) return 0;
+    int most = 0;
+    for (int stage = 1; stage + 1 < pp; ++stage)
+        most = std::max(most, moe_layers_in(m.moe, split.first + (stage - 1) * split.middle, split.middle));
+    return most;
+}
+
 // The stages of the layout's split (spec/parallel.hpp pipeline_split_of): the first (its
 // layers and the embedding), pp − 2 middle ones, the last (its layers, head and loss);
 // with pp = 1 one stage does all. Each with `pipeline_comm` for its sends. On a tie the
@@ -546,12 +573,16 @@ inline pipeline_times pipeline_stage_times(const stage_pricer& parts, const trai
                                            seconds pipeline_comm) {
     const auto& l = s.layout;
     const pipeline_split split = pipeline_split_of(s.model, l);
-    if (l.pp == 1) return {.bottleneck = parts.stage(split.first, true, true, pipeline_comm)};
-    const micro_batch_times first = parts.stage(split.first, true, false, pipeline_comm);
-    const micro_batch_times last = parts.stage(split.last, false, true, pipeline_comm);
+    const moe_config& moe = s.model.moe;
+    if (l.pp == 1) return {.bottleneck = parts.stage(split.first, true, true, pipeline_comm, moe_layers(s.model))};
+    const micro_batch_times first =
+        parts.stage(split.first, true, false, pipeline_comm, moe_layers_in(moe, 0, split.first));
+    const micro_batch_times last = parts.stage(split.last, false, true, pipeline_comm,
+                                               moe_layers_in(moe, s.model.layers - split.last, split.last));
     const double middles = l.pp - 2.0;
     const micro_batch_times middle =
-        middles > 0 ? parts.stage(split.middle, false, false, pipeline_comm) : micro_batch_times{};
+        middles > 0 ? parts.stage(split.middle, false, false, pipeline_comm, busiest_middle_moe_layers(s.model, split, l.pp))
+                    : micro_batch_times{};
     const micro_batch_times* slowest = &last;
     if (first.total() > slowest->total()) slowest = &first;
     if (middles > 0 && middle.total() > slowest->total()) slowest = &middle;

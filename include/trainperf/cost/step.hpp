@@ -129,6 +129,7 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.pipeline_comm", r.micro_batch.pipeline_comm.value()},
         {"micro_batch.context_parallel_comm", r.micro_batch.context_parallel_comm.value()},
         {"micro_batch.context_parallel_ring", r.micro_batch.context_parallel_ring.value()},
+        {"micro_batch.expert_parallel_comm", r.micro_batch.expert_parallel_comm.value()},
         {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
@@ -278,7 +279,9 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
         exposed_sync = m * exposed_forward + (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
                        exposed_offload(last) + after_optimizer + sync.end_of_step;
     }
-    time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm) + exposed_sync;
+    time.communication =
+        m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm + mb.expert_parallel_comm) +
+        exposed_sync;
     time.optimizer = prices.optimizer;
     // Input pipeline: sequential, loading and copying add to the step; prefetched, the
     // step is bound by its slowest stage (cost/input_pipeline.hpp).

@@ -78,6 +78,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"host_optimizers", name_list(f.host_optimizers)},
             {"fp8_scalings", name_list(f.fp8_scalings)},
             {"rank_orders", name_list(f.rank_orders)},
+            {"moe_dispatchers", name_list(f.moe_dispatchers)},
             {"per_step_overhead_seconds", f.per_step_overhead.value()},
             {"host_costs_in_bare_ops",
              {{"op", f.host.op},
@@ -139,7 +140,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs",
                    "scales_gradients_every_step", "software", "tensor_parallel", "sequence_parallel",
                    "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
-                   "optimizers", "precisions", "finetune_modes", "host_optimizers", "fp8_scalings", "rank_orders", "recompute_modes",
+                   "optimizers", "precisions", "finetune_modes", "host_optimizers", "fp8_scalings", "rank_orders", "moe_dispatchers", "recompute_modes",
                    "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
                    "fp32_sharded_parameters", "ring_merge"});
     dd::schema(j, framework_schema);
@@ -188,7 +189,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                                      {"optimizer_offload", &f.optimizer_offload}})
         if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
     // Optional too (absent: every optimizer, recipe, fine-tuning mode, scaling and rank
-    // order, on the host too).
+    // order, on the host too; no MoE dispatcher).
     if (j.contains("optimizers")) f.optimizers = dd::enum_list<optimizer_kind>(j, "", "optimizers", false);
     if (j.contains("precisions")) f.precisions = dd::enum_list<precision_kind>(j, "", "precisions", false);
     if (j.contains("finetune_modes")) f.finetune_modes = dd::enum_list<finetune_mode>(j, "", "finetune_modes", false);
@@ -196,6 +197,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
         f.host_optimizers = dd::enum_list<optimizer_kind>(j, "", "host_optimizers", true);
     if (j.contains("fp8_scalings")) f.fp8_scalings = dd::enum_list<fp8_scaling>(j, "", "fp8_scalings", false);
     if (j.contains("rank_orders")) f.rank_orders = dd::enum_list<rank_order>(j, "", "rank_orders", false);
+    if (j.contains("moe_dispatchers"))
+        f.moe_dispatchers = dd::enum_list<moe_dispatcher>(j, "", "moe_dispatchers", true);
     // Optional too (absent: the generic layer's calls, as before they were counted).
     if (j.contains("layer_host_calls")) {
         const auto& c = dd::field(j, "", "layer_host_calls");

@@ -30,6 +30,7 @@ inline nlohmann::json to_json(const memory_breakdown& m) {
 inline nlohmann::json to_json(const parallel_layout& l) {
     return {{"gpus", l.gpus()},       {"dp", l.dp},
             {"tp", l.tp},             {"cp", l.cp},             {"pp", l.pp},
+            {"ep", l.ep},             {"etp", l.expert_tp()},
             {"interleave", l.interleave}, {"schedule", std::string(to_string(l.schedule))},
             {"first_stage_layers", l.first_stage_layers}, {"last_stage_layers", l.last_stage_layers},
             {"sp", l.sp},
@@ -87,6 +88,15 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"data_parallel_sync_seconds", r.data_parallel_sync.value()},
             {"bottleneck", std::string(to_string(r.bottleneck))}};
     if (s.layout.offload == offload_mode::optimizer) j["offload"] = offload_json(r);
+    if (has_moe(s.model)) {
+        // The token dispatch and combine of the MoE layers, per step on the pacing stage.
+        const seconds dispatch = double(s.layout.grad_accum) * r.micro_batch.expert_parallel_comm;
+        j["moe"] = {{"dispatcher", std::string(to_string(s.moe.dispatcher))},
+                    {"imbalance", s.moe.imbalance},
+                    {"capacity_factor", s.moe.capacity_factor},
+                    {"dispatch_seconds", dispatch.value()},
+                    {"dispatch_share", r.fraction(dispatch)}};
+    }
     if (r.low_precision) {
         // mfu/hfu above are against the FP8 or FP4 peak (the recipe's math).
         j["fp8_scaling"] = std::string(to_string(s.precision.scaling));

@@ -84,12 +84,13 @@ inline table_cell whole(long long n) { return n; }
 inline std::vector<std::string> setup_columns() {
     return {"gpu",       "model",         "framework",   "precision",     "optimizer",
             "seq",       "gpus",          "gpus_per_node", "nvlink_domain", "intra_node_link", "intra_node_link_GBps",
-            "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "interleave",
+            "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "ep", "etp", "interleave",
             "first_stage_layers", "last_stage_layers", "schedule",
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
             "global_batch", "recompute",  "dp_overlap",  "flash_attention", "tp_comm_overlap",
             "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "compile", "grad_reduce_dtype", "fp8_scaling",
-            "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node", "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch"};
+            "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node", "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch",
+            "moe_dispatcher", "moe_imbalance", "moe_capacity_factor"};
 }
 
 inline std::vector<table_cell> setup_cells(const training_setup& s) {
@@ -112,6 +113,8 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             whole(l.tp),
             whole(l.cp),
             whole(l.pp),
+            whole(l.ep),
+            whole(l.expert_tp()),
             whole(l.interleave),
             whole(split.first),
             whole(split.last),
@@ -141,7 +144,11 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             whole(c.adapters_per_node),
             ms(s.data_loading),
             ms(s.host_to_device),
-            s.prefetch};
+            s.prefetch,
+            // An MoE model's routing (empty for a dense one).
+            has_moe(s.model) ? text(to_string(s.moe.dispatcher)) : table_cell{},
+            has_moe(s.model) ? table_cell(s.moe.imbalance) : table_cell{},
+            has_moe(s.model) ? table_cell(s.moe.capacity_factor) : table_cell{}};
 }
 
 // The figures of a step report that only a layout that runs has.
@@ -150,7 +157,7 @@ inline std::vector<std::string> step_figure_columns() {
             "optimizer_ms",          "bubble_ms",                 "data_ms",
             "data_parallel_sync_ms", "micro_batch_forward_ms",    "micro_batch_backward_ms",
             "micro_batch_recompute_ms", "micro_batch_tp_comm_ms", "micro_batch_pp_comm_ms",
-            "micro_batch_cp_comm_ms",
+            "micro_batch_cp_comm_ms", "micro_batch_ep_comm_ms",
             "samples_per_s",         "tokens_per_s",              "tokens_per_s_per_gpu",
             "model_tflops_per_gpu",  "hardware_tflops_per_gpu",   "mfu_percent",
             "hfu_percent",           "mfu_bf16_peak_percent",     "hfu_bf16_peak_percent"};
@@ -173,6 +180,7 @@ inline std::vector<table_cell> step_figure_cells(const step_report& r) {
             ms(m.tensor_parallel_comm),
             ms(m.pipeline_comm),
             ms(m.context_parallel_comm),
+            ms(m.expert_parallel_comm),
             r.samples_per_second,
             r.tokens_per_second,
             r.tokens_per_second_per_gpu(),

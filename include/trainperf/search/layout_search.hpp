@@ -117,6 +117,9 @@ inline void validate(const plan_request& r) {
     require(r.global_batch >= 1 && r.global_batch <= max_global_batch, "global_batch", r.global_batch,
             "must be between 1 and 2^40");
     require(r.max_micro_batch >= 0, "max_micro_batch", r.max_micro_batch, "must not be negative (0: no cap)");
+    require(!has_moe(r.base.model), "model", r.base.model.name,
+            "a mixture-of-experts model: the search over expert parallelism is not built yet (predict or sweep "
+            "its layouts with --ep and --etp)");
     training_setup one_gpu = r.base;
     one_gpu.layout = {};
     validate(one_gpu);

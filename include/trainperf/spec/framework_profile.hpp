@@ -14,6 +14,7 @@
 #include "attention_kernels.hpp"
 #include "finetune.hpp"
 #include "hardware.hpp"
+#include "moe_run.hpp"
 #include "optimizer.hpp"
 #include "parallel.hpp"
 #include "precision.hpp"
@@ -349,6 +350,9 @@ struct framework_profile {
     // How it scales its quantized Linears under the fp8 kind (spec/precision.hpp
     // fp8_scaling: delayed, current, mxfp8, blockwise; nvfp4 for --precision nvfp4).
     enum_set<fp8_scaling> fp8_scalings = enum_set<fp8_scaling>::all();
+    // The token dispatchers it runs MoE layers with (spec/moe_run.hpp); none: it trains
+    // no mixture-of-experts model with expert parallelism here.
+    enum_set<moe_dispatcher> moe_dispatchers = {};
     seconds per_step_overhead = seconds_of(0.0);  // host-side work per optimizer step
     eager_host_costs host{};  // issuing ops from Python (every profile here is PyTorch eager)
     // What the framework's own layer calls on the host (when it does not run the model's

@@ -308,6 +308,17 @@ constexpr double moe_layer_active_parameters(const transformer_config& m) {
     return moe_layer_parameters(m) - double(m.moe.experts - m.moe.experts_per_token) * expert_parameters(m);
 }
 
+// The dense part of an MoE layer (attention, norms and the shared experts as its FFN): the
+// model with the shared experts' width as ffn_hidden, 0 where it has none (a layer
+// without a dense FFN: workload/layer.hpp emits no FFN ops for it, cost/memory.hpp keeps
+// no FFN activations). Megatron-Core's shared experts are a tensor-parallel MLP with the
+// dense layer's collectives (megatron/core/transformer/moe/shared_experts.py@d98e8a64).
+constexpr transformer_config moe_dense_part(const transformer_config& m) {
+    transformer_config d = m;
+    d.ffn_hidden = m.moe.shared_ffn_hidden;
+    return d;
+}
+
 // The MoE layers and the dense ones.
 constexpr int moe_layers(const transformer_config& m) { return moe_layer_count(m.moe, m.layers); }
 constexpr int dense_layers(const transformer_config& m) { return m.layers - moe_layers(m); }

@@ -55,6 +55,16 @@ constexpr int moe_layer_count(const moe_config& e, int layers) {
     return layers / e.layer_frequency - e.dense_layers / e.layer_frequency;
 }
 
+// The MoE layers among the first n layers (0 ≤ n ≤ the model's layers), and among the n
+// layers from layer `first` on: what a pipeline stage holding them runs.
+constexpr int moe_layers_before(const moe_config& e, int n) {
+    if (!e.enabled() || e.layer_frequency < 1 || n <= e.dense_layers) return 0;
+    return n / e.layer_frequency - e.dense_layers / e.layer_frequency;
+}
+constexpr int moe_layers_in(const moe_config& e, int first, int n) {
+    return moe_layers_before(e, first + n) - moe_layers_before(e, first);
+}
+
 // Throws trainperf::invalid_argument naming the field ("moe.experts", ...) of a model of
 // `layers`.
 constexpr void validate(const moe_config& e, int layers) {

@@ -296,7 +296,12 @@ constexpr bytes optimizer_state_bytes(optimizer_kind k, double params, dtype sta
 // optimizer and state dtype (the planner reuses it for every layout it prices).
 struct model_state {
     double parameters = 0;
-    double layer_parameters = 0;           // one transformer layer
+    double layer_parameters = 0;           // one transformer layer (with the dense FFN)
+    // An MoE model's MoE layer: what is not a routed expert (attention, norms, router,
+    // shared experts), its routed experts together, and those of the whole model.
+    double moe_layer_parameters = 0;
+    double expert_layer_parameters = 0;
+    double expert_parameters = 0;
     double embedding_parameters = 0;
     double head_parameters = 0;
     double tensors = 0;                    // parameter tensors, layers counted
@@ -334,6 +339,12 @@ constexpr model_state model_state_of(optimizer_kind k, const transformer_config&
     r.embedding_parameters = embedding_parameters(m);
     r.head_parameters = head_parameters(m);
     r.parameters = parameters_of_parts(m.layers, r.layer_parameters, r.embedding_parameters, r.head_parameters);
+    if (has_moe(m)) {
+        r.expert_layer_parameters = double(m.moe.experts) * expert_parameters(m);
+        r.moe_layer_parameters = moe_layer_parameters(m) - r.expert_layer_parameters;
+        r.expert_parameters = moe_layers(m) * r.expert_layer_parameters;
+        r.parameters = parameter_count(m);
+    }
     const tensor_sums sum = with_kind(k, [&](auto kind) -> tensor_sums {
         return for_each_parameter_tensor(m, tensor_sums_of<kind()>{{size_of(state)}});
     });

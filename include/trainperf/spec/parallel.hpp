@@ -147,6 +147,14 @@ struct parallel_layout {
     // HYBRID_SHARD and FSDP2's HSDP mesh; Megatron-Core's partial distributed optimizer,
     // --num-distributed-optimizer-instances). Whole cp groups: a multiple of cp.
     int shard_group = 0;
+    // Expert parallelism (MoE models; Megatron-Core --expert-model-parallel-size and
+    // --expert-tensor-parallel-size): each MoE layer's routed experts split over ep ranks,
+    // each expert's FFN over etp ranks (0: etp = tp, Megatron-Core's default). The experts
+    // are folded onto the ranks of a pipeline stage (megatron/core/parallel_state.py@d98e8a64
+    // initialize_model_parallel): the tp·cp·dp ranks that hold attention hold the experts
+    // as etp × ep × edp, edp = tp·cp·dp / (etp·ep) expert-data-parallel replicas.
+    int ep = 1;
+    int etp = 0;
 
     constexpr int gpus() const { return dp * tp * cp * pp; }
     // The ranks ZeRO shards over, and the replicas of each shard.
@@ -158,6 +166,10 @@ struct parallel_layout {
     constexpr int dp_cp() const { return dp * cp; }
     // Samples per optimizer step; only for a validated layout (validate bounds it).
     constexpr long long global_batch() const { return 1LL * micro_batch * dp * grad_accum; }
+    // Expert tensor parallelism in force, and the expert-data-parallel replicas of each
+    // expert shard (only for a layout validated against an MoE model).
+    constexpr int expert_tp() const { return etp > 0 ? etp : tp; }
+    constexpr int expert_dp() const { return int(1LL * tp * cp * dp / (1LL * expert_tp() * ep)); }
     friend constexpr bool operator==(const parallel_layout&, const parallel_layout&) = default;
 };
 
@@ -327,9 +339,40 @@ constexpr pipeline_split pipeline_split_of(const transformer_config& m, const pa
     return parallel_detail::uneven_split(m, p);
 }
 
+namespace parallel_detail {
+// Expert parallelism against the model: only an MoE model has experts to split, over
+// ranks that fold onto a stage's tp·cp·dp. Out of line: a dense model's layout with
+// ep = 1 never comes here.
+TRAINPERF_NOINLINE constexpr void validate_expert_parallelism(const parallel_layout& p, const transformer_config& m) {
+    require(p.ep >= 1 && p.ep <= max_gpus, "ep", p.ep, "must be between 1 and 2^22");
+    require(p.etp >= 0 && p.etp <= max_gpus, "etp", p.etp, "must be between 0 (= tp) and 2^22");
+    if (!has_moe(m)) {
+        require(p.ep == 1, "ep", p.ep, "needs a mixture-of-experts model (this model has no experts to split)");
+        require(p.etp == 0 || p.etp == p.tp, "etp", p.etp,
+                "needs a mixture-of-experts model (this model has no experts to split)");
+        return;
+    }
+    require(m.moe.experts % p.ep == 0, "ep", p.ep,
+            "must divide the routed experts (" + std::to_string(m.moe.experts) + ")");
+    require(p.expert_tp() <= m.moe.expert_ffn_hidden, "etp", p.expert_tp(),
+            "must not exceed an expert's ffn width (each rank holds a part of every local expert)");
+    const long long stage_ranks = 1LL * p.tp * p.cp * p.dp, expert_ranks = 1LL * p.expert_tp() * p.ep;
+    if (stage_ranks % expert_ranks != 0)
+        detail::fail("ep", p.ep,
+                     "ep x etp = " + std::to_string(expert_ranks) + " must divide tp x cp x dp = " +
+                         std::to_string(stage_ranks) +
+                         " (Megatron-Core folds the experts onto the ranks of a pipeline stage)");
+    // Megatron-Core's MoELayer.forward raises in training with tensor parallelism and no
+    // sequence parallelism (megatron/core/transformer/moe/moe_layer.py@d98e8a64).
+    require(p.tp == 1 || p.sp, "sp", "false",
+            "an MoE model with tensor parallelism needs sequence parallelism (Megatron-Core refuses it without)");
+}
+}  // namespace parallel_detail
+
 // The layout must fit the model: heads split over tp, layers over pp·interleave.
 constexpr void validate(const parallel_layout& p, const transformer_config& m) {
     validate(p);
+    if (p.ep != 1 || p.etp != 0 || has_moe(m)) parallel_detail::validate_expert_parallelism(p, m);
     require(m.heads % p.tp == 0, "tp", p.tp, "must divide the number of attention heads");
     require(tp_splits_heads(m, p.tp), "tp", p.tp, "must divide the number of kv heads (or be a multiple of it)");
     // Every rank holds at least one column of the FFN and of the output layer, and the

@@ -16,6 +16,7 @@
 #include "kernel_params.hpp"
 #include "links.hpp"
 #include "model.hpp"
+#include "moe_run.hpp"
 #include "optimizer.hpp"
 #include "parallel.hpp"
 #include "precision.hpp"
@@ -38,6 +39,8 @@ struct training_setup {
     seconds data_loading = seconds_of(0.0);
     seconds host_to_device = seconds_of(0.0);
     bool prefetch = true;
+    // How an MoE model's tokens reach their experts (ignored for a dense model).
+    moe_run moe{};
     // The host side of optimizer offload (its cores, SIMD width, clock and DRAM
     // bandwidth) is the node's: cluster.host (spec/host.hpp).
 };
@@ -246,6 +249,11 @@ constexpr void validate_layout(const training_setup& s) {
         setup_detail::fail_framework_lacks("interleave", l.interleave, s.framework,
                                            "needs pp x interleave to divide the layers (no uneven pipeline split)",
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
+    // The expert shards' ZeRO: the distributed optimizer (ZeRO-1) over the
+    // expert-data-parallel ranks is modelled, sharded gradients and weights are not.
+    if (l.zero >= 2 && has_moe(s.model))
+        detail::fail("zero", l.zero, "with a mixture-of-experts model only 0 and 1 (the distributed optimizer) are "
+                                     "modelled yet");
     // The rank order moves groups only where there are both stages and replicas.
     if (l.pp > 1 && l.dp > 1) require_framework_rank_order(s);
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
@@ -286,26 +294,41 @@ constexpr void validate_layout(const training_setup& s) {
 // recipe on the GPU, the framework, the kernel parameters, fine-tuning and the input
 // pipeline.
 namespace setup_detail {
-// What a step cannot price yet: routed experts (expert parallelism, token dispatch,
-// grouped GEMMs), latent attention's projections, attention sinks, sliding windows and
-// multi-token prediction modules in the layer's ops. Their parameters and FLOPs are
-// counted (trainperf flops).
+// What a step cannot price yet: latent attention's projections, attention sinks,
+// sliding windows and multi-token prediction modules in the layer's ops. Their
+// parameters and FLOPs are counted (trainperf flops).
 [[noreturn]] TRAINPERF_COLD inline void fail_unpriced_architecture(const transformer_config& m) {
-    const std::string what = has_moe(m)           ? "a mixture-of-experts model"
-                             : m.mla.enabled()    ? "a latent-attention model"
-                                                  : "a model with sliding-window attention, attention sinks or "
-                                                    "multi-token prediction";
+    const std::string what = m.mla.enabled() ? "a latent-attention model"
+                                             : "a model with sliding-window attention, attention sinks or "
+                                               "multi-token prediction";
     detail::fail("model", m.name,
                  what + ": its parameters and FLOPs are counted (trainperf flops), but the step time and memory of "
-                        "training it are not modelled yet (expert parallelism, token dispatch, its attention's ops)");
+                        "training it are not modelled yet (its attention's ops, the prediction modules)");
+}
+
+// An MoE model: the framework's dispatcher, and what is not modelled with experts yet.
+TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
+    const moe_dispatcher d = s.moe.dispatcher;
+    if (!s.framework.moe_dispatchers.contains(d))
+        fail_framework_lacks("moe_dispatcher", to_string(d), s.framework,
+                             s.framework.moe_dispatchers.empty()
+                                 ? "trains no mixture-of-experts model with expert parallelism here"
+                                 : "does not dispatch tokens this way (it runs " + names_of(s.framework.moe_dispatchers) +
+                                       ")",
+                             [d](const framework_profile& f) { return f.moe_dispatchers.contains(d); });
+    require(!s.finetune.freezes_base(), "finetune", to_string(s.finetune.mode),
+            "adapters on a mixture-of-experts model are not modelled");
 }
 }  // namespace setup_detail
 
 constexpr void validate_fixed(const training_setup& s) {
     validate(s.cluster);
     validate(s.model);
-    if (model_detail::has_variants(s.model) || s.model.attention_sinks)
-        setup_detail::fail_unpriced_architecture(s.model);
+    if (model_detail::has_variants(s.model) || s.model.attention_sinks) {
+        if (s.model.mla.enabled() || s.model.sliding_window != 0 || s.model.full_attention_every != 0 ||
+            s.model.mtp_layers != 0 || s.model.attention_sinks)
+            setup_detail::fail_unpriced_architecture(s.model);
+    }
     validate(s.framework);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);
@@ -327,6 +350,8 @@ constexpr void validate_fixed(const training_setup& s) {
             "attention_head_dim", s.model.head_dim(),
             "must be at most 4096 with a fused attention kernel (the framework's flash_attention)");
     require_framework_trains(s);
+    validate(s.moe);  // checked for a dense model too: a bad value is refused wherever it is given
+    if (has_moe(s.model)) setup_detail::validate_moe_setup(s);
 }
 
 // Every input of a prediction. Throws trainperf::invalid_argument naming the first field

@@ -102,7 +102,9 @@ constexpr attention_core_extent attention_core_shape(const transformer_config&, 
     return {double(c.seq) / c.cp, double(c.seq), 1.0 / c.cp};
 }
 
-// The forward GEMMs of one layer on one tensor-parallel rank.
+// The forward GEMMs of one layer on one tensor-parallel rank. A model whose ffn_hidden is
+// 0 stands for the dense part of an MoE layer without shared experts (spec/model.hpp
+// moe_dense_part): no FFN GEMMs.
 // At most 9 forward GEMMs: Q, K and V apart, the attention core's two, the output
 // projection, SwiGLU's gate, up and down.
 using layer_gemm_list = op_list<gemm_op, 9>;
@@ -138,6 +140,7 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     ops.push_back({"attention_context", {core.queries, d, core.keys, attention_batch, x}, forward,
                    op_region::attention_core, attention});
     ops.push_back({"attention_out", {tokens, h, q / t, 1, lin}, forward, other, attention});
+    if (m.ffn_hidden == 0) return ops;  // an MoE layer without shared experts (workload/moe_layer.hpp)
     if (m.ffn == ffn_kind::swiglu) {
         ops.push_back({"ffn_gate", {tokens, f, h, 1, lin}, forward, other, mlp});
         ops.push_back({"ffn_up", {tokens, f, h, 1, lin}, forward, other, mlp});
@@ -302,8 +305,9 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         }
         block = layer_block::mlp;
         for (int k = 2; k < m.norms_per_layer; ++k) sink(op("compiled_norm", hidden * (res + a)));
-        sink(op(m.ffn == ffn_kind::swiglu ? "compiled_swiglu" : "compiled_gelu",
-                (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * ffn * a));
+        if (m.ffn_hidden > 0)
+            sink(op(m.ffn == ffn_kind::swiglu ? "compiled_swiglu" : "compiled_gelu",
+                    (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * ffn * a));
         sink(op("compiled_add_ffn", hidden * (a + 2 * res) + dropped));
         return;
     }
@@ -395,9 +399,12 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     block = layer_block::mlp;
     for (int k = 1; k < m.norms_per_layer; ++k) norm();
     const double ffn_inputs = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;  // GEMMs reading the norm's output
-    if (normed != a)
+    if (normed != a && m.ffn_hidden > 0)
         sink(cast("autocast_cast_ffn_input", ffn_inputs * hidden, normed, a, op_region::other, ffn_inputs));
-    if (m.ffn == ffn_kind::swiglu) {
+    if (m.ffn_hidden == 0) {
+        // An MoE layer without shared experts: its FFN is the routed experts'
+        // (workload/moe_layer.hpp).
+    } else if (m.ffn == ffn_kind::swiglu) {
         // silu(gate) · up: one fused kernel, or silu then multiply.
         if (fw.fused_bias_gelu) {
             sink(op("swiglu", 3 * ffn * a));

@@ -161,14 +161,17 @@ struct memory_op {
 
 // ---- Collectives -------------------------------------------------------------------
 
-enum class collective { all_reduce, reduce_scatter, all_gather, p2p };
+// all_to_all: every rank sends a part of its buffer to every other (NCCL's send/recv to
+// each peer in one group call; MoE token dispatch).
+enum class collective { all_reduce, reduce_scatter, all_gather, p2p, all_to_all };
 
 template <>
 struct enum_names<collective> {
-    static constexpr std::array<enum_name<collective>, 4> table{{{collective::all_reduce, "all-reduce"},
+    static constexpr std::array<enum_name<collective>, 5> table{{{collective::all_reduce, "all-reduce"},
                                                                  {collective::reduce_scatter, "reduce-scatter"},
                                                                  {collective::all_gather, "all-gather"},
-                                                                 {collective::p2p, "p2p"}}};
+                                                                 {collective::p2p, "p2p"},
+                                                                 {collective::all_to_all, "all-to-all"}}};
 };
 
 // How the ranks of a communication group sit on the nodes: `size` ranks, of which
@@ -191,7 +194,8 @@ constexpr void validate(const rank_group& g) {
 }
 
 // One collective over a group; `size` is the full buffer (an all-gather's gathered
-// buffer, a reduce-scatter's input), as nccl-tests counts it. `phase`: the pass it runs
+// buffer, a reduce-scatter's input, what each rank of an all-to-all sends in all, its
+// own part included), as nccl-tests counts it. `phase`: the pass it runs
 // in, where an overlap rule needs it (context parallelism's KV ring, cost/step.hpp).
 struct collective_op {
     std::string_view name;

@@ -78,6 +78,15 @@ struct layout_groups {
     // it, shard = data_context and replica is one rank.
     rank_group shard{};
     rank_group replica{};
+    // Expert parallelism (MoE models), numbered as Megatron-Core numbers the expert ranks
+    // (parallel_state.py@d98e8a64: the same order with etp for tp, ep, edp for dp and no
+    // cp): one expert's etp ranks (stride 1), the ep ranks the experts are split over
+    // (stride etp: the token dispatch's group), and the edp replicas of an expert shard
+    // (their gradients reduce over it).
+    rank_group expert_tensor{};
+    rank_group expert{};
+    rank_group expert_data{};
+    rank_group expert_tensor_and_expert{};  // etp·ep consecutive ranks (the allgather dispatcher's)
 };
 
 constexpr layout_groups place(const parallel_layout& l, int gpus_per_node,
@@ -105,7 +114,13 @@ constexpr layout_groups place(const parallel_layout& l, int gpus_per_node,
             .context = strided(l.cp, l.tp, gpus_per_node),
             .data_context = nested(l.cp, l.tp, l.dp, dp_stride, gpus_per_node),
             .shard = nested(l.cp, l.tp, shard_replicas_dp, dp_stride, gpus_per_node),
-            .replica = strided(l.shard_replicas(), dp_stride * shard_replicas_dp, gpus_per_node)};
+            .replica = strided(l.shard_replicas(), dp_stride * shard_replicas_dp, gpus_per_node),
+            .expert_tensor = strided(l.expert_tp(), 1, gpus_per_node),
+            .expert = strided(l.ep, l.expert_tp(), gpus_per_node),
+            .expert_data = strided(l.expert_dp(), order == rank_order::tp_pp_dp ? 1LL * l.expert_tp() * l.ep * l.pp
+                                                                                 : 1LL * l.expert_tp() * l.ep,
+                                   gpus_per_node),
+            .expert_tensor_and_expert = strided(l.expert_tp() * l.ep, 1, gpus_per_node)};
 }
 
 // Two neighbouring pipeline stages (a send) or the first and the last stage (tied

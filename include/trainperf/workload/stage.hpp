@@ -22,6 +22,7 @@
 #include "../spec/setup.hpp"
 #include "fp8.hpp"
 #include "layer.hpp"
+#include "moe_layer.hpp"
 #include "ops.hpp"
 #include "placement.hpp"
 
@@ -30,14 +31,15 @@ namespace trainperf {
 // Which part of a micro-batch's time an op adds to.
 // context_parallel: the KV ring of context parallelism, which overlaps the attention
 // core of its pass (cost/stage_pricer.hpp).
-enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel };
+// expert_parallel: an MoE layer's token dispatch and combine (workload/moe_layer.hpp).
+enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel, expert_parallel };
 
 template <>
 struct enum_names<step_part> {
-    static constexpr std::array<enum_name<step_part>, 5> table{
+    static constexpr std::array<enum_name<step_part>, 6> table{
         {{step_part::forward, "forward"}, {step_part::backward, "backward"},
          {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"},
-         {step_part::context_parallel, "context-parallel"}}};
+         {step_part::context_parallel, "context-parallel"}, {step_part::expert_parallel, "expert-parallel"}}};
 };
 
 // An op of the stage: `count` times per micro-batch, and `recomputed` more times when
@@ -51,10 +53,10 @@ struct stage_op {
 };
 
 struct stage_workload {
-    op_list<stage_op<gemm_op>, 80> gemms;     // 30 for a full layer and head; adapters add 6 per target
-    op_list<stage_op<memory_op>, 112> memory;
-    op_list<stage_op<collective_op>, 6> collectives;
-    op_list<stage_op<host_op>, 20> host;  // for_each_layer_host_op: at most 17
+    op_list<stage_op<gemm_op>, 96> gemms;     // 30 for a full layer and head; adapters add 6 per target, MoE 9
+    op_list<stage_op<memory_op>, 160> memory;
+    op_list<stage_op<collective_op>, 24> collectives;  // an MoE model's dispatch adds 14
+    op_list<stage_op<host_op>, 48> host;  // for_each_layer_host_op: at most 17 per layer kind
     op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
 };
 
@@ -220,6 +222,11 @@ constexpr double for_each_adapter_op(const training_setup& s, const layer_contex
     return launches;
 }
 
+// The tensor-parallel blocks of a layer: attention and the FFN (1), or attention alone in
+// the dense part of an MoE layer without shared experts (ffn_hidden 0: the routed
+// experts' dispatch replaces the FFN's collectives).
+constexpr double tensor_parallel_blocks(const transformer_config& m) { return m.ffn_hidden > 0 ? 1.0 : 0.5; }
+
 // What the host calls for one layer besides the kernels' launches (which cost/stage_pricer.hpp
 // charges per launch), to sink(const stage_op<host_op>&), `layers` times:
 //   - views and module calls in forward (again when recomputed), from the model's code
@@ -264,6 +271,7 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
     const bool full = l.recompute == recompute_mode::full;
     const bool op_level = l.recompute == recompute_mode::op_selective;
     const double again = full || op_level ? 1.0 : 0.0;  // forward calls repeated per layer when recomputed
+    const double blocks = tensor_parallel_blocks(m);
     const model_code code = code_run(m, fw);
     const finetune_spec& ft = s.finetune;
     const bool frozen = ft.freezes_base();
@@ -279,8 +287,8 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
         host("layer_autograd_nodes", host_call::backward_node,
              1 + (frozen ? 2 * adapted_matrices_per_layer(m, ft) : layer_parameter_tensors(m, code)), 0, bwd);
         if (l.tp > 1 && !overlaps_tensor_parallel(s)) {
-            host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
-            host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
+            host("tensor_parallel_calls", host_call::collective, blocks * (l.sp ? 4 : 2), again * layers, fwd);
+            host("tensor_parallel_calls", host_call::collective, blocks * (l.sp ? 6 : 2), 0, bwd);
         }
         return;
     }
@@ -309,8 +317,8 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
     // With tensor-parallel overlap Transformer Engine's userbuffers move the data from C++:
     // no Python collective (ASSUMPTION: their set-up is in the TE modules' bookkeeping).
     if (l.tp > 1 && !overlaps_tensor_parallel(s)) {
-        host("tensor_parallel_calls", host_call::collective, l.sp ? 4 : 2, again * layers, fwd);
-        host("tensor_parallel_calls", host_call::collective, l.sp ? 6 : 2, 0, bwd);
+        host("tensor_parallel_calls", host_call::collective, blocks * (l.sp ? 4 : 2), again * layers, fwd);
+        host("tensor_parallel_calls", host_call::collective, blocks * (l.sp ? 6 : 2), 0, bwd);
     }
     if (full || op_level) {
         host("checkpoint", host_call::function, 1, 0, fwd);
@@ -327,25 +335,31 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
     if (op_level) host("checkpoint_policy", host_call::dispatch_mode, forward_launches + calls.views, layers, fwd);
 }
 
-// A pipeline stage: its layers, and whether it embeds (the first) or holds the head and
-// loss (the last); with pp = 1 the one stage does both.
+// A pipeline stage: its layers (of which moe_layers are MoE layers), and whether it
+// embeds (the first) or holds the head and loss (the last); with pp = 1 the one stage
+// does both.
 struct stage_shape {
     double layers = 1;
     bool embedding = true;
     bool head = true;
+    double moe_layers = 0;
 };
 
 // Which part of a stage an op belongs to, for a sink that wants to know: each of its
 // layers, the head and loss, the embedding, or the stage as a whole (pipeline sends, FP8
 // amax bookkeeping's launches). A sink with a member section(stage_section) is told
 // before the ops of each part.
-enum class stage_section { layer, head, embedding, stage };
+// An MoE model's MoE layer is two parts: moe_layer (attention, norms, shared experts: a
+// dense layer's ops) and experts (the routed part, workload/moe_layer.hpp); `layer` is
+// then each dense layer.
+enum class stage_section { layer, head, embedding, stage, moe_layer, experts };
 
 template <>
 struct enum_names<stage_section> {
-    static constexpr std::array<enum_name<stage_section>, 4> table{
+    static constexpr std::array<enum_name<stage_section>, 6> table{
         {{stage_section::layer, "layer"}, {stage_section::head, "head"}, {stage_section::embedding, "embedding"},
-         {stage_section::stage, "stage"}}};
+         {stage_section::stage, "stage"}, {stage_section::moe_layer, "moe-layer"},
+         {stage_section::experts, "experts"}}};
 };
 
 template <class Sink>
@@ -443,10 +457,11 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
         // outputs op-level checkpointing does not save: the all-gathers and all-reduces,
         // not the reduce-scatters.
         const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
+        const double blocks = tensor_parallel_blocks(m);
         const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
             const double again = op_level && kind != collective::reduce_scatter ? 2.0 * layers : full;
-            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, count * layers, again,
-                                         step_part::tensor_parallel});
+            sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, blocks * count * layers,
+                                         blocks * again, step_part::tensor_parallel});
         };
         if (l.sp) {
             tensor_parallel("sequence_parallel_all_gather", collective::all_gather, 6);
@@ -456,6 +471,70 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
         }
     }
     for_each_kv_ring_op(s, groups, layers, recomputed_core, sink);
+}
+
+// The routed part of `layers` MoE layers for one micro-batch (workload/moe_layer.hpp):
+// the router's GEMM, the experts' grouped GEMMs (with their dgrad and wgrad), the
+// memory-bound ops of routing, permutation and activation (with their elementwise
+// backward), the dispatch and combine collectives (step_part::expert_parallel; backward
+// runs each again on the gradients), and the host's calls. Full recompute repeats the
+// forward's ops, collectives included.
+//
+// Host calls per layer, ASSUMPTION (Megatron-Core moe_layer.py, router.py,
+// token_dispatcher.py, experts.py@d98e8a64): 2 modules (router, experts) and 2 library
+// modules (TE's GroupedLinear fc1 and fc2); 4 autograd Functions (permute, unpermute,
+// and the sort and unsort of chunks or the router's score function) plus one per
+// collective, each a Python call into c10d; 8 views; in backward a node per forward
+// kernel and per collective, and an AccumulateGrad for the router and each GroupedLinear.
+template <class Sink>
+constexpr void for_each_routed_expert_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
+                                         double layers, Sink&& sink) {
+    const auto& m = s.model;
+    const auto& l = s.layout;
+    const double again = l.recompute == recompute_mode::full ? layers : 0.0;
+    const moe_layer_extent e = moe_layer_extent_of(m, l, s.moe, ctx);
+    double launches = 0;
+    const auto gemm = [&](const gemm_op& g) {
+        sink(stage_op<gemm_op>{g, layers, again, step_part::forward});
+        sink(stage_op<gemm_op>{{g.name, dgrad_of(g.shape), op_phase::backward_data, g.region, g.block}, layers, 0,
+                               step_part::backward});
+        sink(stage_op<gemm_op>{{g.name, wgrad_of(g.shape), op_phase::backward_weight, g.region, g.block}, layers, 0,
+                               step_part::backward});
+        launches += 1;
+    };
+    gemm(router_gemm(m, e, ctx));
+    const expert_gemms experts = expert_forward_gemms(m, e, ctx);
+    gemm(experts.fc1);
+    gemm(experts.fc2);
+    for_each_routed_memory_op(m, l, s.moe, e, ctx, [&](const memory_op& op) {
+        launches += op.launches;
+        sink(stage_op<memory_op>{op, layers, again, step_part::forward});
+        sink(stage_op<memory_op>{backward_of(op, s.framework), layers, 0, step_part::backward});
+    });
+    const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
+    double collectives = 0;
+    for_each_dispatch_collective(m, l, s.moe, e, a, groups, [&](const collective_op& c) {
+        collective_op backward = c;
+        backward.phase = op_phase::backward;
+        sink(stage_op<collective_op>{c, layers, again, step_part::expert_parallel});
+        sink(stage_op<collective_op>{backward, layers, 0, step_part::expert_parallel});
+        collectives += 1;
+    });
+    const auto host = [&](std::string_view name, host_call call, double count, double recomputed, bool forward) {
+        if (count > 0)
+            sink(stage_op<host_op>{{name, call, count, forward ? op_phase::forward : op_phase::backward}, layers,
+                                   recomputed, forward ? step_part::forward : step_part::backward});
+    };
+    const double calls_again = l.recompute == recompute_mode::full ? layers : 0.0;
+    host("moe_modules", host_call::module, 2, calls_again, true);
+    host("moe_library_modules", host_call::library_module, 2, calls_again, true);
+    host("moe_library_modules", host_call::library_module_backward, 2, 0, false);
+    host("moe_functions", host_call::function, 4 + collectives, calls_again, true);
+    host("moe_functions", host_call::function_backward, 4 + collectives, 0, false);
+    host("moe_views", host_call::view, 8, calls_again, true);
+    host("moe_collective_calls", host_call::collective, collectives, calls_again, true);
+    host("moe_collective_calls", host_call::collective, collectives, 0, false);
+    host("moe_autograd_nodes", host_call::backward_node, launches + collectives + 3, 0, false);
 }
 
 // Head and loss of one micro-batch: the logits GEMM over the vocabulary (split by tp)
@@ -520,7 +599,18 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
     const training_setup& s = checked;
     const layer_context ctx = layer_context_of(s);
     enter_section(sink, stage_section::layer);
-    for_each_layer_op(s, ctx, groups, shape.layers, sink);
+    if (shape.layers > shape.moe_layers || !has_moe(s.model))
+        for_each_layer_op(s, ctx, groups, shape.layers - shape.moe_layers, sink);
+    if (has_moe(s.model) && shape.moe_layers > 0) {
+        // An MoE layer: its dense part as a layer of the model whose FFN is the shared
+        // experts', then its routed experts.
+        training_setup dense_part = s;
+        dense_part.model = moe_dense_part(s.model);
+        enter_section(sink, stage_section::moe_layer);
+        for_each_layer_op(dense_part, ctx, groups, shape.moe_layers, sink);
+        enter_section(sink, stage_section::experts);
+        for_each_routed_expert_op(s, ctx, groups, shape.moe_layers, sink);
+    }
 
     enter_section(sink, stage_section::stage);
     if (s.layout.pp > 1) sink(pipeline_sends(s, groups));
@@ -543,10 +633,17 @@ constexpr void for_each_stage_op(checked_view s, const stage_shape& shape, Sink&
     for_each_stage_op(s, shape, groups_of(s), sink);
 }
 
+// One layer of each kind the model has, the head and the embedding: the parts a stage of
+// any split is built from (cost/stage_pricer.hpp price_stage_parts).
+constexpr stage_shape one_layer_of_each(const transformer_config& m) {
+    return has_moe(m) ? stage_shape{2, true, true, 1} : stage_shape{1, true, true};
+}
+
 // The stage a micro_batch_workload lists: the last (head and loss), the one whose
 // micro-batch takes longest in an even split; with pp = 1 the only stage also embeds.
 constexpr stage_shape last_stage_shape(const training_setup& s) {
-    return {double(pipeline_split_of(s.model, s.layout).last), s.layout.pp == 1, true};
+    const int last = pipeline_split_of(s.model, s.layout).last;
+    return {double(last), s.layout.pp == 1, true, double(moe_layers_in(s.model.moe, s.model.layers - last, last))};
 }
 
 template <class Sink>

@@ -25,9 +25,16 @@
 namespace trainperf {
 
 // Parameters updated by one GPU, after tp·pp model splitting (before ZeRO): all it
-// holds, or only its adapters when the base is frozen.
+// holds, or only its adapters when the base is frozen. An MoE model's routed experts
+// split over ep·etp instead of tp (expert_parameters_per_gpu); the rest over tp.
+// ASSUMPTION: every stage holds 1/pp of each.
+constexpr double expert_parameters_per_gpu(const training_setup& s, const model_state& model) {
+    const auto& l = s.layout;
+    return model.expert_parameters / (double(l.expert_tp()) * l.ep * l.pp);
+}
 constexpr double parameters_per_gpu(const training_setup& s, const model_state& model) {
-    return model.trainable_parameters / (double(s.layout.tp) * s.layout.pp);
+    const double dense = (model.trainable_parameters - model.expert_parameters) / (double(s.layout.tp) * s.layout.pp);
+    return model.expert_parameters > 0 ? dense + expert_parameters_per_gpu(s, model) : dense;
 }
 
 // When a per-step collective runs relative to the micro-batches and the optimizer.
@@ -94,7 +101,7 @@ struct optimizer_work {
 };
 
 struct step_ops {
-    op_list<sync_op, 6> sync;
+    op_list<sync_op, 8> sync;
     optimizer_work optimizer{};
 };
 
@@ -214,7 +221,11 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     const auto& fw = s.framework;
     if (l.offload == offload_mode::optimizer) return offloaded_optimizer_workload(s, model);
     const double shard = l.zero >= 1 ? l.shard_size() : 1.0;  // ZeRO shards over dp × cp (or its shard group)
-    const double params = parameters_per_gpu(s, model) / shard;
+    // An MoE model's expert shards: the distributed optimizer shards them over their
+    // expert-data-parallel replicas.
+    const double experts = model.expert_parameters > 0 ? expert_parameters_per_gpu(s, model) : 0.0;
+    const double params = (parameters_per_gpu(s, model) - experts) / shard +
+                          (experts > 0 ? experts / (l.zero >= 1 ? l.expert_dp() : 1.0) : 0.0);
     const double moved = params * optimizer_bytes_per_parameter(s, model);
     if (fw.fused_optimizer || is_fused(s.optimizer)) {
         // Multi-tensor apply: a handful of launches, one pass over everything.
@@ -237,7 +248,9 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
 constexpr step_ops step_workload(const training_setup& s, const model_state& model, const layout_groups& groups) {
     const auto& l = s.layout;
     step_ops w{.optimizer = optimizer_workload(s, model)};
-    const double params = parameters_per_gpu(s, model);
+    // An MoE model's routed experts synchronise over their own group (below).
+    const double experts = model.expert_parameters > 0 ? expert_parameters_per_gpu(s, model) : 0.0;
+    const double params = parameters_per_gpu(s, model) - experts;
     // Fine-tuning with adapters synchronises only their fp32 gradients (and gathers
     // their fp32 weights with ZeRO ≥ 1): params is theirs.
     const bool frozen = s.finetune.freezes_base();
@@ -309,6 +322,24 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 across_replicas(gradients / (shards * units), sync_point::every_micro_batch, units, true);
                 break;
             }
+        }
+    }
+    // The routed experts' gradients reduce over the expert-data-parallel replicas of each
+    // expert shard (Megatron-Core's expert data-parallel group), all-reduced, or
+    // reduce-scattered and the updated shard gathered with the distributed optimizer.
+    if (experts > 0 && l.expert_dp() > 1) {
+        const double stored = size_of(stored_precision(s).gradients);
+        const collective_op reduce{"expert_gradient_reduce_scatter", collective::reduce_scatter,
+                                   bytes_of(experts * stored), groups.expert_data};
+        if (l.zero == 0) {
+            w.sync.push_back({{"expert_gradient_all_reduce", collective::all_reduce, bytes_of(experts * stored),
+                               groups.expert_data},
+                              sync_point::end_of_backward});
+        } else {
+            w.sync.push_back({reduce, sync_point::end_of_backward});
+            w.sync.push_back({{"expert_weight_all_gather", collective::all_gather,
+                               bytes_of(experts * size_of(s.precision.weights)), groups.expert_data},
+                              sync_point::after_optimizer});
         }
     }
     if (l.pp > 1 && s.model.tied_embeddings && !frozen) {

@@ -1,0 +1,78 @@
+// How a run routes the tokens of its MoE layers: the token dispatcher that moves them to
+// their experts' ranks, the capacity of each expert, and how unevenly the router loads
+// the experts. Expert parallelism itself (ep, etp) is part of the layout
+// (spec/parallel.hpp).
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "../core/enum_names.hpp"
+#include "../core/error.hpp"
+
+namespace trainperf {
+
+// Megatron-Core's token dispatchers (--moe-token-dispatcher-type,
+// megatron/core/transformer/moe/token_dispatcher.py@d98e8a64):
+//   alltoall  (MoEAlltoAllTokenDispatcher): each rank permutes its tokens by expert and
+//             sends each expert's share to that expert's rank with an all-to-all over the
+//             expert-parallel group (tokens, then their routing probabilities), then
+//             all-gathers them over the expert-tensor-parallel group; combine runs the
+//             mirror (reduce-scatter over ETP, all-to-all back, unpermute);
+//   allgather (MoEAllGatherTokenDispatcher): every rank all-gathers the hidden states and
+//             routing of the whole expert-tensor × expert-parallel group and keeps the
+//             tokens of its local experts; combine reduce-scatters the outputs back.
+enum class moe_dispatcher { alltoall, allgather };
+
+template <>
+struct enum_names<moe_dispatcher> {
+    static constexpr std::array<enum_name<moe_dispatcher>, 2> table{
+        {{moe_dispatcher::alltoall, "alltoall"}, {moe_dispatcher::allgather, "allgather"}}};
+};
+
+constexpr moe_dispatcher parse_moe_dispatcher(std::string_view s) {
+    return parse_enum<moe_dispatcher>("moe_dispatcher", s);
+}
+
+// ASSUMPTION: the busiest expert's tokens over the mean in a trained router with load
+// balancing (Megatron-Core's auxiliary loss or DeepSeek-V3's auxiliary-loss-free bias),
+// per micro-batch. The measure is Wang et al. 2024's maximal violation plus one
+// (max_i load_i / mean; "Auxiliary-Loss-Free Load Balancing Strategy for
+// Mixture-of-Experts", arXiv:2408.15664); the value 1.2 is not taken from a measurement:
+// `--moe-imbalance` sets it per run.
+inline constexpr double default_moe_imbalance = 1.2;
+
+struct moe_run {
+    moe_dispatcher dispatcher = moe_dispatcher::alltoall;
+    // Tokens an expert takes at most, as a multiple of its balanced share
+    // (--moe-expert-capacity-factor); 0: dropless (every routed token is computed,
+    // Megatron-Core's default).
+    double capacity_factor = 0;
+    // The busiest expert's tokens over the mean (1: perfectly balanced).
+    double imbalance = default_moe_imbalance;
+    friend constexpr bool operator==(const moe_run&, const moe_run&) = default;
+};
+
+constexpr void validate(const moe_run& r) {
+    require(r.capacity_factor == 0 || (r.capacity_factor >= 1 && r.capacity_factor <= 64), "moe_capacity_factor",
+            r.capacity_factor, "must be 0 (dropless) or between 1 and 64");
+    require(r.imbalance >= 1 && r.imbalance <= 1024, "moe_imbalance", r.imbalance,
+            "must be between 1 (balanced) and 1024 (the busiest expert's tokens over the mean)");
+}
+
+// The tokens of the busiest expert over the mean: the imbalance, cut at the capacity an
+// expert takes (the tokens beyond it are dropped).
+constexpr double busiest_expert_load(const moe_run& r) {
+    return r.capacity_factor > 0 && r.capacity_factor < r.imbalance ? r.capacity_factor : r.imbalance;
+}
+
+// The tokens of the busiest rank over the mean, a rank holding `local` experts.
+// ASSUMPTION: the busiest expert shares its rank with experts of mean load, so the rank
+// holds (load + local − 1)/local of its balanced share (with one expert per rank, the
+// busiest expert's load; with many, the rank evens out).
+constexpr double busiest_rank_load(const moe_run& r, double local) {
+    const double load = busiest_expert_load(r);
+    return local <= 1 ? load : (load + local - 1) / local;
+}
+
+}  // namespace trainperf

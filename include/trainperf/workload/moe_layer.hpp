@@ -1,0 +1,188 @@
+// The routed experts of one MoE layer on one rank, as ops, as Megatron-Core runs them
+// (megatron/core/transformer/moe/, NVIDIA/Megatron-LM@d98e8a64): the router, the
+// permutation of the rank's tokens by expert, their dispatch to the experts' ranks and
+// back (spec/moe_run.hpp moe_dispatcher), the grouped GEMMs of the rank's local experts
+// and their activation, forward and backward. The layer's attention, norms and shared
+// experts are a dense layer's ops (workload/stage.hpp for_each_layer_op); nothing here
+// prices an op.
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+
+#include "../core/dtype.hpp"
+#include "../core/units.hpp"
+#include "../spec/model.hpp"
+#include "../spec/moe_run.hpp"
+#include "../spec/parallel.hpp"
+#include "../spec/precision.hpp"
+#include "../spec/setup.hpp"
+#include "layer.hpp"
+#include "ops.hpp"
+#include "placement.hpp"
+
+namespace trainperf {
+
+// What the routed part of an MoE layer handles on the busiest rank of a layout.
+//   routed:  the tokens the rank routes: its sequence-parallel share of the micro-batch,
+//            b·s/(cp·tp) (Megatron-Core routes the sequence-parallel shard; MoE with
+//            tensor parallelism needs sequence parallelism, spec/parallel.hpp);
+//   computed: the token copies its local experts compute. Balanced, each of the ep ranks
+//            receives routed·k from its expert-parallel group, and the expert-tensor-
+//            parallel all-gather brings etp ranks' together: routed·k·etp; the busiest
+//            rank holds busiest_rank_load times that (spec/moe_run.hpp), cut at the
+//            capacity factor;
+//   local:   its experts, E/ep, each an FFN of width f_e/etp on this rank.
+struct moe_layer_extent {
+    double routed = 1;
+    double computed = 1;
+    double local = 1;
+    double width = 1;      // one local expert's inner width on this rank
+    double load = 1;       // the busiest rank's tokens over the mean
+};
+
+constexpr moe_layer_extent moe_layer_extent_of(const transformer_config& m, const parallel_layout& l,
+                                               const moe_run& run, const layer_context& ctx) {
+    const double etp = l.expert_tp();
+    const double routed = rank_tokens(ctx) / (ctx.sp ? ctx.tp : 1);
+    const double local = double(m.moe.experts) / l.ep;
+    const double load = busiest_rank_load(run, local);
+    return {.routed = routed,
+            .computed = routed * m.moe.experts_per_token * etp * load,
+            .local = local,
+            .width = m.moe.expert_ffn_hidden / etp,
+            .load = load};
+}
+
+// The grouped GEMMs of the local experts, forward: fc1 (gate and up together for SwiGLU,
+// as Megatron-Core's experts fuse them) and fc2, each a batch of `local` GEMMs of the
+// tokens one expert computes. ASSUMPTION: the busiest rank's tokens spread evenly over its
+// experts, at least one row each (a GEMM computes whole tiles whatever it is given).
+struct expert_gemms {
+    gemm_op fc1{}, fc2{};
+};
+
+constexpr expert_gemms expert_forward_gemms(const transformer_config& m, const moe_layer_extent& e,
+                                            const layer_context& ctx) {
+    const dtype lin = ctx.quantized_linears ? quantized_dtype(ctx.scaling) : ctx.math;
+    const double rows = std::max(1.0, e.computed / e.local);
+    const double in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+    return {{"expert_fc1", {rows, in * e.width, double(m.hidden), e.local, lin}, op_phase::forward, op_region::other,
+             layer_block::mlp},
+            {"expert_fc2", {rows, double(m.hidden), e.width, e.local, lin}, op_phase::forward, op_region::other,
+             layer_block::mlp}};
+}
+
+// The router's GEMM: the routed tokens' logits over every expert (a Linear h → E, in the
+// layer's 16-bit math: --moe-router-dtype unset).
+constexpr gemm_op router_gemm(const transformer_config& m, const moe_layer_extent& e, const layer_context& ctx) {
+    return {"router", {e.routed, double(m.moe.experts), double(m.hidden), 1, ctx.math}, op_phase::forward,
+            op_region::other, layer_block::mlp};
+}
+
+// The collectives of one MoE layer's dispatch and combine, forward (the backward runs each
+// again with the gradients, the same sizes), on the groups they span
+// (workload/placement.hpp), sized for the busiest rank (what it receives paces the
+// collective). a is the activations' format.
+//   alltoall:  the permuted tokens routed·k·h·a·load and their routing probabilities
+//              (fp32) to the experts' ranks over the ep group; with etp > 1 all-gathered
+//              over the expert-tensor-parallel group (computed·h·a and the probabilities);
+//              combine: reduce-scatter over etp, all-to-all back of the outputs;
+//   allgather: the hidden states routed·h·a of every rank of the etp·ep group
+//              all-gathered, and the routing map with the probabilities (E bytes of mask
+//              and 4E of fp32 per token); combine: the outputs reduce-scattered.
+template <class Sink>
+constexpr void for_each_dispatch_collective(const transformer_config& m, const parallel_layout& l, const moe_run& run,
+                                            const moe_layer_extent& e, double a, const layout_groups& groups,
+                                            Sink&& sink) {
+    const double h = m.hidden, k = m.moe.experts_per_token, f32 = size_of(dtype::fp32);
+    const double etp = l.expert_tp();
+    if (run.dispatcher == moe_dispatcher::allgather) {
+        const double ranks = etp * l.ep;
+        if (ranks == 1) return;
+        const rank_group group = groups.expert_tensor_and_expert;
+        sink(collective_op{"moe_dispatch_all_gather", collective::all_gather, bytes_of(ranks * e.routed * h * a), group});
+        sink(collective_op{"moe_routing_all_gather", collective::all_gather,
+                           bytes_of(ranks * e.routed * m.moe.experts * (1 + f32)), group});
+        sink(collective_op{"moe_combine_reduce_scatter", collective::reduce_scatter,
+                           bytes_of(ranks * e.routed * h * a), group});
+        return;
+    }
+    if (l.ep > 1) {
+        sink(collective_op{"moe_dispatch_all_to_all", collective::all_to_all, bytes_of(e.routed * k * h * a * e.load),
+                           groups.expert});
+        sink(collective_op{"moe_probabilities_all_to_all", collective::all_to_all,
+                           bytes_of(e.routed * k * f32 * e.load), groups.expert});
+    }
+    if (etp > 1) {
+        sink(collective_op{"moe_dispatch_all_gather", collective::all_gather, bytes_of(e.computed * h * a),
+                           groups.expert_tensor});
+        sink(collective_op{"moe_probabilities_all_gather", collective::all_gather, bytes_of(e.computed * f32),
+                           groups.expert_tensor});
+        sink(collective_op{"moe_combine_reduce_scatter", collective::reduce_scatter, bytes_of(e.computed * h * a),
+                           groups.expert_tensor});
+    }
+    if (l.ep > 1)
+        sink(collective_op{"moe_combine_all_to_all", collective::all_to_all, bytes_of(e.routed * k * h * a * e.load),
+                           groups.expert});
+}
+
+// The memory-bound ops of one MoE layer's routed part, forward (their backward is the
+// elementwise backward, workload/layer.hpp backward_of), to sink(const memory_op&):
+//   router_scores   the logits read, scored (softmax or sigmoid) and the top k picked in
+//                   fp32, the probabilities normalised, the auxiliary load-balancing loss:
+//                   ASSUMPTION 4 passes over routed·E fp32 values and 8 kernels;
+//   tokens_per_expert_sync  the alltoall dispatcher copies the tokens per expert to the
+//                   host and synchronises before it sizes the all-to-all
+//                   (token_dispatcher.py _maybe_dtoh_and_synchronize): ASSUMPTION one
+//                   kernel launch's idle time on the GPU, no bytes to speak of;
+//   permute         alltoall: the routed tokens gathered into expert order, k copies:
+//                   reads routed·h·a, writes routed·k·h·a; allgather: the local experts'
+//                   copies picked from the gathered tokens, computed·h·a read and written
+//                   (Transformer Engine's fused permute, --moe-permute-fusion; ASSUMPTION
+//                   2 kernels);
+//   sort_chunks     with several local experts and ep > 1, the received chunks re-sorted
+//                   by local expert (sort_chunks_by_idxs): reads and writes computed·h·a;
+//   expert_activation  SwiGLU on the fc1 output: reads 2, writes 1 per element of
+//                   computed·width (GELU reads and writes one);
+//   unsort_chunks, unpermute  the mirror of sort and permute: unpermute reads the k
+//                   copies and their probabilities and writes the weighted sum;
+//   expert_quantize (fp8, nvfp4) the inputs and the local experts' weights of both
+//                   grouped GEMMs cast to the quantized format once per forward, and as
+//                   many output-gradient elements in backward: ASSUMPTION an amax pass and
+//                   a cast, reading a twice and writing the quantized bytes (with the
+//                   transpose where the GPU needs one), 4 kernels.
+template <class Sink>
+constexpr void for_each_routed_memory_op(const transformer_config& m, const parallel_layout& l, const moe_run& run,
+                                         const moe_layer_extent& e, const layer_context& ctx, Sink&& sink) {
+    const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
+    const double h = m.hidden, k = m.moe.experts_per_token, f32 = size_of(dtype::fp32);
+    const auto op = [](std::string_view name, double moved, double launches) {
+        return memory_op{name, bytes_of(moved), op_phase::forward, op_region::other, launches, layer_block::mlp};
+    };
+    sink(op("router_scores", 4 * e.routed * m.moe.experts * f32, 8));
+    if (run.dispatcher == moe_dispatcher::alltoall && l.ep > 1) sink(op("tokens_per_expert_sync", 0, 1));
+    // alltoall: the rank's own tokens into k copies in expert order; allgather: the local
+    // experts' copies picked out of the gathered tokens (reads and writes each).
+    const bool gathered = run.dispatcher == moe_dispatcher::allgather;
+    const double all_gathered = e.routed * l.ep * l.expert_tp();  // the allgather dispatcher's buffer
+    sink(op("permute", gathered ? 2 * e.computed * h * a : e.routed * (1 + k) * h * a, 2));
+    const bool sorts = run.dispatcher == moe_dispatcher::alltoall && l.ep > 1 && e.local > 1;
+    if (sorts) sink(op("sort_chunks", 2 * e.computed * h * a, 2));
+    if (ctx.quantized_linears) {
+        const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
+        const double in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+        const double weights = e.local * (in + 1) * h * e.width;
+        sink(memory_op{"expert_quantize", bytes_of((e.computed * (h + e.width) + weights) * (2 * a + q)),
+                       op_phase::forward, op_region::other, 4, layer_block::mlp, true});
+    }
+    sink(op("expert_activation", (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * e.computed * e.width * a, 1));
+    if (sorts) sink(op("unsort_chunks", 2 * e.computed * h * a, 2));
+    // alltoall: the k copies back and their probabilities read, the weighted sum written;
+    // allgather: the local copies scattered into a zeroed buffer of the gathered size.
+    sink(op("unpermute", gathered ? (2 * e.computed + all_gathered) * h * a + e.computed * f32
+                                  : e.routed * ((1 + k) * h * a + k * f32),
+            2));
+}
+
+}  // namespace trainperf
