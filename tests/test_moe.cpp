@@ -282,15 +282,16 @@ TEST_CASE("MoE description files round-trip, and a step refuses an MoE model by 
     CHECK_THROWS_WITH(io::model_from_json(bad), Catch::StartsWith("moe.groups_per_token = 1"));
 
     // What a step does not price yet is refused by name: latent attention (DeepSeek-V3),
-    // sinks and sliding windows (gpt-oss); an MoE model under a framework that runs none.
+    // multi-token prediction; an MoE model under a framework that runs none.
     training_setup s;
     s.cluster = standard_cluster(h100_sxm::spec);
     s.framework = megatron_core_profile;
     s.model = deepseek_v3::config;
     CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = deepseek-v3: a latent-attention model: its "
                                                      "parameters and FLOPs are counted (trainperf flops)"));
-    s.model = gpt_oss_20b::config;
-    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = gpt-oss-20b: a model with sliding-window attention"));
+    s.model = qwen3_30b_a3b::config;
+    s.model.mtp_layers = 1;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = qwen3-30b-a3b: a model with multi-token prediction"));
     s.model = qwen3_30b_a3b::config;
     CHECK_NOTHROW(validate(s));
     s.framework = megatron_profile;
@@ -493,4 +494,29 @@ TEST_CASE("MoE step: a prediction, and the layouts it refuses", "[moe][step]") {
     refused([](training_setup& t) { t.layout.zero = 2; }, "zero = 2: with a mixture-of-experts model");
     refused([](training_setup& t) { t.model = llama2_7b::config; }, "ep = 4: needs a mixture-of-experts model");
     refused([](training_setup& t) { t.moe.imbalance = 0.5; }, "moe_imbalance = 0.5");
+}
+
+TEST_CASE("gpt-oss: sliding-window layers priced as their mean band, sinks at no cost", "[moe][step]") {
+    // gpt-oss-20b at 4096 tokens: 12 full causal layers (4096/2 keys per query) and 12
+    // sliding ones (128): 1088 keys per query for every layer, the band not causal.
+    CHECK(windowed_keys_per_query(gpt_oss_20b::config, 4096) == (12 * 2048.0 + 12 * 128.0) / 24);
+    CHECK(windowed_keys_per_query(gpt_oss_20b::config, 128) == 0);  // the window covers it
+    CHECK(windowed_keys_per_query(llama2_7b::config, 4096) == 0);
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec);
+    s.model = gpt_oss_20b::config;
+    s.framework = megatron_core_profile;
+    s.seq = 4096;
+    s.layout = {.dp = 8, .zero = 1, .ep = 8};
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    REQUIRE(w.attention.size() == 2);
+    CHECK(w.attention[0].op.seq_kv == 1088);
+    CHECK_FALSE(w.attention[0].op.causal);
+    CHECK(w.attention[0].op.seq_q == 4096);
+    CHECK(predict(s).fits);
+    training_setup ring = s;
+    ring.layout = {.dp = 4, .cp = 2, .zero = 1, .ep = 8};
+    CHECK_THROWS_WITH(validate(ring), Catch::StartsWith("cp = 2: with sliding-window attention is not modelled"));
+    ring.seq = 128;  // a sequence the window covers: plain causal layers
+    CHECK_NOTHROW(validate(ring));
 }

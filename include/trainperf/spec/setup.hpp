@@ -254,6 +254,13 @@ constexpr void validate_layout(const training_setup& s) {
     if (l.zero >= 2 && has_moe(s.model))
         detail::fail("zero", l.zero, "with a mixture-of-experts model only 0 and 1 (the distributed optimizer) are "
                                      "modelled yet");
+    // Sliding windows are priced in the fused attention kernel of one rank's sequence
+    // (workload/layer.hpp windowed_keys_per_query): not with a KV ring, nor unfused.
+    if (s.model.sliding_window > 0 && sequence_length(s) > s.model.sliding_window) {
+        require(l.cp == 1, "cp", l.cp, "with sliding-window attention is not modelled");
+        require(s.framework.flash_attention, "flash_attention", "off",
+                "sliding-window attention is modelled in a fused attention kernel only");
+    }
     // The rank order moves groups only where there are both stages and replicas.
     if (l.pp > 1 && l.dp > 1) require_framework_rank_order(s);
     require(!(l.offload == offload_mode::optimizer && s.cluster.gpu.memory_shared_with_host), "offload",
@@ -294,13 +301,11 @@ constexpr void validate_layout(const training_setup& s) {
 // recipe on the GPU, the framework, the kernel parameters, fine-tuning and the input
 // pipeline.
 namespace setup_detail {
-// What a step cannot price yet: latent attention's projections, attention sinks,
-// sliding windows and multi-token prediction modules in the layer's ops. Their
-// parameters and FLOPs are counted (trainperf flops).
+// What a step cannot price yet: latent attention's projections and multi-token
+// prediction modules in the layer's ops. Their parameters and FLOPs are counted
+// (trainperf flops).
 [[noreturn]] TRAINPERF_COLD inline void fail_unpriced_architecture(const transformer_config& m) {
-    const std::string what = m.mla.enabled() ? "a latent-attention model"
-                                             : "a model with sliding-window attention, attention sinks or "
-                                               "multi-token prediction";
+    const std::string what = m.mla.enabled() ? "a latent-attention model" : "a model with multi-token prediction";
     detail::fail("model", m.name,
                  what + ": its parameters and FLOPs are counted (trainperf flops), but the step time and memory of "
                         "training it are not modelled yet (its attention's ops, the prediction modules)");
@@ -324,11 +329,8 @@ TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
 constexpr void validate_fixed(const training_setup& s) {
     validate(s.cluster);
     validate(s.model);
-    if (model_detail::has_variants(s.model) || s.model.attention_sinks) {
-        if (s.model.mla.enabled() || s.model.sliding_window != 0 || s.model.full_attention_every != 0 ||
-            s.model.mtp_layers != 0 || s.model.attention_sinks)
-            setup_detail::fail_unpriced_architecture(s.model);
-    }
+    if (model_detail::has_variants(s.model) && (s.model.mla.enabled() || s.model.mtp_layers != 0))
+        setup_detail::fail_unpriced_architecture(s.model);
     validate(s.framework);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);

@@ -190,14 +190,29 @@ struct fused_attention_ops {
     attention_op forward{}, backward{};
 };
 
+// Sliding-window layers (gpt-oss), where the sequence exceeds the window: the fused
+// kernel computes a band of `window` keys for each query (FlashAttention's window_size;
+// ASSUMPTION: the first queries' shorter bands cost as much). The layers' mean is priced
+// for every layer: a full layer's causal half of s keys and a sliding layer's w, averaged
+// over the layers, as non-causal keys per query (ASSUMPTION: the kernel's efficiency at
+// the mean band is its efficiency at each). 0 where the window covers the sequence.
+constexpr double windowed_keys_per_query(const transformer_config& m, int seq) {
+    if (m.sliding_window == 0 || seq <= m.sliding_window) return 0;
+    const double full = m.full_attention_every > 0 ? double(m.layers / m.full_attention_every) : 0.0;
+    const double full_keys = m.causal ? seq / 2.0 : double(seq);
+    return (full * full_keys + (m.layers - full) * m.sliding_window) / m.layers;
+}
+
 constexpr fused_attention_ops attention_core_ops(const transformer_config& m, const layer_context& c,
                                                  const framework_profile& fw) {
     // With context parallelism this rank's s/cp queries meet all s keys (the ring's
     // chunks one after the other); load-balanced causal work is 1/cp of the core.
     const attention_core_extent core = attention_core_shape(m, c);
+    const double band = windowed_keys_per_query(m, c.seq);  // cp is 1 with windows (spec/setup.hpp)
     const attention_op forward{.name = "flash_attention", .batch = double(c.micro_batch) * m.heads / c.tp,
-                               .seq_q = core.queries, .seq_kv = core.keys, .head_dim = double(m.head_dim()),
-                               .causal = m.causal, .math = quantized_format(c.math) ? dtype::bf16 : c.math,
+                               .seq_q = core.queries, .seq_kv = band > 0 ? band : core.keys,
+                               .head_dim = double(m.head_dim()),
+                               .causal = m.causal && band == 0, .math = quantized_format(c.math) ? dtype::bf16 : c.math,
                                .phase = op_phase::forward,
                                .kernel = fw.flash_kernel, .block = layer_block::attention};
     attention_op backward = forward;
