@@ -281,17 +281,10 @@ TEST_CASE("MoE description files round-trip, and a step refuses an MoE model by 
     bad["moe"]["expert_groups"] = 64;    // 1 of 64 groups of 4 experts does not
     CHECK_THROWS_WITH(io::model_from_json(bad), Catch::StartsWith("moe.groups_per_token = 1"));
 
-    // What a step does not price yet is refused by name: latent attention (DeepSeek-V3),
-    // multi-token prediction; an MoE model under a framework that runs none.
+    // An MoE model under a framework that runs no MoE dispatcher is refused by name.
     training_setup s;
     s.cluster = standard_cluster(h100_sxm::spec);
     s.framework = megatron_core_profile;
-    s.model = deepseek_v3::config;
-    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = deepseek-v3: a latent-attention model: its "
-                                                     "parameters and FLOPs are counted (trainperf flops)"));
-    s.model = qwen3_30b_a3b::config;
-    s.model.mtp_layers = 1;
-    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("model = qwen3-30b-a3b: a model with multi-token prediction"));
     s.model = qwen3_30b_a3b::config;
     CHECK_NOTHROW(validate(s));
     s.framework = megatron_profile;
@@ -494,6 +487,31 @@ TEST_CASE("MoE step: a prediction, and the layouts it refuses", "[moe][step]") {
     refused([](training_setup& t) { t.layout.zero = 2; }, "zero = 2: with a mixture-of-experts model");
     refused([](training_setup& t) { t.model = llama2_7b::config; }, "ep = 4: needs a mixture-of-experts model");
     refused([](training_setup& t) { t.moe.imbalance = 0.5; }, "moe_imbalance = 0.5");
+    refused([](training_setup& t) { t.moe.imbalance = 5; },
+            "moe_imbalance = 5: must not exceed experts / experts_per_token (8 / 2)");
+    refused([](training_setup& t) { t.layout.shard_group = 2; }, "shard_group = 2: hybrid sharding of a mixture");
+    refused(
+        [](training_setup& t) {
+            t.cluster.order = rank_order::tp_pp_dp;
+            t.layout = {.dp = 4, .tp = 1, .pp = 2, .ep = 4, .etp = 1};
+        },
+        "ep = 4: with rank order tp-pp-dp and pipeline stages, ep x etp must equal tp x cp");
+}
+
+TEST_CASE("MoE step: a stage of dense and MoE layers, and pipeline stages", "[moe][step]") {
+    training_setup s = small_moe_setup();
+    s.model.moe.dense_layers = 1;  // layer 0 dense, 1..3 MoE
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    CHECK(find_op(w.gemms, "ffn_up").count == 1);
+    CHECK(find_op(w.gemms, "expert_fc1").count == 3);
+    CHECK(w.attention.size() == 4);  // the dense layer's kernel and the MoE layers', each way
+    // Two stages: the first holds the dense layer and one MoE layer, the last two MoE.
+    s.layout = {.dp = 2, .tp = 2, .pp = 2, .sp = true, .zero = 1, .micro_batch = 2, .grad_accum = 4, .ep = 2,
+                .etp = 1};
+    CHECK(last_stage_shape(s).moe_layers == 2);
+    const step_report r = predict(s);
+    CHECK(r.step_time.value() > 0);
+    CHECK(r.moe_dispatch.value() == Approx(4 * r.micro_batch.expert_parallel_comm.value()));
 }
 
 TEST_CASE("gpt-oss: sliding-window layers priced as their mean band, sinks at no cost", "[moe][step]") {
@@ -519,4 +537,48 @@ TEST_CASE("gpt-oss: sliding-window layers priced as their mean band, sinks at no
     CHECK_THROWS_WITH(validate(ring), Catch::StartsWith("cp = 2: with sliding-window attention is not modelled"));
     ring.seq = 128;  // a sequence the window covers: plain causal layers
     CHECK_NOTHROW(validate(ring));
+}
+
+TEST_CASE("DeepSeek-V3: latent attention's GEMMs and the prediction module by hand", "[moe][step]") {
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec);
+    s.model = deepseek_v3::config;
+    s.framework = megatron_core_profile;
+    s.seq = 4096;
+    // 256 GPUs: tp 4 with sequence parallelism, dp 64, the 256 experts over ep 64 (etp 1).
+    s.layout = {.dp = 64, .tp = 4, .sp = true, .zero = 1, .ep = 64, .etp = 1};
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    // Down projections whole on every tensor-parallel rank over its 4096 tokens; the up
+    // projections and the output split by heads (128 / 4 = 32 per rank).
+    const auto shape_of = [&](std::string_view name) { return find_op(w.gemms, name).op.shape; };
+    CHECK(shape_of("q_down").n == 1536);
+    CHECK(shape_of("q_down").k == 7168);
+    CHECK(shape_of("q_down").m == 4096);
+    CHECK(shape_of("q_up").n == 32 * (128 + 64));
+    CHECK(shape_of("q_up").k == 1536);
+    CHECK(shape_of("kv_down").n == 512 + 64);
+    CHECK(shape_of("kv_up").n == 32 * (128 + 128));
+    CHECK(shape_of("kv_up").k == 512);
+    CHECK(shape_of("attention_out").k == 32 * 128);
+    // The fused kernel's head size: the mean of d_qk 192 and d_v 128, so that its FLOPs are
+    // the scores' over 192 and the context's over 128.
+    REQUIRE_FALSE(w.attention.empty());
+    CHECK(w.attention[0].op.head_dim == 160);
+    // The first 3 layers are dense: the pacing last stage (pp 1: the only one) holds them
+    // and the 58 MoE layers; the prediction module adds its projection 2h -> h/tp, one more
+    // MoE layer and the head's logits again.
+    const auto projection = find_op(w.gemms, "mtp_projection");
+    CHECK(projection.op.shape.k == 2 * 7168);
+    CHECK(projection.op.shape.n == 7168 / 4);
+    CHECK(projection.count == 1);
+    int logits = 0;
+    for (const auto& g : w.gemms) logits += g.op.name == "logits" && g.op.phase == op_phase::forward;
+    CHECK(logits == 2);
+    double expert_layers = 0;  // the 58 MoE layers' and the module's, listed apart
+    for (const auto& g : w.gemms) expert_layers += g.op.name == "expert_fc1" && g.op.phase == op_phase::forward ? g.count : 0;
+    CHECK(expert_layers == 58 + 1);
+    CHECK(find_op(w.gemms, "ffn_up").count == 3);  // the dense layers' FFN
+    const step_report r = predict(s);
+    CHECK(r.step_time.value() > 0);
+    CHECK(r.micro_batch.expert_parallel_comm.value() > 0);
 }

@@ -121,7 +121,7 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     if (s.layout.cp > 1)
         row("  of it, context-parallel KV ring", double(s.layout.grad_accum) * r.micro_batch.context_parallel_comm);
     if (has_moe(s.model))
-        row("  of it, MoE token dispatch and combine", double(s.layout.grad_accum) * r.micro_batch.expert_parallel_comm);
+        row("  of it, MoE token dispatch and combine", r.moe_dispatch);
     row("optimizer", r.time.optimizer);
     row("pipeline bubble", r.time.bubble);
     row("data stall", r.time.data);

@@ -252,15 +252,24 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, const ac
                             : g;
     // SwiGLU: gate and up outputs (16-bit) and their product, the FFN-down input.
     const double ffn = m.ffn == ffn_kind::swiglu ? (2 * g + lin) * f : (gelu + lin) * f;
-    // Q, K, V (16-bit GEMM outputs) and the out-projection input (q wide).
-    const double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
+    // Q, K, V (16-bit GEMM outputs) and the out-projection input (q wide). Latent
+    // attention: Q and K of a·d_qk, V and the out-projection input of a·d_v, and beside
+    // them, on every tensor-parallel rank whole (its down projections are duplicated),
+    // each latent's norm input and output (query and key-value) and the rotary key.
+    double latents = 0;
+    double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
+    if (m.mla.enabled()) {
+        const double qk = a * m.mla.qk_head_dim(), v = a * m.mla.v_head_dim;
+        split = s * b * (g * (2 * qk + v) + lin * v + ffn);
+        latents = s * b * ((g + lin) * (double(m.mla.q_lora_rank) + m.mla.kv_lora_rank) + g * m.mla.qk_rope_head_dim);
+    }
     double core = 0;
     if (r != recompute_mode::selective) {
         if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
         else if (dropout) core = a * s * s * b * (p + 1 + g);
         else core = a * s * s * b * (p + (p != g ? g : 0.0));
     }
-    return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t);
+    return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t + latents);
 }
 
 // All activations in one format (every recipe but autocast).
@@ -344,14 +353,15 @@ struct layer_activations {
 // moe/router.py, token_dispatcher.py, experts.py@d98e8a64; workload/moe_layer.hpp for the
 // sizes), over the T = b·s/t tokens the rank routes (s/cp each with context parallelism)
 // and the C = T·k·etp·load token copies its experts compute:
-//   router            the scores and the probabilities, fp32: 2·4·T·E
+//   router            ASSUMPTION: its scores and probabilities in fp32, 2·4·T·E
 //   fc1 input         the dispatched tokens, as a Linear keeps its input (l): l·C·h
-//   fc1 output        the activation's input (SwiGLU: gate and up, g): 2·g·C·w (GELU 1)
+//   fc1 output        the weighted activation's input (SwiGLU: gate and up, g): 2·g·C·w
+//                     (GELU 1)
 //   fc2 input         the activation's output (l): l·C·w
-//   probabilities     the dispatched copies' fp32 weights: 4·C
-//   combined outputs  unpermute's inputs (the weighted sum's gradient for the
-//                     probabilities reads them): g·T·k·h
-// w the local experts' width f_e/etp. Full recompute keeps only the layer input.
+//   probabilities     the copies' weights, which the activation applies, in the
+//                     activations' format: g·C
+// w the local experts' width f_e/etp; unpermute keeps only indices. Full recompute keeps
+// only the layer input.
 constexpr bytes moe_layer_activation_bytes(const transformer_config& m, const activation_formats& x, int micro_batch,
                                            int seq, const parallel_layout& p, recompute_mode r,
                                            const framework_profile& fw, const moe_run& run) {
@@ -363,8 +373,7 @@ constexpr bytes moe_layer_activation_bytes(const transformer_config& m, const ac
     const double routed = double(micro_batch) * seq / (p.sp ? p.tp : 1);
     const double computed = routed * k * etp * busiest_rank_load(run, local);
     const double w = m.moe.expert_ffn_hidden / etp, in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
-    const double routed_part = 2 * f32 * routed * m.moe.experts +
-                               computed * (lin * h + in * g * w + lin * w + f32) + g * routed * k * h;
+    const double routed_part = 2 * f32 * routed * m.moe.experts + computed * (lin * h + in * g * w + lin * w + g);
     return dense + bytes_of(routed_part);
 }
 
@@ -489,7 +498,12 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     if (first) params += state.embedding_parameters;
     if (last) params += state.head_parameters;
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
-    mb.expert_local = moe * state.expert_layer_parameters / (double(p.expert_tp()) * p.ep);
+    // Multi-token prediction modules sit on the last stage (workload/stage.hpp
+    // for_each_mtp_op): their layer (its routed experts split like the others') and
+    // projection.
+    const double mtp_experts = last ? m.mtp_layers * state.expert_layer_parameters : 0.0;
+    if (last) params += mtp_parameters(m) - mtp_experts;
+    mb.expert_local = (moe * state.expert_layer_parameters + mtp_experts) / (double(p.expert_tp()) * p.ep);
     mb.local = params / t + mb.expert_local;
     mb.trained = ft.freezes_base() ? stage_layers * adapter_parameters_per_layer(m, ft) / t : mb.local;
     // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
@@ -504,6 +518,9 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
     // Final norm input (the residual stream) and head input (16-bit under autocast).
     if (last) act += bytes_of((size_of(x.residual) + size_of(x.gemm_inputs)) * s * b * h / seq_split);
+    // Multi-token prediction: each module's layer, for the last stage's one micro-batch in
+    // flight.
+    if (last) act += double(m.mtp_layers) * (has_moe(m) ? layer.moe_kept : layer.kept);
     // Full recompute: one layer rebuilt during its backward (the larger kind).
     act += moe > 0 && layer.moe_rebuilt > layer.rebuilt ? layer.moe_rebuilt : layer.rebuilt;
     mb.activations = act;
@@ -530,7 +547,8 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
 
     if (last) {
         const double loss_bytes = o.fp32_logits ? fp32 : size_of(r.activations);
-        mb.logits = bytes_of(b * s * double(m.vocab) / t *
+        // The head's, and each multi-token prediction module's own logits and loss.
+        mb.logits = bytes_of((1.0 + m.mtp_layers) * b * s * double(m.vocab) / t *
                              (size_of(r.activations) + o.loss_buffers * loss_bytes));
     }
     mb.workspace = o.workspace;

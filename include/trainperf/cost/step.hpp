@@ -70,6 +70,9 @@ struct step_report {
     step_time_breakdown time{};
     micro_batch_times micro_batch{};
     seconds data_parallel_sync = seconds_of(0.0);   // full sync time, before overlap
+    // An MoE model's token dispatch and combine per step on the pacing stage (in
+    // time.communication): grad_accum × micro_batch.expert_parallel_comm.
+    seconds moe_dispatch = seconds_of(0.0);
     offload_times offload{};                        // in time.communication (exposed copies) and time.optimizer
     int gpus = 1;
     long long global_batch = 1;
@@ -133,6 +136,7 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
+        {"moe_dispatch", r.moe_dispatch.value()},
         {"offload.gradient_copies", r.offload.gradient_copies.value()},
         {"offload.host_step", r.offload.host_step.value()},
         {"offload.weights_up", r.offload.weights_up.value()},
@@ -205,7 +209,15 @@ inline flop_counts flop_counts_of(checked_view c) {
                          ? flops_detail::finetune_hardware_flops_per_sample(s.model, seq, s.finetune, r)
                          : model + flops_detail::recompute_flops_per_sample(s.model, seq, r);
     if (skips_masked_attention(s)) {
-        const double core_forward = 4.0 * s.model.layers * double(s.model.q_width()) * double(seq) * seq;
+        // The layers whose causal half the kernel skips: every one, or the full ones of a
+        // sliding-window model (a band has no masked half, workload/layer.hpp); each head's
+        // scores over d_qk and context over d_v (latent attention's own widths).
+        const transformer_config& m = s.model;
+        const double full = windowed_keys_per_query(m, seq) == 0 ? double(m.layers)
+                            : m.full_attention_every > 0     ? double(m.layers / m.full_attention_every)
+                                                             : 0.0;
+        const double core_forward =
+            2.0 * full * double(m.heads) * (m.qk_head_dim() + m.v_head_dim()) * double(seq) * seq;
         const double repeated = r == recompute_mode::none ? 0.0 : 1.0;
         hardware -= flops_of(0.5 * core_forward * (3.0 + repeated));
     }
@@ -329,6 +341,7 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
             .time = time,
             .micro_batch = mb,
             .data_parallel_sync = prices.sync.per_step_total(m),
+            .moe_dispatch = m * mb.expert_parallel_comm,
             .offload = prices.offloaded
                            ? offload_times{prices.gradient_copies.per_step(m), prices.host_step, prices.weights_up}
                            : offload_times{},

@@ -90,12 +90,11 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
     if (s.layout.offload == offload_mode::optimizer) j["offload"] = offload_json(r);
     if (has_moe(s.model)) {
         // The token dispatch and combine of the MoE layers, per step on the pacing stage.
-        const seconds dispatch = double(s.layout.grad_accum) * r.micro_batch.expert_parallel_comm;
         j["moe"] = {{"dispatcher", std::string(to_string(s.moe.dispatcher))},
                     {"imbalance", s.moe.imbalance},
                     {"capacity_factor", s.moe.capacity_factor},
-                    {"dispatch_seconds", dispatch.value()},
-                    {"dispatch_share", r.fraction(dispatch)}};
+                    {"dispatch_seconds", r.moe_dispatch.value()},
+                    {"dispatch_share", r.fraction(r.moe_dispatch)}};
     }
     if (r.low_precision) {
         // mfu/hfu above are against the FP8 or FP4 peak (the recipe's math).

@@ -42,6 +42,10 @@ inline constexpr int max_sweep_replicas = 1 << 16;
 inline engine_scaling data_parallel_scaling(training_setup s, int max_replicas) {
     require(max_replicas >= 2, "replicas", max_replicas, "at least 2 data-parallel replicas are needed to derive r");
     require(max_replicas <= max_sweep_replicas, "replicas", max_replicas, "at most 65536 replicas can be swept");
+    // The sweep starts from one replica: an MoE model's experts must fold onto it.
+    require(1LL * s.layout.expert_tp() * s.layout.ep <= 1LL * s.layout.tp * s.layout.cp, "ep", s.layout.ep,
+            "scaling is swept from one data-parallel replica, so ep x etp must not exceed tp x cp (predict or sweep "
+            "the larger layouts instead)");
     std::vector<double> throughput;
     const int shard_group = s.layout.shard_group;
     engine_scaling result;

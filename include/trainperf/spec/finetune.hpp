@@ -157,7 +157,10 @@ constexpr double adapter_parameters(const transformer_config& m, const finetune_
 // The weight matrices of one layer's projections (no biases): what QLoRA quantizes.
 constexpr double layer_projection_matrix_parameters(const transformer_config& m) {
     const double h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.ffn_hidden;
-    return h * (q + 2 * kv) + q * h + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * h * f;
+    const double ffn = (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * h * f;
+    if (m.mla.enabled())  // latent attention's down and up projections and its output
+        return mla_projection_parameters(m.mla, h, m.heads) + double(m.heads) * m.mla.v_head_dim * h + ffn;
+    return h * (q + 2 * kv) + q * h + ffn;
 }
 
 constexpr double layer_projection_matrices(const transformer_config& m) {

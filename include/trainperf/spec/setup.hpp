@@ -137,6 +137,27 @@ template <class Value, class Offers>
                  "framework " + std::string(fw.name) + " (" + std::string(fw.software) + ") " + std::string(lacks) +
                      frameworks_offering(offers));
 }
+// An MoE model's layout beyond the layout's own checks (spec/parallel.hpp): what is
+// modelled with experts, and Megatron-Core's rank order with experts.
+TRAINPERF_NOINLINE inline void validate_moe_layout(const training_setup& s) {
+    const parallel_layout& l = s.layout;
+    // The expert shards' ZeRO: the distributed optimizer (ZeRO-1) over all the
+    // expert-data-parallel ranks is modelled; sharded gradients and weights, hybrid
+    // sharding and optimizer offload of the experts are not.
+    require(l.zero <= 1, "zero", l.zero,
+            "with a mixture-of-experts model only 0 and 1 (the distributed optimizer) are modelled yet");
+    require(l.shard_group == 0, "shard_group", l.shard_group,
+            "hybrid sharding of a mixture-of-experts model's experts is not modelled yet");
+    require(l.offload == offload_mode::none, "offload", to_string(l.offload),
+            "optimizer offload of a mixture-of-experts model's experts is not modelled yet");
+    // Megatron-Core numbers expert ranks in the same order as the others and requires,
+    // with tp-pp-dp and pipeline stages, as many expert-data-parallel replicas as
+    // data-parallel ones (parallel_state.py@d98e8a64 initialize_model_parallel).
+    if (s.cluster.order == rank_order::tp_pp_dp && l.pp > 1 && 1LL * l.expert_tp() * l.ep != 1LL * l.tp * l.cp)
+        detail::fail("ep", l.ep,
+                     "with rank order tp-pp-dp and pipeline stages, ep x etp must equal tp x cp (Megatron-Core keeps "
+                     "expert-data-parallel replicas equal to data-parallel ones there)");
+}
 }  // namespace setup_detail
 
 constexpr void require_framework_runs(const framework_profile& fw, const parallel_layout& l) {
@@ -251,9 +272,7 @@ constexpr void validate_layout(const training_setup& s) {
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
     // The expert shards' ZeRO: the distributed optimizer (ZeRO-1) over the
     // expert-data-parallel ranks is modelled, sharded gradients and weights are not.
-    if (l.zero >= 2 && has_moe(s.model))
-        detail::fail("zero", l.zero, "with a mixture-of-experts model only 0 and 1 (the distributed optimizer) are "
-                                     "modelled yet");
+    if (has_moe(s.model)) setup_detail::validate_moe_layout(s);
     // Sliding windows are priced in the fused attention kernel of one rank's sequence
     // (workload/layer.hpp windowed_keys_per_query): not with a KV ring, nor unfused.
     if (s.model.sliding_window > 0 && sequence_length(s) > s.model.sliding_window) {
@@ -301,15 +320,6 @@ constexpr void validate_layout(const training_setup& s) {
 // recipe on the GPU, the framework, the kernel parameters, fine-tuning and the input
 // pipeline.
 namespace setup_detail {
-// What a step cannot price yet: latent attention's projections and multi-token
-// prediction modules in the layer's ops. Their parameters and FLOPs are counted
-// (trainperf flops).
-[[noreturn]] TRAINPERF_COLD inline void fail_unpriced_architecture(const transformer_config& m) {
-    const std::string what = m.mla.enabled() ? "a latent-attention model" : "a model with multi-token prediction";
-    detail::fail("model", m.name,
-                 what + ": its parameters and FLOPs are counted (trainperf flops), but the step time and memory of "
-                        "training it are not modelled yet (its attention's ops, the prediction modules)");
-}
 
 // An MoE model: the framework's dispatcher, and what is not modelled with experts yet.
 TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
@@ -323,14 +333,18 @@ TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
                              [d](const framework_profile& f) { return f.moe_dispatchers.contains(d); });
     require(!s.finetune.freezes_base(), "finetune", to_string(s.finetune.mode),
             "adapters on a mixture-of-experts model are not modelled");
+    // An expert takes each token at most once: its load is at most E/k times the mean.
+    const double most = double(s.model.moe.experts) / s.model.moe.experts_per_token;
+    if (s.moe.imbalance > most)
+        detail::fail("moe_imbalance", s.moe.imbalance,
+                     "must not exceed experts / experts_per_token (" + std::to_string(s.model.moe.experts) + " / " +
+                         std::to_string(s.model.moe.experts_per_token) + "): an expert takes each token at most once");
 }
 }  // namespace setup_detail
 
 constexpr void validate_fixed(const training_setup& s) {
     validate(s.cluster);
     validate(s.model);
-    if (model_detail::has_variants(s.model) && (s.model.mla.enabled() || s.model.mtp_layers != 0))
-        setup_detail::fail_unpriced_architecture(s.model);
     validate(s.framework);
     if (s.kernels) validate(*s.kernels);  // the defaults are valid (spec/kernel_params.hpp)
     validate(s.finetune);

@@ -107,8 +107,8 @@ constexpr attention_core_extent attention_core_shape(const transformer_config&, 
 // moe_dense_part): no FFN GEMMs.
 // At most 9 forward GEMMs: Q, K and V apart, the attention core's two, the output
 // projection, SwiGLU's gate, up and down.
-using layer_gemm_list = op_list<gemm_op, 9>;
-using layer_backward_gemm_list = op_list<gemm_op, 18>;
+using layer_gemm_list = op_list<gemm_op, 10>;  // latent attention: 4 projections
+using layer_backward_gemm_list = op_list<gemm_op, 20>;
 using layer_memory_list = op_list<memory_op, 48>;
 
 inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const layer_context& c) {
@@ -128,18 +128,42 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     const auto mlp = layer_block::mlp;
     const auto forward = op_phase::forward;
     const auto other = op_region::other;
-    if (c.code == model_code::bert || c.code == model_code::llama) {
-        ops.push_back({"q", {tokens, q / t, h, 1, lin}, forward, other, attention});
-        ops.push_back({"k", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
-        ops.push_back({"v", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
+    if (m.mla.enabled()) {
+        // Latent attention as Megatron-Core's MLASelfAttention runs it
+        // (megatron/core/transformer/multi_latent_attention.py@d98e8a64): the down
+        // projections duplicated on every tensor-parallel rank over all its tokens, the up
+        // projections and the output split by heads.
+        const mla_config& a = m.mla;
+        const double heads = m.heads / t, qk = a.qk_head_dim(), v = a.v_head_dim;
+        if (a.q_lora_rank > 0) {
+            ops.push_back({"q_down", {tokens, double(a.q_lora_rank), h, 1, lin}, forward, other, attention});
+            ops.push_back({"q_up", {tokens, heads * qk, double(a.q_lora_rank), 1, lin}, forward, other, attention});
+        } else {
+            ops.push_back({"q", {tokens, heads * qk, h, 1, lin}, forward, other, attention});
+        }
+        ops.push_back({"kv_down", {tokens, double(a.kv_lora_rank) + a.qk_rope_head_dim, h, 1, lin}, forward, other,
+                       attention});
+        ops.push_back({"kv_up", {tokens, heads * (a.qk_nope_head_dim + v), double(a.kv_lora_rank), 1, lin}, forward,
+                       other, attention});
+        ops.push_back({"attention_scores", {core.queries, core.keys, qk, attention_batch, x}, forward,
+                       op_region::attention_core, attention});
+        ops.push_back({"attention_context", {core.queries, v, core.keys, attention_batch, x}, forward,
+                       op_region::attention_core, attention});
+        ops.push_back({"attention_out", {tokens, h, heads * v, 1, lin}, forward, other, attention});
     } else {
-        ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, lin}, forward, other, attention});
+        if (c.code == model_code::bert || c.code == model_code::llama) {
+            ops.push_back({"q", {tokens, q / t, h, 1, lin}, forward, other, attention});
+            ops.push_back({"k", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
+            ops.push_back({"v", {tokens, kv_per_rank, h, 1, lin}, forward, other, attention});
+        } else {
+            ops.push_back({"qkv", {tokens, q / t + 2 * kv_per_rank, h, 1, lin}, forward, other, attention});
+        }
+        ops.push_back({"attention_scores", {core.queries, core.keys, d, attention_batch, x}, forward,
+                       op_region::attention_core, attention});
+        ops.push_back({"attention_context", {core.queries, d, core.keys, attention_batch, x}, forward,
+                       op_region::attention_core, attention});
+        ops.push_back({"attention_out", {tokens, h, q / t, 1, lin}, forward, other, attention});
     }
-    ops.push_back({"attention_scores", {core.queries, core.keys, d, attention_batch, x}, forward,
-                   op_region::attention_core, attention});
-    ops.push_back({"attention_context", {core.queries, d, core.keys, attention_batch, x}, forward,
-                   op_region::attention_core, attention});
-    ops.push_back({"attention_out", {tokens, h, q / t, 1, lin}, forward, other, attention});
     if (m.ffn_hidden == 0) return ops;  // an MoE layer without shared experts (workload/moe_layer.hpp)
     if (m.ffn == ffn_kind::swiglu) {
         ops.push_back({"ffn_gate", {tokens, f, h, 1, lin}, forward, other, mlp});
@@ -211,7 +235,10 @@ constexpr fused_attention_ops attention_core_ops(const transformer_config& m, co
     const double band = windowed_keys_per_query(m, c.seq);  // cp is 1 with windows (spec/setup.hpp)
     const attention_op forward{.name = "flash_attention", .batch = double(c.micro_batch) * m.heads / c.tp,
                                .seq_q = core.queries, .seq_kv = band > 0 ? band : core.keys,
-                               .head_dim = double(m.head_dim()),
+                               // Latent attention's scores run over d_qk and its context over
+                               // d_v: their mean (ASSUMPTION: the kernel's rate is its rate at
+                               // the mean; the FLOPs are exact).
+                               .head_dim = (m.qk_head_dim() + m.v_head_dim()) / 2.0,
                                .causal = m.causal && band == 0, .math = quantized_format(c.math) ? dtype::bf16 : c.math,
                                .phase = op_phase::forward,
                                .kernel = fw.flash_kernel, .block = layer_block::attention};
@@ -339,6 +366,16 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         }
     };
     norm();
+    if (m.mla.enabled()) {
+        // Latent attention's own passes (Megatron-Core's MLASelfAttention): the RMSNorms of
+        // the query and key-value latents, over every token of the rank (read and write),
+        // and the queries and keys assembled from their no-RoPE parts and the rotary part
+        // (RoPE applied, the shared rotary key repeated over the heads): ASSUMPTION one
+        // read and one write of Q and K, 2 kernels.
+        const double latents = double(m.mla.q_lora_rank) + m.mla.kv_lora_rank;
+        sink(op("mla_latent_norms", 2 * tokens * latents * a, op_region::other, 2));
+        sink(op("mla_rope_assemble", 2 * 2 * tokens * m.heads / c.tp * m.mla.qk_head_dim() * a, op_region::other, 2));
+    }
     const double qkv_inputs = c.code == model_code::bert || c.code == model_code::llama ? 3.0 : 1.0;
     if (normed != a) sink(cast("autocast_cast_qkv_input", qkv_inputs * hidden, normed, a, op_region::other, qkv_inputs));
     // Q, K and V into the head layout: matmul copies each permuted operand (3 copies).

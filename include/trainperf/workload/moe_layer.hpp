@@ -80,73 +80,94 @@ constexpr gemm_op router_gemm(const transformer_config& m, const moe_layer_exten
             op_region::other, layer_block::mlp};
 }
 
-// The collectives of one MoE layer's dispatch and combine, forward (the backward runs each
-// again with the gradients, the same sizes), on the groups they span
+// The collectives of one MoE layer's dispatch and combine, forward, to sink(op,
+// with_backward): with_backward when backward runs it again on the gradients (the same
+// size), not for the routing metadata, which carries no gradient. On the groups they span
 // (workload/placement.hpp), sized for the busiest rank (what it receives paces the
-// collective). a is the activations' format.
-//   alltoall:  the permuted tokens routed·k·h·a·load and their routing probabilities
-//              (fp32) to the experts' ranks over the ep group; with etp > 1 all-gathered
-//              over the expert-tensor-parallel group (computed·h·a and the probabilities);
-//              combine: reduce-scatter over etp, all-to-all back of the outputs;
+// collective). a is the activations' format, which the routing probabilities take too
+// (Megatron-Core casts them to the logits' dtype without --moe-router-dtype,
+// moe_utils.py@d98e8a64).
+//   alltoall:  the tokens each expert has from each rank, all-gathered over the etp·ep
+//              group (E int64 per rank: the all-to-all's split sizes); the permuted tokens
+//              routed·k·h·a·load and their probabilities routed·k·a·load to the experts'
+//              ranks over the ep group; with etp > 1 both all-gathered over the
+//              expert-tensor-parallel group (computed·h·a and computed·a); combine:
+//              reduce-scatter over etp, all-to-all back of the outputs;
 //   allgather: the hidden states routed·h·a of every rank of the etp·ep group
-//              all-gathered, and the routing map with the probabilities (E bytes of mask
-//              and 4E of fp32 per token); combine: the outputs reduce-scattered.
+//              all-gathered, and apart the routing map (E bytes per token) and the
+//              probabilities (E·a); combine: the outputs reduce-scattered.
 template <class Sink>
 constexpr void for_each_dispatch_collective(const transformer_config& m, const parallel_layout& l, const moe_run& run,
                                             const moe_layer_extent& e, double a, const layout_groups& groups,
                                             Sink&& sink) {
-    const double h = m.hidden, k = m.moe.experts_per_token, f32 = size_of(dtype::fp32);
-    const double etp = l.expert_tp();
+    const double h = m.hidden, k = m.moe.experts_per_token, experts = m.moe.experts;
+    const double etp = l.expert_tp(), ranks = etp * l.ep;
+    const rank_group both = groups.expert_tensor_and_expert;
     if (run.dispatcher == moe_dispatcher::allgather) {
-        const double ranks = etp * l.ep;
         if (ranks == 1) return;
-        const rank_group group = groups.expert_tensor_and_expert;
-        sink(collective_op{"moe_dispatch_all_gather", collective::all_gather, bytes_of(ranks * e.routed * h * a), group});
-        sink(collective_op{"moe_routing_all_gather", collective::all_gather,
-                           bytes_of(ranks * e.routed * m.moe.experts * (1 + f32)), group});
+        sink(collective_op{"moe_dispatch_all_gather", collective::all_gather, bytes_of(ranks * e.routed * h * a), both},
+             true);
+        sink(collective_op{"moe_routing_map_all_gather", collective::all_gather, bytes_of(ranks * e.routed * experts),
+                           both},
+             false);
+        sink(collective_op{"moe_probabilities_all_gather", collective::all_gather,
+                           bytes_of(ranks * e.routed * experts * a), both},
+             false);
         sink(collective_op{"moe_combine_reduce_scatter", collective::reduce_scatter,
-                           bytes_of(ranks * e.routed * h * a), group});
+                           bytes_of(ranks * e.routed * h * a), both},
+             true);
         return;
     }
+    if (ranks > 1)
+        sink(collective_op{"moe_tokens_per_expert_all_gather", collective::all_gather,
+                           bytes_of(ranks * experts * 8.0), both},  // int64 counts
+             false);
     if (l.ep > 1) {
         sink(collective_op{"moe_dispatch_all_to_all", collective::all_to_all, bytes_of(e.routed * k * h * a * e.load),
-                           groups.expert});
+                           groups.expert},
+             true);
         sink(collective_op{"moe_probabilities_all_to_all", collective::all_to_all,
-                           bytes_of(e.routed * k * f32 * e.load), groups.expert});
+                           bytes_of(e.routed * k * a * e.load), groups.expert},
+             true);
     }
     if (etp > 1) {
         sink(collective_op{"moe_dispatch_all_gather", collective::all_gather, bytes_of(e.computed * h * a),
-                           groups.expert_tensor});
-        sink(collective_op{"moe_probabilities_all_gather", collective::all_gather, bytes_of(e.computed * f32),
-                           groups.expert_tensor});
+                           groups.expert_tensor},
+             true);
+        sink(collective_op{"moe_probabilities_all_gather", collective::all_gather, bytes_of(e.computed * a),
+                           groups.expert_tensor},
+             true);
         sink(collective_op{"moe_combine_reduce_scatter", collective::reduce_scatter, bytes_of(e.computed * h * a),
-                           groups.expert_tensor});
+                           groups.expert_tensor},
+             true);
     }
     if (l.ep > 1)
         sink(collective_op{"moe_combine_all_to_all", collective::all_to_all, bytes_of(e.routed * k * h * a * e.load),
-                           groups.expert});
+                           groups.expert},
+             true);
 }
 
 // The memory-bound ops of one MoE layer's routed part, forward (their backward is the
 // elementwise backward, workload/layer.hpp backward_of), to sink(const memory_op&):
-//   router_scores   the logits read, scored (softmax or sigmoid) and the top k picked in
-//                   fp32, the probabilities normalised, the auxiliary load-balancing loss:
-//                   ASSUMPTION 4 passes over routed·E fp32 values and 8 kernels;
-//   tokens_per_expert_sync  the alltoall dispatcher copies the tokens per expert to the
-//                   host and synchronises before it sizes the all-to-all
-//                   (token_dispatcher.py _maybe_dtoh_and_synchronize): ASSUMPTION one
-//                   kernel launch's idle time on the GPU, no bytes to speak of;
+//   router_scores   the logits scored (softmax or sigmoid), the top k picked, the
+//                   probabilities normalised (and an auxiliary loss where one is
+//                   configured): ASSUMPTION 4 passes over routed·E fp32 values, 8 kernels;
+//   tokens_per_expert_sync  the tokens per expert copied to the host and waited for
+//                   (token_dispatcher.py _maybe_dtoh_and_synchronize; the allgather
+//                   dispatcher's .cpu()): ASSUMPTION one kernel launch's idle time on the
+//                   GPU, no bytes to speak of (the host's lead over the GPU is lost
+//                   besides: not modelled);
 //   permute         alltoall: the routed tokens gathered into expert order, k copies:
 //                   reads routed·h·a, writes routed·k·h·a; allgather: the local experts'
 //                   copies picked from the gathered tokens, computed·h·a read and written
-//                   (Transformer Engine's fused permute, --moe-permute-fusion; ASSUMPTION
-//                   2 kernels);
-//   sort_chunks     with several local experts and ep > 1, the received chunks re-sorted
-//                   by local expert (sort_chunks_by_idxs): reads and writes computed·h·a;
-//   expert_activation  SwiGLU on the fc1 output: reads 2, writes 1 per element of
-//                   computed·width (GELU reads and writes one);
-//   unsort_chunks, unpermute  the mirror of sort and permute: unpermute reads the k
-//                   copies and their probabilities and writes the weighted sum;
+//                   (Transformer Engine's fused permute; ASSUMPTION 2 kernels);
+//   sort_chunks     the alltoall dispatcher with several local experts re-sorts the
+//                   received chunks by local expert (sort_chunks_by_idxs): reads and
+//                   writes computed·h·a;
+//   expert_activation  SwiGLU on the fc1 output weighted by each copy's probability
+//                   (experts.py's weighted activation): reads 2 and writes 1 per element of
+//                   computed·width and the probabilities (GELU reads and writes one);
+//   unsort_chunks, unpermute  the mirror of sort and permute (the copies summed back);
 //   expert_quantize (fp8, nvfp4) the inputs and the local experts' weights of both
 //                   grouped GEMMs cast to the quantized format once per forward, and as
 //                   many output-gradient elements in backward: ASSUMPTION an amax pass and
@@ -161,13 +182,13 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
         return memory_op{name, bytes_of(moved), op_phase::forward, op_region::other, launches, layer_block::mlp};
     };
     sink(op("router_scores", 4 * e.routed * m.moe.experts * f32, 8));
-    if (run.dispatcher == moe_dispatcher::alltoall && l.ep > 1) sink(op("tokens_per_expert_sync", 0, 1));
+    sink(op("tokens_per_expert_sync", 0, 1));
     // alltoall: the rank's own tokens into k copies in expert order; allgather: the local
     // experts' copies picked out of the gathered tokens (reads and writes each).
     const bool gathered = run.dispatcher == moe_dispatcher::allgather;
     const double all_gathered = e.routed * l.ep * l.expert_tp();  // the allgather dispatcher's buffer
     sink(op("permute", gathered ? 2 * e.computed * h * a : e.routed * (1 + k) * h * a, 2));
-    const bool sorts = run.dispatcher == moe_dispatcher::alltoall && l.ep > 1 && e.local > 1;
+    const bool sorts = !gathered && e.local > 1;
     if (sorts) sink(op("sort_chunks", 2 * e.computed * h * a, 2));
     if (ctx.quantized_linears) {
         const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
@@ -176,13 +197,11 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
         sink(memory_op{"expert_quantize", bytes_of((e.computed * (h + e.width) + weights) * (2 * a + q)),
                        op_phase::forward, op_region::other, 4, layer_block::mlp, true});
     }
-    sink(op("expert_activation", (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * e.computed * e.width * a, 1));
+    sink(op("expert_activation", ((m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * e.width + 1) * e.computed * a, 1));
     if (sorts) sink(op("unsort_chunks", 2 * e.computed * h * a, 2));
-    // alltoall: the k copies back and their probabilities read, the weighted sum written;
-    // allgather: the local copies scattered into a zeroed buffer of the gathered size.
-    sink(op("unpermute", gathered ? (2 * e.computed + all_gathered) * h * a + e.computed * f32
-                                  : e.routed * ((1 + k) * h * a + k * f32),
-            2));
+    // alltoall: the k copies summed back into the rank's tokens; allgather: the local
+    // copies scattered into a zeroed buffer of the gathered size.
+    sink(op("unpermute", gathered ? (2 * e.computed + all_gathered) * h * a : e.routed * (1 + k) * h * a, 2));
 }
 
 }  // namespace trainperf

@@ -53,11 +53,16 @@ struct stage_op {
 };
 
 struct stage_workload {
-    op_list<stage_op<gemm_op>, 96> gemms;     // 30 for a full layer and head; adapters add 6 per target, MoE 9
-    op_list<stage_op<memory_op>, 160> memory;
-    op_list<stage_op<collective_op>, 24> collectives;  // an MoE model's dispatch adds 14
-    op_list<stage_op<host_op>, 48> host;  // for_each_layer_host_op: at most 17 per layer kind
-    op_list<stage_op<attention_op>, 2> attention;  // the fused attention kernel, forward and backward
+    // A layer's GEMMs (at most 30 with latent attention), the head's 3; adapters add 6 per
+    // target; an MoE model a second layer kind and 9 routed, a multi-token prediction
+    // module a layer of each, 3 more and the head again.
+    op_list<stage_op<gemm_op>, 128> gemms;
+    op_list<stage_op<memory_op>, 256> memory;
+    op_list<stage_op<collective_op>, 48> collectives;  // an MoE model's dispatch adds at most 12 per layer kind
+    op_list<stage_op<host_op>, 96> host;  // for_each_layer_host_op: at most 17 per layer kind
+    // The fused attention kernel, forward and backward, of each layer kind (a dense layer,
+    // an MoE layer's dense part, a multi-token prediction module's layer).
+    op_list<stage_op<attention_op>, 6> attention;
 };
 
 // Transformer layers on the busiest stage.
@@ -120,7 +125,11 @@ constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups&
     const auto& m = s.model;
     if (l.cp == 1) return;
     const double tokens = double(l.micro_batch) * sequence_length(s) / l.cp;
-    const double kv_per_rank = m.effective_kv_heads() >= l.tp ? m.kv_width() / l.tp : m.head_dim();
+    // K and V per token on this rank (latent attention: every head's key of d_qk and value
+    // of d_v after the up projection).
+    const double kv_per_rank = m.mla.enabled() ? m.heads / double(l.tp) * (m.qk_head_dim() + m.v_head_dim()) / 2
+                               : m.effective_kv_heads() >= l.tp ? m.kv_width() / l.tp
+                                                                : m.head_dim();
     const double a = size_of(activation_formats_of(s.precision).gemm_inputs);
     const bytes chunk = bytes_of(2 * tokens * kv_per_rank * a);
     const double sends = l.cp - 1.0;
@@ -130,7 +139,7 @@ constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups&
     sink(stage_op<collective_op>{{"context_parallel_kv_dkv_send", collective::p2p, chunk, groups.context,
                                   op_phase::backward},
                                  2 * sends * layers, 0, step_part::context_parallel});
-    const double out = tokens * m.q_width() / l.tp;       // output (and Q) elements on this rank
+    const double out = tokens * m.heads * m.v_head_dim() / double(l.tp);  // output elements on this rank
     const double kv = 2 * tokens * kv_per_rank;           // K and V elements
     const double cp = l.cp, f32 = size_of(dtype::fp32);
     const bool fused = s.framework.ring_merge == kv_ring_merge::fused;
@@ -512,13 +521,15 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
         sink(stage_op<memory_op>{backward_of(op, s.framework), layers, 0, step_part::backward});
     });
     const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
-    double collectives = 0;
-    for_each_dispatch_collective(m, l, s.moe, e, a, groups, [&](const collective_op& c) {
+    double collectives = 0, backward_collectives = 0;
+    for_each_dispatch_collective(m, l, s.moe, e, a, groups, [&](const collective_op& c, bool with_backward) {
+        sink(stage_op<collective_op>{c, layers, again, step_part::expert_parallel});
+        collectives += 1;
+        if (!with_backward) return;
+        backward_collectives += 1;
         collective_op backward = c;
         backward.phase = op_phase::backward;
-        sink(stage_op<collective_op>{c, layers, again, step_part::expert_parallel});
         sink(stage_op<collective_op>{backward, layers, 0, step_part::expert_parallel});
-        collectives += 1;
     });
     const auto host = [&](std::string_view name, host_call call, double count, double recomputed, bool forward) {
         if (count > 0)
@@ -530,11 +541,11 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
     host("moe_library_modules", host_call::library_module, 2, calls_again, true);
     host("moe_library_modules", host_call::library_module_backward, 2, 0, false);
     host("moe_functions", host_call::function, 4 + collectives, calls_again, true);
-    host("moe_functions", host_call::function_backward, 4 + collectives, 0, false);
+    host("moe_functions", host_call::function_backward, 4 + backward_collectives, 0, false);
     host("moe_views", host_call::view, 8, calls_again, true);
     host("moe_collective_calls", host_call::collective, collectives, calls_again, true);
-    host("moe_collective_calls", host_call::collective, collectives, 0, false);
-    host("moe_autograd_nodes", host_call::backward_node, launches + collectives + 3, 0, false);
+    host("moe_collective_calls", host_call::collective, backward_collectives, 0, false);
+    host("moe_autograd_nodes", host_call::backward_node, launches + backward_collectives + 3, 0, false);
 }
 
 // Head and loss of one micro-batch: the logits GEMM over the vocabulary (split by tp)
@@ -572,6 +583,36 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
         if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
         cast("autocast_cast_head_input", tokens * m.hidden);
     }
+}
+
+// Multi-token prediction (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §2.2;
+// Megatron-Core --mtp-num-layers, megatron/core/transformer/multi_token_prediction.py@d98e8a64),
+// on the last stage with the head, per module and micro-batch: the normalised embedding
+// and hidden state concatenated and projected 2h → h (eh_proj, split by tp: ASSUMPTION as
+// a column-parallel Linear), one more layer (an MoE layer in an MoE model: its dense part
+// and its routed experts) and the shared head's logits and loss again. ASSUMPTION: the
+// module's kernels launched eagerly (outside the layers' CUDA graphs); the embedding
+// lookup it repeats and its two norms are left out (small beside the layer).
+template <class Sink>
+constexpr void for_each_mtp_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
+                               Sink&& sink) {
+    const auto& m = s.model;
+    const double modules = m.mtp_layers;
+    const gemm_shape projection{rank_tokens(ctx), double(m.hidden) / s.layout.tp, 2.0 * m.hidden, 1, ctx.math};
+    sink(stage_op<gemm_op>{{"mtp_projection", projection, op_phase::forward}, modules, 0, step_part::forward});
+    sink(stage_op<gemm_op>{{"mtp_projection", dgrad_of(projection), op_phase::backward_data}, modules, 0,
+                           step_part::backward});
+    sink(stage_op<gemm_op>{{"mtp_projection", wgrad_of(projection), op_phase::backward_weight}, modules, 0,
+                           step_part::backward});
+    if (has_moe(m)) {
+        training_setup dense_part = s;
+        dense_part.model = moe_dense_part(m);
+        for_each_layer_op(dense_part, ctx, groups, modules, sink);
+        for_each_routed_expert_op(s, ctx, groups, modules, sink);
+    } else {
+        for_each_layer_op(s, ctx, groups, modules, sink);
+    }
+    for (int k = 0; k < m.mtp_layers; ++k) for_each_head_op(s, ctx, sink);
 }
 
 // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION: 3
@@ -621,6 +662,7 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
     if (shape.head) {
         enter_section(sink, stage_section::head);
         for_each_head_op(s, ctx, sink);
+        if (s.model.mtp_layers > 0) for_each_mtp_op(s, ctx, groups, sink);
     }
     if (shape.embedding) {
         enter_section(sink, stage_section::embedding);
