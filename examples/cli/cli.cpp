@@ -179,19 +179,44 @@ void notice(const std::string& text) {
     if (std::find(notices().begin(), notices().end(), text) == notices().end()) notices().push_back(text);
 }
 
-int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostream& err_stream) {
-    answer_status() = 0;
-    notices().clear();
-    CLI::App app{"trainperf: predicts what it costs to train a transformer on a GPU system.\n"
-                 "With no arguments, prints the default scenario."};
+namespace {
+// The whole command line in `app`: every subcommand (writing its answer to `out`),
+// --version on each, and the checks every value passes.
+void set_up_program(CLI::App& app, std::ostream& out) {
     app.require_subcommand(0, 1);
     const std::string version = "trainperf " TRAINPERF_VERSION;
     app.set_version_flag("--version", version);
-    // Output is buffered and printed only when the whole command succeeded.
-    std::ostringstream out;
     for (auto& [order, setup] : command_registry()) setup(app, out);
     for (CLI::App* sub : app.get_subcommands({})) sub->set_version_flag("--version", version);
     check_every_value(app);
+}
+const char* const program_description =
+    "trainperf: predicts what it costs to train a transformer on a GPU system.\n"
+    "With no arguments, prints the default scenario.";
+}  // namespace
+
+std::map<std::string, option_values> options_of(const std::string& command) {
+    CLI::App app{program_description};
+    std::ostringstream unused;
+    set_up_program(app, unused);
+    std::map<std::string, option_values> options;
+    for (CLI::App* sub : app.get_subcommands({}))
+        if (sub->get_name() == command)
+            for (const CLI::Option* o : sub->get_options())
+                for (const std::string& name : o->get_lnames())
+                    options[name] = o->get_expected_max() == 0   ? option_values::none
+                                    : o->get_expected_max() == 1 ? option_values::one
+                                                                 : option_values::several;
+    return options;
+}
+
+int run(int argc, const char* const* argv, std::ostream& out_stream, std::ostream& err_stream) {
+    answer_status() = 0;
+    notices().clear();
+    CLI::App app{program_description};
+    // Output is buffered and printed only when the whole command succeeded.
+    std::ostringstream out;
+    set_up_program(app, out);
     const auto fail = [&err_stream](std::string_view what) {
         err_stream << "trainperf: " << trainperf::detail::one_line(what) << '\n';
         return 2;

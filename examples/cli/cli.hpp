@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,15 @@ void notice(const std::string& text);
 // only when it succeeded, errors as one line to `err`. Returns the exit code: 0, 3 when
 // the answer is "does not fit" (exit_does_not_fit), 2 for bad input, 1 for a defect.
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// How many values an option takes each time it is given: none (a flag), one, or several
+// (a list option such as sweep's --vary, given once per value).
+enum class option_values { none, one, several };
+
+// The long names (without "--") of subcommand `command`'s options, with the values each
+// takes; empty when there is no such subcommand. For a caller that builds command lines
+// for run() (the Python module, examples/python).
+std::map<std::string, option_values> options_of(const std::string& command);
 
 // Prints a JSON object the same way in every subcommand.
 void print_json(std::ostream& out, const nlohmann::json& j);
