@@ -6,6 +6,7 @@
 #include <trainperf/workload/flops.hpp>
 #include <trainperf/cost/step.hpp>
 #include <trainperf/io/report_json.hpp>
+#include <trainperf/search/fit_advice.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -581,4 +582,22 @@ TEST_CASE("DeepSeek-V3: latent attention's GEMMs and the prediction module by ha
     const step_report r = predict(s);
     CHECK(r.step_time.value() > 0);
     CHECK(r.micro_batch.expert_parallel_comm.value() > 0);
+}
+
+TEST_CASE("Fit advice for an MoE model: ep doubled or halved on the same GPUs", "[moe][advice]") {
+    training_setup s = small_moe_setup();  // ep 4 of 8 experts, etp 1, tp 2 x dp 4
+    int doubled = 0, halved = 0;
+    for (const auto& [change, t] : fit_advice_detail::neighbours(s)) {
+        if (change != fit_change::expert_parallel) continue;
+        CHECK(t.layout.gpus() == s.layout.gpus());
+        CHECK(t.layout.global_batch() == s.layout.global_batch());
+        doubled += t.layout.ep == 8;
+        halved += t.layout.ep == 2;
+    }
+    CHECK(doubled == 1);
+    CHECK(halved == 1);
+    // Experts over more ranks hold less: ep 8 needs less memory than ep 4.
+    training_setup wider = s;
+    wider.layout.ep = 8;
+    CHECK(memory_of(checked_setup(wider)).breakdown.total() < memory_of(checked_setup(s)).breakdown.total());
 }

@@ -35,12 +35,12 @@ enum class fit_change {
     recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
     recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
     sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel, shorter_sequence,
-    optimizer, lora, qlora
+    optimizer, lora, qlora, expert_parallel
 };
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 19> table{
+    static constexpr std::array<enum_name<fit_change>, 20> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
@@ -59,7 +59,8 @@ struct enum_names<fit_change> {
          {fit_change::shorter_sequence, "shorter-sequence"},
          {fit_change::optimizer, "optimizer"},
          {fit_change::lora, "lora"},
-         {fit_change::qlora, "qlora"}}};
+         {fit_change::qlora, "qlora"},
+         {fit_change::expert_parallel, "expert-parallel"}}};
 };
 
 // How far a change departs from the run asked for: 0, the same training on another
@@ -109,7 +110,7 @@ inline std::optional<step_report> fitting(const training_setup& s) {
 // recompute mode, every other micro-batch that divides the samples per replica per
 // step, every other ZeRO stage, offload on or off, tp, cp or pp halved or doubled (dp
 // takes up the GPUs, accumulation the batch; cp only where the sequence splits into
-// 2·cp chunks), sequence parallelism and data-parallel
+// 2·cp chunks), an MoE model's ep halved or doubled, sequence parallelism and data-parallel
 // overlap switched, FlashAttention turned on where the framework does not use it and the
 // GPU has it. Some may be invalid (fitting() drops them).
 inline std::vector<std::pair<fit_change, training_setup>> neighbours(const training_setup& s) {
@@ -174,6 +175,12 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     if (l.cp % 2 == 0) resized(fit_change::context_parallel, l.tp, l.pp, l.cp / 2);
     resized(fit_change::context_parallel, l.tp, l.pp, l.cp * 2);
     if (l.tp > 1) with(fit_change::sequence_parallel, [](parallel_layout& p) { p.sp = !p.sp; });
+    // An MoE model's experts over twice or half the ranks: ep folds onto the stage's
+    // ranks, so the GPUs and the batch stay.
+    if (has_moe(s.model)) {
+        with(fit_change::expert_parallel, [](parallel_layout& p) { p.ep *= 2; });
+        if (l.ep % 2 == 0) with(fit_change::expert_parallel, [](parallel_layout& p) { p.ep /= 2; });
+    }
     if (l.dp_cp() > 1)
         for (dp_overlap_mode o : {dp_overlap_mode::on, dp_overlap_mode::off})
             if (o != l.dp_overlap) with(fit_change::dp_overlap, [o](parallel_layout& p) { p.dp_overlap = o; });

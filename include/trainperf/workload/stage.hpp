@@ -494,7 +494,10 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
 // modules (TE's GroupedLinear fc1 and fc2); 4 autograd Functions (permute, unpermute,
 // and the sort and unsort of chunks or the router's score function) plus one per
 // collective, each a Python call into c10d; 8 views; in backward a node per forward
-// kernel and per collective, and an AccumulateGrad for the router and each GroupedLinear.
+// kernel and per collective that has a backward, and an AccumulateGrad for the router
+// and for each local expert's fc1 and fc2 weight (TE's GroupedLinear holds one parameter
+// per GEMM, weight0 … weightN-1: TransformerEngine@d0067d0d
+// transformer_engine/pytorch/module/grouped_linear.py).
 template <class Sink>
 constexpr void for_each_routed_expert_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
                                          double layers, Sink&& sink) {
@@ -545,7 +548,7 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
     host("moe_views", host_call::view, 8, calls_again, true);
     host("moe_collective_calls", host_call::collective, collectives, calls_again, true);
     host("moe_collective_calls", host_call::collective, backward_collectives, 0, false);
-    host("moe_autograd_nodes", host_call::backward_node, launches + backward_collectives + 3, 0, false);
+    host("moe_autograd_nodes", host_call::backward_node, launches + backward_collectives + 1 + 2 * e.local, 0, false);
 }
 
 // Head and loss of one micro-batch: the logits GEMM over the vocabulary (split by tp)
