@@ -601,3 +601,42 @@ TEST_CASE("Fit advice for an MoE model: ep doubled or halved on the same GPUs", 
     wider.layout.ep = 8;
     CHECK(memory_of(checked_setup(wider)).breakdown.total() < memory_of(checked_setup(s)).breakdown.total());
 }
+
+TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded over NVLink", "[moe][step]") {
+    // DeepEP's expected nodes per token: 256 experts on 8 nodes, 8 per token, uniform:
+    // 8·(1 − C(224, 8)/C(256, 8)).
+    moe_config uniform{.experts = 256, .experts_per_token = 8, .expert_ffn_hidden = 2048};
+    double miss = 1;
+    for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256.0 - i);
+    CHECK(expected_token_nodes(uniform, 8) == Approx(8 * (1 - miss)));
+    CHECK(expected_token_nodes(uniform, 1) == 1);
+    // Group-limited routing (DeepSeek-V3: 4 of 8 groups) caps it at 4 of 8 nodes.
+    CHECK(expected_token_nodes(deepseek_v3::config.moe, 8) == 4);
+
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec);
+    s.model = deepseek_v3::config;
+    s.framework = megatron_core_profile;
+    s.seq = 4096;
+    s.layout = {.dp = 64, .tp = 4, .sp = true, .zero = 1, .ep = 64, .etp = 1};
+    s.moe = {.dispatcher = moe_dispatcher::deepep, .imbalance = 1.0};
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    // 1024 tokens routed per rank (4096 / tp 4), 8 copies of 7168 bf16 values; over the
+    // network 4 · 7/8 of the 8 copies (the ep group of 64 spans 8 nodes of 8).
+    const auto dispatch = find_op(w.collectives, "moe_dispatch_deepep");
+    CHECK(dispatch.op.size.value() == 1024.0 * 8 * 7168 * 2);
+    CHECK(dispatch.op.network_share == Approx(4.0 * 7 / 8 / 8));
+    CHECK(dispatch.op.group.size == 64);
+    CHECK(dispatch.op.group.per_node == 8);
+    // Priced: the network part, a 1/k·(nodes−1)/nodes·D share, against the plain
+    // all-to-all's 56/64: DeepEP is faster across nodes.
+    collective_op plain = dispatch.op;
+    plain.network_share = -1;
+    CHECK(collective_time(dispatch.op, s.cluster) < collective_time(plain, s.cluster));
+    training_setup alltoall = s;
+    alltoall.moe.dispatcher = moe_dispatcher::alltoall;
+    CHECK(predict(s).moe_dispatch < predict(alltoall).moe_dispatch);
+    s.layout.etp = 2;
+    s.layout.ep = 32;
+    CHECK_THROWS_WITH(validate(s), Catch::StartsWith("etp = 2: with the deepep dispatcher must be 1"));
+}

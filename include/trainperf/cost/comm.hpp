@@ -198,21 +198,27 @@ namespace comm_detail {
 // buffer to every peer: (per_node − 1)/n of it over the NVLink domain's link and
 // (n − per_node)/n over its own network adapter. ASSUMPTION: the two run at once, on
 // different links, so the slower paces the collective, each paying its link's latency once
-// (all_to_all above). What DeepEP-style kernels do beyond this (forwarding over NVLink to
-// the rank that owns the network path) is not modelled.
+// (all_to_all above). With node forwarding (collective_op::network_share, DeepEP's normal
+// kernels: one copy per destination node over the network to the rank with the sender's
+// local index, forwarded there over NVLink; deepseek-ai/DeepEP README, "asymmetric-domain
+// bandwidth forwarding"), the network carries network_share of the buffer and NVLink
+// every copy bound for another rank of a node, (per_node − 1)/per_node of it.
 constexpr seconds placed_all_to_all(const collective_op& op, const cluster_spec& c) {
     const rank_group& g = op.group;
     const double n = g.size, local = std::min(g.per_node, g.size);
+    const bool forwarded = op.network_share >= 0;
     seconds intra_time = seconds_of(0.0), inter_time = seconds_of(0.0);
     if (local > 1) {
         const link_spec intra = node_ring_link(c, g.per_node);
         validate(intra);
-        intra_time = intra.latency + ((local - 1.0) / n) * op.size / intra.achievable();
+        const double share = forwarded ? (local - 1.0) / local : (local - 1.0) / n;
+        intra_time = intra.latency + share * op.size / intra.achievable();
     }
     if (local < n) {
         const link_spec network = inter_node_link(c);
         validate(network);
-        inter_time = network.latency + ((n - local) / n) * op.size / network.achievable();
+        const double share = forwarded ? op.network_share : (n - local) / n;
+        inter_time = network.latency + share * op.size / network.achievable();
     }
     return intra_time > inter_time ? intra_time : inter_time;
 }

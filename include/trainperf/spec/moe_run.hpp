@@ -21,13 +21,18 @@ namespace trainperf {
 //             mirror (reduce-scatter over ETP, all-to-all back, unpermute);
 //   allgather (MoEAllGatherTokenDispatcher): every rank all-gathers the hidden states and
 //             routing of the whole expert-tensor × expert-parallel group and keeps the
-//             tokens of its local experts; combine reduce-scatters the outputs back.
-enum class moe_dispatcher { alltoall, allgather };
+//             tokens of its local experts; combine reduce-scatters the outputs back;
+//   deepep    (MoEFlexTokenDispatcher with the DeepEP backend, --moe-token-dispatcher-type
+//             flex --moe-flex-dispatcher-backend deepep): DeepEP's normal kernels send each
+//             token once to every node that holds one of its experts and forward it there
+//             over NVLink (deepseek-ai/DeepEP README); combine is the mirror.
+enum class moe_dispatcher { alltoall, allgather, deepep };
 
 template <>
 struct enum_names<moe_dispatcher> {
-    static constexpr std::array<enum_name<moe_dispatcher>, 2> table{
-        {{moe_dispatcher::alltoall, "alltoall"}, {moe_dispatcher::allgather, "allgather"}}};
+    static constexpr std::array<enum_name<moe_dispatcher>, 3> table{{{moe_dispatcher::alltoall, "alltoall"},
+                                                                     {moe_dispatcher::allgather, "allgather"},
+                                                                     {moe_dispatcher::deepep, "deepep"}}};
 };
 
 constexpr moe_dispatcher parse_moe_dispatcher(std::string_view s) {

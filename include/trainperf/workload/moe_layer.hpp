@@ -80,6 +80,22 @@ constexpr gemm_op router_gemm(const transformer_config& m, const moe_layer_exten
             op_region::other, layer_block::mlp};
 }
 
+// The nodes a token's copies go to, expected, as DeepEP sizes its traffic (its
+// get_expected_topk, deepseek-ai/DeepEP: E experts split evenly over the nodes, k picked
+// uniformly: nodes·(1 − C(E − E/nodes, k)/C(E, k))), capped by group-limited routing at
+// groups_per_token·nodes/expert_groups (ASSUMPTION: the expert groups map evenly onto the
+// nodes, as DeepSeek-V3 sets its 8 groups for 8 nodes).
+constexpr double expected_token_nodes(const moe_config& e, double nodes) {
+    if (nodes <= 1) return 1;
+    const double experts = e.experts, elsewhere = experts - experts / nodes;  // not on one node
+    double miss = 1;  // C(elsewhere, k)/C(E, k), as a product
+    for (int i = 0; i < e.experts_per_token && miss > 0; ++i)
+        miss *= std::max(0.0, elsewhere - i) / (experts - i);
+    const double hit = nodes * (1 - miss);
+    if (e.expert_groups <= 1) return hit;
+    return std::min(hit, std::max(1.0, e.groups_per_token * nodes / e.expert_groups));
+}
+
 // The collectives of one MoE layer's dispatch and combine, forward, to sink(op,
 // with_backward): with_backward when backward runs it again on the gradients (the same
 // size), not for the routing metadata, which carries no gradient. On the groups they span
@@ -95,7 +111,11 @@ constexpr gemm_op router_gemm(const transformer_config& m, const moe_layer_exten
 //              reduce-scatter over etp, all-to-all back of the outputs;
 //   allgather: the hidden states routed·h·a of every rank of the etp·ep group
 //              all-gathered, and apart the routing map (E bytes per token) and the
-//              probabilities (E·a); combine: the outputs reduce-scattered.
+//              probabilities (E·a); combine: the outputs reduce-scattered;
+//   deepep:    the k copies routed·k·h·a·load over the ep group with node forwarding
+//              (collective_op::network_share): over the network one copy per remote node
+//              a token goes to, expected_token_nodes·(nodes − 1)/nodes of the k
+//              (ASSUMPTION: the rank's own node as likely as any); combine the mirror.
 template <class Sink>
 constexpr void for_each_dispatch_collective(const transformer_config& m, const parallel_layout& l, const moe_run& run,
                                             const moe_layer_extent& e, double a, const layout_groups& groups,
@@ -103,6 +123,18 @@ constexpr void for_each_dispatch_collective(const transformer_config& m, const p
     const double h = m.hidden, k = m.moe.experts_per_token, experts = m.moe.experts;
     const double etp = l.expert_tp(), ranks = etp * l.ep;
     const rank_group both = groups.expert_tensor_and_expert;
+    if (run.dispatcher == moe_dispatcher::deepep) {
+        if (l.ep == 1) return;  // etp is 1 with DeepEP (spec/setup.hpp)
+        const double nodes = groups.expert.nodes();
+        collective_op dispatch{"moe_dispatch_deepep", collective::all_to_all, bytes_of(e.routed * k * h * a * e.load),
+                               groups.expert};
+        dispatch.network_share = expected_token_nodes(m.moe, nodes) * (nodes - 1) / nodes / k;
+        sink(dispatch, true);
+        collective_op combine = dispatch;
+        combine.name = "moe_combine_deepep";
+        sink(combine, true);
+        return;
+    }
     if (run.dispatcher == moe_dispatcher::allgather) {
         if (ranks == 1) return;
         sink(collective_op{"moe_dispatch_all_gather", collective::all_gather, bytes_of(ranks * e.routed * h * a), both},
@@ -159,8 +191,9 @@ constexpr void for_each_dispatch_collective(const transformer_config& m, const p
 //                   besides: not modelled);
 //   permute         alltoall: the routed tokens gathered into expert order, k copies:
 //                   reads routed·h·a, writes routed·k·h·a; allgather: the local experts'
-//                   copies picked from the gathered tokens, computed·h·a read and written
-//                   (Transformer Engine's fused permute; ASSUMPTION 2 kernels);
+//                   copies picked from the gathered tokens, deepep: the received copies
+//                   put in expert order, computed·h·a read and written (Transformer
+//                   Engine's fused permute; ASSUMPTION 2 kernels);
 //   sort_chunks     the alltoall dispatcher with several local experts re-sorts the
 //                   received chunks by local expert (sort_chunks_by_idxs): reads and
 //                   writes computed·h·a;
@@ -183,12 +216,13 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
     };
     sink(op("router_scores", 4 * e.routed * m.moe.experts * f32, 8));
     sink(op("tokens_per_expert_sync", 0, 1));
-    // alltoall: the rank's own tokens into k copies in expert order; allgather: the local
-    // experts' copies picked out of the gathered tokens (reads and writes each).
+    // alltoall: the rank's own tokens into k copies in expert order; allgather and deepep:
+    // the local experts' copies put in expert order as they arrive (reads and writes each).
+    const bool local_permute = run.dispatcher != moe_dispatcher::alltoall;
     const bool gathered = run.dispatcher == moe_dispatcher::allgather;
     const double all_gathered = e.routed * l.ep * l.expert_tp();  // the allgather dispatcher's buffer
-    sink(op("permute", gathered ? 2 * e.computed * h * a : e.routed * (1 + k) * h * a, 2));
-    const bool sorts = !gathered && e.local > 1;
+    sink(op("permute", local_permute ? 2 * e.computed * h * a : e.routed * (1 + k) * h * a, 2));
+    const bool sorts = !local_permute && e.local > 1;
     if (sorts) sink(op("sort_chunks", 2 * e.computed * h * a, 2));
     if (ctx.quantized_linears) {
         const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
@@ -200,8 +234,12 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
     sink(op("expert_activation", ((m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * e.width + 1) * e.computed * a, 1));
     if (sorts) sink(op("unsort_chunks", 2 * e.computed * h * a, 2));
     // alltoall: the k copies summed back into the rank's tokens; allgather: the local
-    // copies scattered into a zeroed buffer of the gathered size.
-    sink(op("unpermute", gathered ? (2 * e.computed + all_gathered) * h * a : e.routed * (1 + k) * h * a, 2));
+    // copies scattered into a zeroed buffer of the gathered size; deepep: back out of
+    // expert order for the combine.
+    sink(op("unpermute", gathered        ? (2 * e.computed + all_gathered) * h * a
+                         : local_permute ? 2 * e.computed * h * a
+                                         : e.routed * (1 + k) * h * a,
+            2));
 }
 
 }  // namespace trainperf

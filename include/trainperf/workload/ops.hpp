@@ -203,6 +203,11 @@ struct collective_op {
     bytes size = bytes_of(0.0);
     rank_group group{};
     op_phase phase = op_phase::forward;
+    // An all-to-all that sends each destination node one copy over the network and
+    // forwards the copies inside it over NVLink (DeepEP's normal kernels): the share of
+    // `size` that crosses the network. < 0: a plain all-to-all, 1/n of the buffer to
+    // every peer.
+    double network_share = -1;
 };
 
 enum class transfer_direction { to_host, to_device };
