@@ -540,14 +540,22 @@ TEST_CASE("gpt-oss: sliding-window layers priced as their mean band, sinks at no
     CHECK_NOTHROW(validate(ring));
 }
 
-TEST_CASE("DeepSeek-V3: latent attention's GEMMs and the prediction module by hand", "[moe][step]") {
+namespace {
+// DeepSeek-V3 on 256 H100 at 4096 tokens: tp 4 with sequence parallelism, dp 64, the 256
+// experts over ep 64 (etp 1; the ep group spans 8 nodes of 8).
+training_setup deepseek_v3_setup() {
     training_setup s;
     s.cluster = standard_cluster(h100_sxm::spec);
     s.model = deepseek_v3::config;
     s.framework = megatron_core_profile;
     s.seq = 4096;
-    // 256 GPUs: tp 4 with sequence parallelism, dp 64, the 256 experts over ep 64 (etp 1).
     s.layout = {.dp = 64, .tp = 4, .sp = true, .zero = 1, .ep = 64, .etp = 1};
+    return s;
+}
+}  // namespace
+
+TEST_CASE("DeepSeek-V3: latent attention's GEMMs and the prediction module by hand", "[moe][step]") {
+    const training_setup s = deepseek_v3_setup();
     const stage_workload w = micro_batch_workload(checked_setup(s));
     // Down projections whole on every tensor-parallel rank over its 4096 tokens; the up
     // projections and the output split by heads (128 / 4 = 32 per rank).
@@ -613,12 +621,7 @@ TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded
     // Group-limited routing (DeepSeek-V3: 4 of 8 groups) caps it at 4 of 8 nodes.
     CHECK(expected_token_nodes(deepseek_v3::config.moe, 8) == 4);
 
-    training_setup s;
-    s.cluster = standard_cluster(h100_sxm::spec);
-    s.model = deepseek_v3::config;
-    s.framework = megatron_core_profile;
-    s.seq = 4096;
-    s.layout = {.dp = 64, .tp = 4, .sp = true, .zero = 1, .ep = 64, .etp = 1};
+    training_setup s = deepseek_v3_setup();
     s.moe = {.dispatcher = moe_dispatcher::deepep, .imbalance = 1.0};
     const stage_workload w = micro_batch_workload(checked_setup(s));
     // 1024 tokens routed per rank (4096 / tp 4), 8 copies of 7168 bf16 values; over the
