@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../core/attributes.hpp"
 #include "../core/dtype.hpp"
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
@@ -469,6 +470,33 @@ struct stage_micro_batch_memory {
     bytes temporaries = bytes_of(0);
 };
 
+// What an MoE or multi-token-prediction model's stage holds beyond its layers counted as
+// dense ones: its MoE layers (the first stage's layers from 0, the last's up to the
+// model's last, a middle stage's after the first's and the middle ones before it), the
+// parameters that changes (an MoE layer's dense part for a dense layer's, and the
+// multi-token prediction modules on the last stage: their layer and projection) and its
+// routed experts after ep·etp (the modules' split like the others').
+struct stage_variants {
+    int moe_layers = 0;
+    double params = 0;        // added to stage_layers × the dense layer's, before tp
+    double expert_local = 0;  // routed experts on this rank
+};
+
+TRAINPERF_NOINLINE constexpr stage_variants stage_variants_of(const transformer_config& m, const model_state& state,
+                                                              const parallel_layout& p, const pipeline_split& split,
+                                                              int stage) {
+    const bool first = stage == 0, last = stage == p.pp - 1;
+    const int layers = first ? split.first : last ? split.last : split.middle;
+    const int first_layer = first ? 0 : last ? m.layers - split.last : split.first + (stage - 1) * split.middle;
+    stage_variants v;
+    v.moe_layers = moe_layers_in(m.moe, first_layer, layers);
+    v.params = v.moe_layers * (state.moe_layer_parameters - state.layer_parameters);
+    const double mtp_experts = last ? m.mtp_layers * state.expert_layer_parameters : 0.0;
+    if (last) v.params += mtp_parameters(m) - mtp_experts;
+    v.expert_local = (v.moe_layers * state.expert_layer_parameters + mtp_experts) / (double(p.expert_tp()) * p.ep);
+    return v;
+}
+
 // `split` is pipeline_split_of(m, p), computed once for all the stages compared.
 constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
                                                        const model_state& state, const parallel_layout& p, int seq,
@@ -487,23 +515,17 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     mb.layers = stage_layers;
     const double fp32 = size_of(dtype::fp32);
 
-    // An MoE model's MoE layers among the stage's (the first stage's layers from 0, the
-    // last's up to the model's last, a middle stage's after the first's and the middle
-    // ones before it).
-    const int first_layer = first ? 0 : last ? m.layers - split.last : split.first + (stage - 1) * split.middle;
-    const int moe = moe_layers_in(m.moe, first_layer, stage_layers);
-    // Parameters held by this stage, then split by TP (vocab-parallel embedding too); the
-    // routed experts by ep·etp.
-    double params = (stage_layers - moe) * state.layer_parameters + moe * state.moe_layer_parameters;
+    // Parameters held by this stage, then split by TP (vocab-parallel embedding too).
+    double params = stage_layers * state.layer_parameters;
     if (first) params += state.embedding_parameters;
     if (last) params += state.head_parameters;
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
-    // Multi-token prediction modules sit on the last stage (workload/stage.hpp
-    // for_each_mtp_op): their layer (its routed experts split like the others') and
-    // projection.
-    const double mtp_experts = last ? m.mtp_layers * state.expert_layer_parameters : 0.0;
-    if (last) params += mtp_parameters(m) - mtp_experts;
-    mb.expert_local = (moe * state.expert_layer_parameters + mtp_experts) / (double(p.expert_tp()) * p.ep);
+    // An MoE model's MoE layers among the stage's, its routed experts split by ep·etp, and
+    // its multi-token prediction modules on the last stage (out of a dense model's way).
+    const stage_variants v = has_moe(m) || m.mtp_layers > 0 ? stage_variants_of(m, state, p, split, stage)
+                                                            : stage_variants{};
+    params += v.params;
+    mb.expert_local = v.expert_local;
     mb.local = params / t + mb.expert_local;
     mb.trained = ft.freezes_base() ? stage_layers * adapter_parameters_per_layer(m, ft) / t : mb.local;
     // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
@@ -513,6 +535,7 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     const double interleave =
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;
+    const int moe = v.moe_layers;
     bytes act = in_flight * interleave * (double(stage_layers - moe) * layer.kept + double(moe) * layer.moe_kept);
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
@@ -520,7 +543,7 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     if (last) act += bytes_of((size_of(x.residual) + size_of(x.gemm_inputs)) * s * b * h / seq_split);
     // Multi-token prediction: each module's layer, for the last stage's one micro-batch in
     // flight.
-    if (last) act += double(m.mtp_layers) * (has_moe(m) ? layer.moe_kept : layer.kept);
+    if (last && m.mtp_layers > 0) act += double(m.mtp_layers) * (has_moe(m) ? layer.moe_kept : layer.kept);
     // Full recompute: one layer rebuilt during its backward (the larger kind).
     act += moe > 0 && layer.moe_rebuilt > layer.rebuilt ? layer.moe_rebuilt : layer.rebuilt;
     mb.activations = act;
@@ -536,8 +559,8 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     // the workspace through the optimizer step too.
     if (quantized_linears(r))
         mb.weight_copies = bytes_of(((stage_layers - moe) * layer_projection_matrix_parameters(m) +
-                                     moe * layer_projection_matrix_parameters(moe_dense_part(m))) / t *
-                                        fp8_weight_copy_bytes_per_parameter(r) +
+                                     (moe > 0 ? moe * layer_projection_matrix_parameters(moe_dense_part(m)) : 0.0)) /
+                                        t * fp8_weight_copy_bytes_per_parameter(r) +
                                     mb.expert_local * fp8_weight_copy_bytes_per_parameter(r));
     else if (r.autocast && ft.freezes_base())
         mb.weight_copies = bytes_of(in_flight * mb.trained * weight_copy_bytes_per_parameter(r));
