@@ -1,0 +1,173 @@
+// Activations a transformer layer keeps for backward, per GPU: Korthikanti et al.'s
+// closed forms and the same derivation term by term (GQA, SwiGLU, FlashAttention, mixed
+// formats under autocast, FP8 Linears, op-level selective checkpointing), and the
+// parameters autocast casts per forward. cost/memory.hpp adds them up per stage.
+// Derivations: docs/memory.md §4.
+#pragma once
+
+#include <string_view>
+
+#include "../core/dtype.hpp"
+#include "../core/units.hpp"
+#include "../spec/framework.hpp"
+#include "../spec/model.hpp"
+#include "../spec/parallel.hpp"
+#include "../spec/precision.hpp"
+
+namespace trainperf {
+
+// ---- Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+// Large Transformer Models", §4) ---------------------------------------------------
+// The paper's closed forms, bytes per layer with 16-bit activations and 1-byte
+// dropout masks (t = tensor-parallel size, a = heads):
+//   none, t = 1            s·b·h·(34 + 5·a·s/h)
+//   TP                     s·b·h·(10 + 24/t + 5·a·s/(h·t))
+//   TP + SP                s·b·h·(34 + 5·a·s/h)/t
+//   TP + selective         s·b·h·(10 + 24/t)
+//   TP + SP + selective    s·b·h·34/t
+//   full recompute         2·s·b·h (the layer input)
+constexpr bytes korthikanti_activation_bytes_per_layer(double s, double b, double h, double a,
+                                                       double t, bool sp, recompute_mode r) {
+    const double sbh = s * b * h;
+    if (r == recompute_mode::full) return bytes_of(2 * sbh / (sp ? t : 1.0));
+    const double scores = r == recompute_mode::selective ? 0.0 : 5 * a * s / h;
+    if (sp) return bytes_of(sbh * (34 + scores) / t);
+    return bytes_of(sbh * (10 + 24 / t + scores / t));
+}
+
+// The same derivation term by term, generalised to GQA (kv width), any FFN width,
+// SwiGLU, fp32 activations, no dropout, FlashAttention and the mixed formats of
+// autocast; it reduces to the closed forms above for a GPT layer (kv = h, f = 4h,
+// GELU, dropout, 16-bit). With g the bytes of a GEMM input, n of the residual stream,
+// p of the softmax output and u of what the GELU keeps (all equal to the recipe's
+// activation bytes without autocast), per layer:
+//   not split by TP (split by SP): the norm inputs n·sbh each (the residual stream;
+//     2 norms in Korthikanti's layer), the QKV and FFN inputs g·sbh each, the dropout
+//     masks 2·sbh (1 B)
+//   split by TP: Q g·sbh, K and V g·sb·kv each, output-projection input g·sbh; FFN:
+//     the GELU's u·sbf and the FFN-down input g·sbf (SwiGLU: gate, up and their product
+//     3·g·sbf)
+//   attention core, split by TP: softmax output p·as²b, its dropout mask as²b (1 B) and
+//     the dropout output g·as²b; without dropout the softmax output, and its 16-bit
+//     copy for the PV GEMM where the softmax writes another format; FlashAttention: an
+//     fp32 log-sum-exp, 4·asb
+//   full recompute: only the layer input, n·sbh
+//
+// Under autocast (activation_formats_of; Hugging Face GPT-2 and BERT, PyTorch
+// autocast_mode.cpp@008ec6b1 and amp.rst@0137a5f1), tensor by tensor, fp16 or bf16
+// (2 B) against fp32 (4 B):
+//   norm inputs        the residual stream, fp32 (fp32 embeddings + 16-bit branch
+//                      outputs add in fp32)                              n = 4
+//   QKV, FFN inputs    the norm's fp32 output cast to 16 bits by the GEMM; the cast
+//                      runs before autograd records, so the GEMM keeps the copy  g = 2
+//   Q, K, V            the QKV GEMM's 16-bit output                      g = 2
+//   softmax output     softmax is on the fp32 list (dtype=float): it keeps fp32  p = 4
+//   dropout output     GPT-2 casts the probabilities back (.type(value.dtype)) before
+//                      dropout; BERT drops out in fp32 and the PV matmul keeps its
+//                      16-bit cast: 16-bit either way                     g = 2
+//   out-proj input     merged heads of the 16-bit PV output               g = 2
+//   GELU               gelu_new as Python ops: pow is on the fp32 list, so the chain
+//                      from pow on runs and keeps fp32                    u = 4
+//                      (one GELU kernel, erf GELU or fused, keeps its 16-bit input: 2)
+//   FFN-down input     the fp32 GELU output cast to 16 bits by the GEMM   g = 2
+//   masks              1 B (bool)
+// GPT layer (f = 4h, kv = h), t = 1, with dropout and gelu_new:
+//   (2·4 + 2·2 + 2)·sbh + (4·2 + 4·4 + 4·2)·sbh + (4 + 1 + 2)·as²b = 46·sbh + 7·as²b
+// against 34·sbh + 5·as²b in 16 bits and 66·sbh + 9·as²b in fp32. gelu_new keeps
+// several tensors of its chain (pow's input, tanh's output, 0.5·x and 1 + tanh) in
+// every recipe; like Korthikanti's, this count keeps one for the GELU.
+//
+// Under fp8 (NVIDIA Transformer Engine, docs/features/low_precision_training,
+// @d0067d0d) what a Linear keeps of its input for backward is one FP8 copy: l = 1 B per
+// element on Hopper as on Blackwell (TE's Linear drops the rowwise data of the input it
+// saves, linear.py update_usage(rowwise_usage=False); spec/precision.hpp
+// activation_formats_of), plus the scales when block-scaled. The QKV and FFN inputs
+// become l·sbh each, the out-projection input l·sbh, the FFN-down input l·sbf; Q, K,
+// V, the softmax, the GELU input (SwiGLU's gate and up outputs) stay 16-bit. GPT
+// layer, t = 1: (34 − 7)·sbh + 5·as²b = 27·sbh + 5·as²b.
+// Op-level selective checkpointing (recompute_mode::op_selective; torchtitan@b0902b29
+// parallelize.py) keeps, per layer, over the rank's tokens s·b:
+//   the layer input (the checkpoint's)                        n·sbh (÷ t with SP)
+//   the output of every other matmul, from the first (spec/parallel.hpp
+//     op_selective_keeps_output), 16-bit: a column-parallel projection's part (Q q/t,
+//     K and V kv/t, the fused QKV (q + 2kv)/t, gate and up f/t), a row-parallel one's
+//     whole partial sum before its reduction (output projection, FFN down: h)
+//   the attention kernel's output and log-sum-exp (SDPA)      g·sb·q/t + 4·a·sb/t
+//   the sequence-parallel reduce-scatters' outputs            2·g·sbh/t
+// The attention core's bmm outputs are not on the save list: without a fused attention
+// kernel nothing of the core is kept. FP8 Linears' matmuls are not saved (they are not
+// aten.mm). Dropout masks: torchtitan's models have none (not counted).
+constexpr bytes op_selective_activation_bytes(const transformer_config& m, const activation_formats& x, double sb,
+                                              int tp, bool sp, const framework_profile& fw) {
+    const double h = m.hidden, a = m.heads, t = tp, q = m.q_width();
+    const double g = size_of(x.gemm_inputs), n = size_of(x.residual);
+    const model_code code = fw.runs_model_code ? m.code : model_code::generic;
+    const bool fp8 = x.fp8_linear_inputs > 0;
+    double kept = n * sb * h / (sp ? t : 1.0);
+    for_each_layer_linear(m, code, [&](std::string_view name, double, double out, bool column) {
+        if (op_selective_keeps_output(m, name, code, fp8)) kept += g * sb * (column ? out / t : out);
+    });
+    if (fw.flash_attention) kept += g * sb * q / t + size_of(dtype::fp32) * a * sb / t;
+    if (sp && tp > 1) kept += 2 * g * sb * h / t;
+    return bytes_of(kept);
+}
+
+constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
+                                           int micro_batch, int seq, int tp, bool sp, recompute_mode r,
+                                           const framework_profile& fw = pytorch_eager_profile) {
+    const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
+    const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
+    const double g = size_of(x.gemm_inputs), n = size_of(x.residual), p = size_of(x.softmax_output);
+    // What a Linear keeps of its input: the GEMM-input format, or one FP8 copy (1 B, and
+    // its scales when block-scaled) under fp8 (spec/precision.hpp activation_formats_of).
+    const double lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
+    const double sbh = s * b * h;
+    if (r == recompute_mode::full) return bytes_of(n * sbh / (sp ? t : 1.0));
+    if (r == recompute_mode::op_selective) return op_selective_activation_bytes(m, x, s * b, tp, sp, fw);
+    const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
+    const double masks = dropout ? 2 * sbh : 0.0;
+    // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs.
+    const double unsplit = (m.norms_per_layer * n + 2 * lin) * sbh + masks;
+    // A GELU written as separate ops (HF gelu_new) keeps its chain's format; one kernel
+    // keeps its 16-bit input.
+    const double gelu = !fw.fused_bias_gelu && fw.runs_model_code && m.activation == activation_kind::gelu_new
+                            ? size_of(x.elementwise_chain)
+                            : g;
+    // SwiGLU: gate and up outputs (16-bit) and their product, the FFN-down input.
+    const double ffn = m.ffn == ffn_kind::swiglu ? (2 * g + lin) * f : (gelu + lin) * f;
+    // Q, K, V (16-bit GEMM outputs) and the out-projection input (q wide). Latent
+    // attention: Q and K of a·d_qk, V and the out-projection input of a·d_v, and beside
+    // them, on every tensor-parallel rank whole (its down projections are duplicated),
+    // each latent's norm input and output (query and key-value) and the rotary key.
+    double latents = 0;
+    double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
+    if (m.mla.enabled()) {
+        const double qk = a * m.mla.qk_head_dim(), v = a * m.mla.v_head_dim;
+        split = s * b * (g * (2 * qk + v) + lin * v + ffn);
+        latents = s * b * ((g + lin) * (double(m.mla.q_lora_rank) + m.mla.kv_lora_rank) + g * m.mla.qk_rope_head_dim);
+    }
+    double core = 0;
+    if (r != recompute_mode::selective) {
+        if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
+        else if (dropout) core = a * s * s * b * (p + 1 + g);
+        else core = a * s * s * b * (p + (p != g ? g : 0.0));
+    }
+    return bytes_of((sp ? unsplit / t : unsplit) + (split + core) / t + latents);
+}
+
+// All activations in one format (every recipe but autocast).
+constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype activations, int micro_batch,
+                                           int seq, int tp, bool sp, recompute_mode r,
+                                           const framework_profile& fw = pytorch_eager_profile) {
+    return activation_bytes_per_layer(m, uniform_activation_formats(activations), micro_batch, seq, tp, sp, r, fw);
+}
+
+// Parameters autocast casts to 16 bits in one forward of a stage holding `layers`
+// layers (and the head when `head`): the linear projections' weights and biases and
+// the logits GEMM's V×h matrix (the tied embedding, or the untied head). Norms run on
+// the fp32 list and embedding lookups on no list: their parameters are used as they are.
+constexpr double autocast_cast_parameters(const transformer_config& m, double layers, bool head) {
+    return layers * layer_linear_parameters(m) + (head ? double(m.vocab) * m.hidden : 0.0);
+}
+
+}  // namespace trainperf
