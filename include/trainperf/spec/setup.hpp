@@ -270,8 +270,6 @@ constexpr void validate_layout(const training_setup& s) {
         setup_detail::fail_framework_lacks("interleave", l.interleave, s.framework,
                                            "needs pp x interleave to divide the layers (no uneven pipeline split)",
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
-    // The expert shards' ZeRO: the distributed optimizer (ZeRO-1) over the
-    // expert-data-parallel ranks is modelled, sharded gradients and weights are not.
     if (has_moe(s.model)) setup_detail::validate_moe_layout(s);
     // Sliding windows are priced in the fused attention kernel of one rank's sequence
     // (workload/layer.hpp windowed_keys_per_query): not with a KV ring, nor unfused.

@@ -33,8 +33,8 @@ constexpr double expert_parameters_per_gpu(const training_setup& s, const model_
     return model.expert_parameters / (double(l.expert_tp()) * l.ep * l.pp);
 }
 constexpr double parameters_per_gpu(const training_setup& s, const model_state& model) {
-    const double dense = (model.trainable_parameters - model.expert_parameters) / (double(s.layout.tp) * s.layout.pp);
-    return model.expert_parameters > 0 ? dense + expert_parameters_per_gpu(s, model) : dense;
+    return (model.trainable_parameters - model.expert_parameters) / (double(s.layout.tp) * s.layout.pp) +
+           expert_parameters_per_gpu(s, model);
 }
 
 // When a per-step collective runs relative to the micro-batches and the optimizer.
@@ -223,7 +223,7 @@ constexpr optimizer_work optimizer_workload(const training_setup& s, const model
     const double shard = l.zero >= 1 ? l.shard_size() : 1.0;  // ZeRO shards over dp × cp (or its shard group)
     // An MoE model's expert shards: the distributed optimizer shards them over their
     // expert-data-parallel replicas.
-    const double experts = model.expert_parameters > 0 ? expert_parameters_per_gpu(s, model) : 0.0;
+    const double experts = expert_parameters_per_gpu(s, model);
     const double params = (parameters_per_gpu(s, model) - experts) / shard +
                           (experts > 0 ? experts / (l.zero >= 1 ? l.expert_dp() : 1.0) : 0.0);
     const double moved = params * optimizer_bytes_per_parameter(s, model);
@@ -249,7 +249,7 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     const auto& l = s.layout;
     step_ops w{.optimizer = optimizer_workload(s, model)};
     // An MoE model's routed experts synchronise over their own group (below).
-    const double experts = model.expert_parameters > 0 ? expert_parameters_per_gpu(s, model) : 0.0;
+    const double experts = expert_parameters_per_gpu(s, model);
     const double params = parameters_per_gpu(s, model) - experts;
     // Fine-tuning with adapters synchronises only their fp32 gradients (and gathers
     // their fp32 weights with ZeRO ≥ 1): params is theirs.
