@@ -155,6 +155,7 @@ std::string layout_rest(const parallel_layout& l, const std::string& changes, bo
     const auto layers = [](int n) { return n > 0 ? std::to_string(n) : std::string("even"); };
     if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
         add("first/last stage " + layers(l.first_stage_layers) + "/" + layers(l.last_stage_layers) + " layers");
+    if (!l.pipeline_layout.empty()) add("pipeline layout " + std::string(l.pipeline_layout));
     if (l.shard_group > 0) add("shard group " + std::to_string(l.shard_group));
     if (l.dp_overlap != dp_overlap_mode::framework && (l.dp_overlap == dp_overlap_mode::on) != framework_overlaps)
         add("dp-overlap " + std::string(to_string(l.dp_overlap)));

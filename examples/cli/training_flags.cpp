@@ -4,6 +4,7 @@
 
 #include <trainperf/core/limits.hpp>
 #include <trainperf/spec/gpu_catalog.hpp>
+#include <trainperf/io/description_file.hpp>
 #include <trainperf/io/framework_json.hpp>
 #include <trainperf/io/gpu_json.hpp>
 #include <trainperf/io/json.hpp>
@@ -76,6 +77,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                         "Layers on the first pipeline stage (default 0: an even split)");
         sub->add_option("--last-stage-layers", last_stage_layers,
                         "Layers on the last pipeline stage (default 0: an even split)");
+        sub->add_option("--pipeline-layout", pipeline_layout,
+                        "The layers of each virtual pipeline stage, as Megatron-Core's "
+                        "--pipeline-model-parallel-layout: stages split by |, E embedding, t layer, m MTP module, "
+                        "L loss, x*n and (...)*n repeat, e.g. \"Et|(tt|)*30mL\" (pp x interleave stages; quote it)");
         sub->add_flag("--sp", sp, "Sequence parallelism (with --tp)");
         sub->add_option("--zero", zero, "ZeRO stage 0|1|2|3");
         sub->add_option("--shard-group", shard_group,
@@ -227,7 +232,8 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
                 .dp_overlap = parse_enum<dp_overlap_mode>("dp_overlap", dp_overlap),
                 .schedule = parse_enum<pipeline_schedule>("schedule", schedule),
                 .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers,
-                .shard_group = shard_group, .ep = ep, .etp = etp};
+                .shard_group = shard_group, .ep = ep, .etp = etp,
+                .pipeline_layout = pipeline_layout.empty() ? std::string_view{} : io::keep_text(pipeline_layout)};
     s.moe = {.dispatcher = parse_moe_dispatcher(moe_dispatcher), .capacity_factor = moe_capacity_factor,
              .imbalance = moe_imbalance};
     s.precision = parse_precision(precision);

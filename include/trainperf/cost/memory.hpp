@@ -10,6 +10,7 @@
 #include <array>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "../core/attributes.hpp"
 #include "../core/dtype.hpp"
@@ -24,6 +25,7 @@
 #include "../spec/moe_run.hpp"
 #include "../spec/optimizer.hpp"
 #include "../spec/parallel.hpp"
+#include "../spec/pipeline_layout.hpp"
 #include "../spec/precision.hpp"
 #include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
@@ -319,15 +321,32 @@ struct stage_micro_batch_memory {
 
 // What an MoE or multi-token-prediction model's stage holds beyond its layers counted as
 // dense ones: its MoE layers (the first stage's layers from 0, the last's up to the
-// model's last, a middle stage's after the first's and the middle ones before it), the
-// parameters that changes (an MoE layer's dense part for a dense layer's, and the
-// multi-token prediction modules on the last stage: their layer and projection) and its
-// routed experts after ep·etp (the modules' split like the others').
+// model's last, a middle stage's after the first's and the middle ones before it; under a
+// custom pipeline layout, those the layout gives the rank), the parameters that changes
+// (an MoE layer's dense part for a dense layer's, and the multi-token prediction modules
+// where they run, the last stage unless a layout says otherwise: their layer and
+// projection, and, off the first stage, the embedding Megatron-Core builds for them:
+// GPTModel builds LanguageModelEmbedding where pre_process or mtp_process holds,
+// megatron/core/models/gpt/gpt_model.py@d98e8a64) and its routed experts after ep·etp (the
+// modules' split like the others').
 struct stage_variants {
     int moe_layers = 0;
+    int mtp = 0;              // multi-token prediction modules on this rank
     double params = 0;        // added to stage_layers × the dense layer's, before tp
     double expert_local = 0;  // routed experts on this rank
 };
+
+constexpr stage_variants stage_variants_with(const transformer_config& m, const model_state& state,
+                                             const parallel_layout& p, int moe_layers, int mtp, bool first) {
+    stage_variants v;
+    v.moe_layers = moe_layers;
+    v.mtp = mtp;
+    v.params = moe_layers * (state.moe_layer_parameters - state.layer_parameters);
+    const double mtp_experts = mtp * state.expert_layer_parameters;
+    if (mtp > 0) v.params += mtp_parameters(m) - mtp_experts + (first ? 0.0 : state.embedding_parameters);
+    v.expert_local = (moe_layers * state.expert_layer_parameters + mtp_experts) / (double(p.expert_tp()) * p.ep);
+    return v;
+}
 
 TRAINPERF_NOINLINE constexpr stage_variants stage_variants_of(const transformer_config& m, const model_state& state,
                                                               const parallel_layout& p, const pipeline_split& split,
@@ -335,21 +354,19 @@ TRAINPERF_NOINLINE constexpr stage_variants stage_variants_of(const transformer_
     const bool first = stage == 0, last = stage == p.pp - 1;
     const int layers = first ? split.first : last ? split.last : split.middle;
     const int first_layer = first ? 0 : last ? m.layers - split.last : split.first + (stage - 1) * split.middle;
-    stage_variants v;
-    v.moe_layers = moe_layers_in(m.moe, first_layer, layers);
-    v.params = v.moe_layers * (state.moe_layer_parameters - state.layer_parameters);
-    const double mtp_experts = last ? m.mtp_layers * state.expert_layer_parameters : 0.0;
-    if (last) v.params += mtp_parameters(m) - mtp_experts;
-    v.expert_local = (v.moe_layers * state.expert_layer_parameters + mtp_experts) / (double(p.expert_tp()) * p.ep);
-    return v;
+    return stage_variants_with(m, state, p, moe_layers_in(m.moe, first_layer, layers), last ? m.mtp_layers : 0,
+                               first);
 }
 
-// `split` is pipeline_split_of(m, p), computed once for all the stages compared.
+// `split` is pipeline_split_of(m, p), computed once for all the stages compared; under a
+// custom pipeline layout `load` is the stage's rank as the layout fills it (and `split`
+// is not read).
 constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
                                                        const model_state& state, const parallel_layout& p, int seq,
                                                        const framework_profile& fw, const layer_activations& layer,
                                                        const pipeline_split& split, int stage,
-                                                       const finetune_spec& ft) {
+                                                       const finetune_spec& ft,
+                                                       const pipeline_rank_load* load = nullptr) {
     const memory_overheads& o = fw.memory;
     stage_micro_batch_memory mb;
     mb.stage = stage;
@@ -358,7 +375,7 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     // This rank's tokens: s/cp of the sequence with context parallelism.
     const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
     const activation_formats x = activation_formats_of(r);
-    const int stage_layers = first ? split.first : last ? split.last : split.middle;
+    const int stage_layers = load ? load->layers : first ? split.first : last ? split.last : split.middle;
     mb.layers = stage_layers;
     const double fp32 = size_of(dtype::fp32);
 
@@ -369,8 +386,10 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
     // An MoE model's MoE layers among the stage's, its routed experts split by ep·etp, and
     // its multi-token prediction modules on the last stage (out of a dense model's way).
-    const stage_variants v = has_moe(m) || m.mtp_layers > 0 ? stage_variants_of(m, state, p, split, stage)
-                                                            : stage_variants{};
+    const stage_variants v = load                                ? stage_variants_with(m, state, p, load->moe_layers,
+                                                                                       load->mtp, first)
+                             : has_moe(m) || m.mtp_layers > 0 ? stage_variants_of(m, state, p, split, stage)
+                                                              : stage_variants{};
     params += v.params;
     mb.expert_local = v.expert_local;
     mb.local = params / t + mb.expert_local;
@@ -388,9 +407,9 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
     // Final norm input (the residual stream) and head input (16-bit under autocast).
     if (last) act += bytes_of((size_of(x.residual) + size_of(x.gemm_inputs)) * s * b * h / seq_split);
-    // Multi-token prediction: each module's layer, for the last stage's one micro-batch in
-    // flight.
-    if (last && m.mtp_layers > 0) act += double(m.mtp_layers) * (has_moe(m) ? layer.moe_kept : layer.kept);
+    // Multi-token prediction: each module's layer, for each micro-batch in flight where
+    // the modules run (one on the last stage).
+    if (v.mtp > 0) act += in_flight * interleave * double(v.mtp) * (has_moe(m) ? layer.moe_kept : layer.kept);
     // Full recompute: one layer rebuilt during its backward (the larger kind).
     act += moe > 0 && layer.moe_rebuilt > layer.rebuilt ? layer.moe_rebuilt : layer.rebuilt;
     mb.activations = act;
@@ -527,8 +546,29 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
                                         const model_state& state, const parallel_layout& p, int seq,
                                         const framework_profile& fw, const layer_activations& layer, int stage,
                                         const finetune_spec& ft = {}) {
-    return stage_memory(stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft), m,
-                        r, state, p, fw, ft);
+    const pipeline_rank_load load =
+        p.pipeline_layout.empty() ? pipeline_rank_load{} : pipeline_rank_load_of(p.pipeline_layout, m, p.pp, stage);
+    return stage_memory(stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft,
+                                            p.pipeline_layout.empty() ? nullptr : &load),
+                        m, r, state, p, fw, ft);
+}
+
+// Under a custom pipeline layout, the busiest of all the ranks as the layout fills them
+// (on a tie the earlier).
+TRAINPERF_NOINLINE inline memory_breakdown busiest_layout_rank(const model_state& state, const transformer_config& m,
+                                                               const precision_recipe& r, const parallel_layout& p,
+                                                               int seq, const framework_profile& fw,
+                                                               const layer_activations& layer,
+                                                               const finetune_spec& ft) {
+    const std::vector<pipeline_rank_load> loads = pipeline_rank_loads(p.pipeline_layout, m, p.pp);
+    memory_breakdown busiest{};
+    for (int rank = 0; rank < p.pp; ++rank) {
+        const stage_micro_batch_memory held =
+            stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split{}, rank, ft, &loads[std::size_t(rank)]);
+        const memory_breakdown next = stage_memory(held, m, r, state, p, fw, ft);
+        if (rank == 0 || next.total() > busiest.total()) busiest = next;
+    }
+    return busiest;
 }
 }  // namespace memory_detail
 
@@ -618,6 +658,7 @@ constexpr memory_breakdown busiest_stage(const model_state& state, const transfo
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw, const layer_activations& layer,
                                          const finetune_spec& ft) {
+    if (!p.pipeline_layout.empty()) return busiest_layout_rank(state, m, r, p, seq, fw, layer, ft);
     return busiest_stage(candidate_stages_of(state, m, r, p, seq, fw, layer, ft), state, m, r, p, fw, ft);
 }
 

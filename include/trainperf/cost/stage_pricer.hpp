@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "../core/attributes.hpp"
 #include "../core/enum_names.hpp"
@@ -302,18 +303,24 @@ public:
     // layout's interleave).
     // An MoE model's stage: `moe_layers` of its layers are MoE layers (their dense part
     // and their experts), the others dense.
-    micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm,
-                            double moe_layers = 0) const {
+    // The multi-token prediction modules run where the shape says (the last stage unless
+    // a custom pipeline layout puts them elsewhere).
+    micro_batch_times stage(const stage_shape& shape, seconds pipeline_comm) const {
         stage_sums t = sections_[std::size_t(stage_section::stage)];
-        t.add(sections_[std::size_t(stage_section::layer)], layers - moe_layers, ring_);
-        if (moe_layers > 0) {
-            t.add(sections_[std::size_t(stage_section::moe_layer)], moe_layers, ring_);
-            t.add(sections_[std::size_t(stage_section::experts)], moe_layers, ring_);
+        t.add(sections_[std::size_t(stage_section::layer)], shape.layers - shape.moe_layers, ring_);
+        if (shape.moe_layers > 0) {
+            t.add(sections_[std::size_t(stage_section::moe_layer)], shape.moe_layers, ring_);
+            t.add(sections_[std::size_t(stage_section::experts)], shape.moe_layers, ring_);
         }
-        if (last) t.add(sections_[std::size_t(stage_section::head)], 1.0, ring_);
-        if (first) t.add(sections_[std::size_t(stage_section::embedding)], 1.0, ring_);
+        if (shape.head) t.add(sections_[std::size_t(stage_section::head)], 1.0, ring_);
+        if (shape.mtp) t.add(sections_[std::size_t(stage_section::mtp)], 1.0, ring_);
+        if (shape.embedding) t.add(sections_[std::size_t(stage_section::embedding)], 1.0, ring_);
         t[stage_sums::pipeline_comm] = pipeline_comm.value();
         return finish(t);
+    }
+    micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm,
+                            double moe_layers = 0) const {
+        return stage(stage_shape{layers, first, last, moe_layers, last}, pipeline_comm);
     }
 
     // The stage's sends as priced (of the layout the ops were emitted for).
@@ -510,7 +517,7 @@ private:
     double gemm_launch_cost_ = 0;
     int sms_ = 1;
     gemm_price_memo memo_;
-    std::array<stage_sums, 6> sections_{};  // by stage_section
+    std::array<stage_sums, 7> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
     bool ring_ = false;                      // a KV ring's sends were priced
 };
@@ -565,13 +572,40 @@ constexpr double busiest_middle_moe_layers(const transformer_config& m, const pi
     return most;
 }
 
+namespace pricer_detail {
+// Under a custom pipeline layout (spec/pipeline_layout.hpp) every rank as the layout
+// fills it, over all its virtual stages: the rank with the most work paces the steady
+// state (ASSUMPTION, as for an even split: the interleaved schedule's virtual stages
+// of one rank taken as equal; their differences are not scheduled). On a tie the last.
+TRAINPERF_NOINLINE inline pipeline_times layout_stage_times(const stage_pricer& parts, const training_setup& s,
+                                                            seconds pipeline_comm) {
+    const std::vector<pipeline_rank_load> ranks = pipeline_rank_loads(s.layout.pipeline_layout, s.model, s.layout.pp);
+    std::vector<micro_batch_times> times;
+    times.reserve(ranks.size());
+    for (const pipeline_rank_load& r : ranks)
+        times.push_back(parts.stage(
+            stage_shape{double(r.layers), r.embedding, r.loss, double(r.moe_layers), r.mtp > 0}, pipeline_comm));
+    std::size_t slowest = times.size() - 1;
+    for (std::size_t r = 0; r + 1 < times.size(); ++r)
+        if (times[r].total() > times[slowest].total()) slowest = r;
+    pipeline_times out{.bottleneck = times[slowest]};
+    for (std::size_t r = 0; r < times.size(); ++r) {
+        if (r == slowest) continue;
+        out.others += times[r].total();
+        out.others_weight_gradient += times[r].gpu_weight_gradient;
+    }
+    return out;
+}
+}  // namespace pricer_detail
+
 // The stages of the layout's split (spec/parallel.hpp pipeline_split_of): the first (its
 // layers and the embedding), pp − 2 middle ones, the last (its layers, head and loss);
 // with pp = 1 one stage does all. Each with `pipeline_comm` for its sends. On a tie the
-// last stage is the bottleneck.
+// last stage is the bottleneck. A custom pipeline layout: each rank as it fills it.
 inline pipeline_times pipeline_stage_times(const stage_pricer& parts, const training_setup& s,
                                            seconds pipeline_comm) {
     const auto& l = s.layout;
+    if (!l.pipeline_layout.empty()) return pricer_detail::layout_stage_times(parts, s, pipeline_comm);
     const pipeline_split split = pipeline_split_of(s.model, l);
     const moe_config& moe = s.model.moe;
     if (l.pp == 1) return {.bottleneck = parts.stage(split.first, true, true, pipeline_comm, moe_layers(s.model))};

@@ -33,6 +33,8 @@ inline nlohmann::json to_json(const parallel_layout& l) {
             {"ep", l.ep},             {"etp", l.expert_tp()},
             {"interleave", l.interleave}, {"schedule", std::string(to_string(l.schedule))},
             {"first_stage_layers", l.first_stage_layers}, {"last_stage_layers", l.last_stage_layers},
+            {"pipeline_layout", l.pipeline_layout.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(std::string(l.pipeline_layout))},
             {"sp", l.sp},
             {"zero", l.zero},         {"shard_group", l.shard_group},
             {"offload", std::string(to_string(l.offload))},

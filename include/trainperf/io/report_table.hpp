@@ -79,13 +79,14 @@ inline table_cell text(std::string_view s) { return std::string(s); }
 inline table_cell whole(long long n) { return n; }
 
 // The configuration columns of a setup: its layout (the pipeline's stage split as the
-// layers its first and last stages hold; shard_group 0 is all dp × cp ranks) and the
+// layers its first and last stages hold, and the custom pipeline layout's text, empty
+// without one; shard_group 0 is all dp × cp ranks) and the
 // framework's switches a layout can turn.
 inline std::vector<std::string> setup_columns() {
     return {"gpu",       "model",         "framework",   "precision",     "optimizer",
             "seq",       "gpus",          "gpus_per_node", "nvlink_domain", "intra_node_link", "intra_node_link_GBps",
             "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "ep", "etp", "interleave",
-            "first_stage_layers", "last_stage_layers", "schedule",
+            "first_stage_layers", "last_stage_layers", "pipeline_layout", "schedule",
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
             "global_batch", "recompute",  "dp_overlap",  "flash_attention", "tp_comm_overlap",
             "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "compile", "grad_reduce_dtype", "fp8_scaling",
@@ -118,6 +119,7 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             whole(l.interleave),
             whole(split.first),
             whole(split.last),
+            text(l.pipeline_layout),
             text(to_string(l.schedule)),
             l.sp,
             whole(l.zero),

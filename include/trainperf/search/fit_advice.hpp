@@ -161,7 +161,10 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
             p.dp = dp;
             p.grad_accum = int(accum);
             if (pp == 1) p.interleave = 1;
-            if (pp != l.pp) p.first_stage_layers = p.last_stage_layers = 0;  // split the new stages evenly
+            if (pp != l.pp) {  // split the new stages evenly
+                p.first_stage_layers = p.last_stage_layers = 0;
+                p.pipeline_layout = {};
+            }
             if (tp == 1) p.sp = false;
             if (dp * cp == 1) p.zero = 0;
             // A hybrid shard group the new data-parallel ranks no longer divide: shard over all.

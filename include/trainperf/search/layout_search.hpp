@@ -395,6 +395,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
         s.layout.grad_accum = accum;
         s.layout.interleave = 1;
         s.layout.first_stage_layers = s.layout.last_stage_layers = 0;
+        s.layout.pipeline_layout = {};
         s.layout.schedule = pipeline_schedule::one_f_one_b;
         s.layout.zero = 0;
         s.layout.shard_group = 0;

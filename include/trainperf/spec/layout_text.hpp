@@ -2,9 +2,10 @@
 //   --gpus 64 --tp 8 --pp 2 --interleave 2 --sp --zero 1 --offload none --batch 2
 //   --grad-accum 16 --recompute selective --dp-overlap framework
 // (every field; --gpus = dp·tp·cp·pp, --sp only when on; --cp only when above 1,
-// --schedule only when not 1f1b, --first-stage-layers, --last-stage-layers and
-// --shard-group, --ep and --etp only when set, so that a layout without them reads as it always has), which parse_layout reads back
-// and `trainperf predict` accepts. describe gives the one human-readable form the
+// --schedule only when not 1f1b, --first-stage-layers, --last-stage-layers,
+// --pipeline-layout (in double quotes), --shard-group, --ep and --etp only when set, so
+// that a layout without them reads as it always has), which parse_layout reads back and
+// `trainperf predict` accepts. describe gives the one human-readable form the
 // CLI prints, e.g. "dp 4 x tp 8 x pp 2 (interleave 2), sp, ZeRO 1, recompute
 // selective, micro-batch 2, grad-accum 16" ("dp 8 x tp 8 x cp 2 x pp 4, ..." with
 // context parallelism).
@@ -24,13 +25,13 @@ namespace trainperf {
 
 // The flags of the text form, in the order to_string writes them.
 enum class layout_flag {
-    gpus, tp, cp, pp, interleave, schedule, first_stage_layers, last_stage_layers, sp, zero, shard_group, offload,
-    batch, grad_accum, recompute, dp_overlap, ep, etp
+    gpus, tp, cp, pp, interleave, schedule, first_stage_layers, last_stage_layers, pipeline_layout, sp, zero,
+    shard_group, offload, batch, grad_accum, recompute, dp_overlap, ep, etp
 };
 
 template <>
 struct enum_names<layout_flag> {
-    static constexpr std::array<enum_name<layout_flag>, 18> table{{{layout_flag::gpus, "--gpus"},
+    static constexpr std::array<enum_name<layout_flag>, 19> table{{{layout_flag::gpus, "--gpus"},
                                                                    {layout_flag::tp, "--tp"},
                                                                    {layout_flag::cp, "--cp"},
                                                                    {layout_flag::pp, "--pp"},
@@ -40,6 +41,8 @@ struct enum_names<layout_flag> {
                                                                     "--first-stage-layers"},
                                                                    {layout_flag::last_stage_layers,
                                                                     "--last-stage-layers"},
+                                                                   {layout_flag::pipeline_layout,
+                                                                    "--pipeline-layout"},
                                                                    {layout_flag::sp, "--sp"},
                                                                    {layout_flag::zero, "--zero"},
                                                                    {layout_flag::shard_group, "--shard-group"},
@@ -88,6 +91,10 @@ inline std::string to_string(const parallel_layout& l) {
                 if (l.last_stage_layers == 0) continue;
                 value = std::to_string(l.last_stage_layers);
                 break;
+            case layout_flag::pipeline_layout:
+                if (l.pipeline_layout.empty()) continue;
+                value = '"' + std::string(l.pipeline_layout) + '"';  // | ( ) * stay literal in a shell
+                break;
             case layout_flag::sp:
                 if (!l.sp) continue;
                 break;
@@ -131,6 +138,12 @@ constexpr std::string_view next_token(std::string_view& text) {
     return token;
 }
 
+// A value without the double quotes to_string puts around it.
+constexpr std::string_view unquoted(std::string_view value) {
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') return value.substr(1, value.size() - 2);
+    return value;
+}
+
 inline int whole_number(std::string_view flag, std::string_view text) {
     long long v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -143,7 +156,8 @@ inline int whole_number(std::string_view flag, std::string_view text) {
 
 // Reads to_string's text back: the flags in any order, each at most once; a flag left
 // out keeps parallel_layout's default (--gpus: tp·cp·pp). An unknown token, a missing or
-// bad value, or an invalid layout throws trainperf::invalid_argument naming it.
+// bad value, or an invalid layout throws trainperf::invalid_argument naming it. A
+// --pipeline-layout is a view of `text`, which must outlive the layout.
 inline parallel_layout parse_layout(std::string_view text) {
     namespace td = layout_text_detail;
     parallel_layout l;
@@ -169,6 +183,7 @@ inline parallel_layout parse_layout(std::string_view text) {
             case layout_flag::schedule: l.schedule = parse_enum<pipeline_schedule>(flag, value); break;
             case layout_flag::first_stage_layers: l.first_stage_layers = td::whole_number(flag, value); break;
             case layout_flag::last_stage_layers: l.last_stage_layers = td::whole_number(flag, value); break;
+            case layout_flag::pipeline_layout: l.pipeline_layout = td::unquoted(value); break;
             case layout_flag::zero: l.zero = td::whole_number(flag, value); break;
             case layout_flag::shard_group: l.shard_group = td::whole_number(flag, value); break;
             case layout_flag::offload: l.offload = parse_enum<offload_mode>(flag, value); break;
@@ -202,6 +217,7 @@ inline std::string describe(const parallel_layout& l) {
         s += l.last_stage_layers > 0 ? std::to_string(l.last_stage_layers) : "even";
         s += ")";
     }
+    if (!l.pipeline_layout.empty()) s += " (layout " + std::string(l.pipeline_layout) + ")";
     if (l.schedule != pipeline_schedule::one_f_one_b) s += ", " + std::string(to_string(l.schedule));
     if (l.sp) s += ", sp";
     s += ", ZeRO " + std::to_string(l.zero);

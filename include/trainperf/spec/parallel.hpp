@@ -1,16 +1,19 @@
 // A parallel layout: how a model and its batch are split over GPUs.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "../core/attributes.hpp"
 #include "../core/enum_names.hpp"
 #include "../core/error.hpp"
 #include "../core/limits.hpp"
 #include "model.hpp"
+#include "pipeline_layout.hpp"
 
 namespace trainperf {
 
@@ -155,6 +158,10 @@ struct parallel_layout {
     // as etp × ep × edp, edp = tp·cp·dp / (etp·ep) expert-data-parallel replicas.
     int ep = 1;
     int etp = 0;
+    // A custom pipeline layout (spec/pipeline_layout.hpp; Megatron-Core
+    // --pipeline-model-parallel-layout), empty: the split above. A view of text that must
+    // outlive the layout.
+    std::string_view pipeline_layout{};
 
     constexpr int gpus() const { return dp * tp * cp * pp; }
     // The ranks ZeRO shards over, and the replicas of each shard.
@@ -227,6 +234,10 @@ constexpr void validate(const parallel_layout& p) {
                          "must be a multiple of interleave (" + std::to_string(p.interleave) +
                              "): each virtual stage holds as many layers");
     }
+    // Megatron-Core takes a layout or the first/last stage counts, not both.
+    if (!p.pipeline_layout.empty() && (p.first_stage_layers > 0 || p.last_stage_layers > 0))
+        detail::fail("pipeline_layout", '"' + std::string(p.pipeline_layout) + '"',
+                     "cannot be combined with first_stage_layers or last_stage_layers: the layout places every layer");
 }
 
 // Context parallelism with causal load balancing (Megatron-Core
@@ -309,6 +320,13 @@ namespace parallel_detail {
 // pipeline_split_of's other cases, out of the way of the usual one: a split that counts the
 // embedding and the loss, ⌈L/p⌉ where none splits, or the first and last stages given.
 constexpr pipeline_split uneven_split(const transformer_config& m, const parallel_layout& p) {
+    if (!p.pipeline_layout.empty()) {
+        // A layout's first and last ranks, and the busiest of the others.
+        const std::vector<pipeline_rank_load> ranks = pipeline_rank_loads(p.pipeline_layout, m, p.pp);
+        pipeline_split split{ranks.front().layers, 0, ranks.back().layers};
+        for (std::size_t r = 1; r + 1 < ranks.size(); ++r) split.middle = std::max(split.middle, ranks[r].layers);
+        return split;
+    }
     if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
         const layer_equivalents counted = split_layer_equivalents(m.layers, p.pp, p.interleave);
         if (counted.total() == 0) {
@@ -332,7 +350,8 @@ constexpr pipeline_split uneven_split(const transformer_config& m, const paralle
 constexpr pipeline_split pipeline_split_of(const transformer_config& m, const parallel_layout& p) {
     if (p.pp == 1) return {m.layers, 0, m.layers};
     const long long chunks = 1LL * p.pp * p.interleave;
-    if (p.first_stage_layers == 0 && p.last_stage_layers == 0 && chunks <= m.layers && m.layers % int(chunks) == 0) {
+    if (p.first_stage_layers == 0 && p.last_stage_layers == 0 && p.pipeline_layout.empty() && chunks <= m.layers &&
+        m.layers % int(chunks) == 0) {
         const int even = m.layers / p.pp;
         return {even, even, even};
     }
@@ -384,6 +403,12 @@ constexpr void validate(const parallel_layout& p, const transformer_config& m) {
             "must not exceed the vocabulary (each rank holds a part of the output layer)");
     require(double(p.micro_batch) * (m.heads / p.tp) <= limits::max_op_size, "batch", p.micro_batch,
             "micro-batch x heads per tensor-parallel rank must be at most 2^31 (the attention GEMMs' batch)");
+    if (!p.pipeline_layout.empty()) {
+        // The layout places every layer itself (a rank may hold none: Megatron-Core allows
+        // empty stages).
+        validate_pipeline_layout(p.pipeline_layout, m, p.pp, p.interleave);
+        return;
+    }
     require(p.pp <= m.layers, "pp", p.pp, "must not exceed the number of layers");
     const bool explicit_split = p.first_stage_layers > 0 || p.last_stage_layers > 0;
     // An even split is always valid; only one that counts the embedding and the loss, or

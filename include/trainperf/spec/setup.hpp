@@ -185,6 +185,10 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
                              l.first_stage_layers > 0 ? l.first_stage_layers : l.last_stage_layers, fw,
                              "splits the layers evenly over the pipeline stages",
                              [](const framework_profile& f) { return f.uneven_pipeline_split; });
+    if (!l.pipeline_layout.empty() && !fw.uneven_pipeline_split)
+        fail_framework_lacks("pipeline_layout", '"' + std::string(l.pipeline_layout) + '"', fw,
+                             "splits the layers evenly over the pipeline stages",
+                             [](const framework_profile& f) { return f.uneven_pipeline_split; });
     if ((fw.zero_stages & (1u << l.zero)) == 0) {
         const unsigned stage = 1u << l.zero;
         fail_framework_lacks("zero", l.zero, fw, "has no ZeRO stage " + std::to_string(l.zero),

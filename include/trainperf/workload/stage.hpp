@@ -345,13 +345,16 @@ constexpr void for_each_layer_host_op(const training_setup& s, double layers, do
 }
 
 // A pipeline stage: its layers (of which moe_layers are MoE layers), and whether it
-// embeds (the first) or holds the head and loss (the last); with pp = 1 the one stage
-// does both.
+// embeds (the first), holds the head and loss (the last; the logits and loss of the
+// multi-token prediction modules too) or runs the model's multi-token prediction modules
+// (the last, or where a custom pipeline layout puts them: spec/pipeline_layout.hpp); with
+// pp = 1 the one stage does all.
 struct stage_shape {
     double layers = 1;
     bool embedding = true;
     bool head = true;
     double moe_layers = 0;
+    bool mtp = true;
 };
 
 // Which part of a stage an op belongs to, for a sink that wants to know: each of its
@@ -360,15 +363,16 @@ struct stage_shape {
 // before the ops of each part.
 // An MoE model's MoE layer is two parts: moe_layer (attention, norms, shared experts: a
 // dense layer's ops) and experts (the routed part, workload/moe_layer.hpp); `layer` is
-// then each dense layer.
-enum class stage_section { layer, head, embedding, stage, moe_layer, experts };
+// then each dense layer. mtp: the multi-token prediction modules' projections and layers
+// (their logits and loss are the head's).
+enum class stage_section { layer, head, embedding, stage, moe_layer, experts, mtp };
 
 template <>
 struct enum_names<stage_section> {
-    static constexpr std::array<enum_name<stage_section>, 6> table{
+    static constexpr std::array<enum_name<stage_section>, 7> table{
         {{stage_section::layer, "layer"}, {stage_section::head, "head"}, {stage_section::embedding, "embedding"},
          {stage_section::stage, "stage"}, {stage_section::moe_layer, "moe-layer"},
-         {stage_section::experts, "experts"}}};
+         {stage_section::experts, "experts"}, {stage_section::mtp, "mtp"}}};
 };
 
 template <class Sink>
@@ -590,12 +594,14 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
 
 // Multi-token prediction (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §2.2;
 // Megatron-Core --mtp-num-layers, megatron/core/transformer/multi_token_prediction.py@d98e8a64),
-// on the last stage with the head, per module and micro-batch: the normalised embedding
-// and hidden state concatenated and projected 2h → h (eh_proj, split by tp: ASSUMPTION as
-// a column-parallel Linear), one more layer (an MoE layer in an MoE model: its dense part
-// and its routed experts) and the shared head's logits and loss again. ASSUMPTION: the
-// module's kernels launched eagerly (outside the layers' CUDA graphs); the embedding
-// lookup it repeats and its two norms are left out (small beside the layer).
+// on the last stage or the rank a custom layout gives it, per module and micro-batch: the
+// normalised embedding and hidden state concatenated and projected 2h → h (eh_proj, split
+// by tp: ASSUMPTION as a column-parallel Linear) and one more layer (an MoE layer in an
+// MoE model: its dense part and its routed experts). The shared head's logits and loss of
+// each module run with the head, on the loss's rank (GPTModel._postprocess calls
+// process_mtp_loss where post_process holds, megatron/core/models/gpt/gpt_model.py@d98e8a64).
+// ASSUMPTION: the module's kernels launched eagerly (outside the layers' CUDA graphs); the
+// embedding lookup it repeats and its two norms are left out (small beside the layer).
 template <class Sink>
 constexpr void for_each_mtp_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
                                Sink&& sink) {
@@ -615,7 +621,6 @@ constexpr void for_each_mtp_op(const training_setup& s, const layer_context& ctx
     } else {
         for_each_layer_op(s, ctx, groups, modules, sink);
     }
-    for (int k = 0; k < m.mtp_layers; ++k) for_each_head_op(s, ctx, sink);
 }
 
 // Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION: 3
@@ -664,8 +669,12 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
                                      phase == op_phase::forward ? step_part::forward : step_part::backward});
     if (shape.head) {
         enter_section(sink, stage_section::head);
-        for_each_head_op(s, ctx, sink);
-        if (s.model.mtp_layers > 0) for_each_mtp_op(s, ctx, groups, sink);
+        // The head's logits and loss, and again for each multi-token prediction module.
+        for (int k = 0; k <= s.model.mtp_layers; ++k) for_each_head_op(s, ctx, sink);
+    }
+    if (shape.mtp && s.model.mtp_layers > 0) {
+        enter_section(sink, stage_section::mtp);
+        for_each_mtp_op(s, ctx, groups, sink);
     }
     if (shape.embedding) {
         enter_section(sink, stage_section::embedding);
@@ -686,7 +695,13 @@ constexpr stage_shape one_layer_of_each(const transformer_config& m) {
 
 // The stage a micro_batch_workload lists: the last (head and loss), the one whose
 // micro-batch takes longest in an even split; with pp = 1 the only stage also embeds.
+// Under a custom pipeline layout, the last rank as the layout fills it.
 constexpr stage_shape last_stage_shape(const training_setup& s) {
+    if (!s.layout.pipeline_layout.empty()) {
+        const pipeline_rank_load r =
+            pipeline_rank_load_of(s.layout.pipeline_layout, s.model, s.layout.pp, s.layout.pp - 1);
+        return {double(r.layers), r.embedding, true, double(r.moe_layers), r.mtp > 0};
+    }
     const int last = pipeline_split_of(s.model, s.layout).last;
     return {double(last), s.layout.pp == 1, true, double(moe_layers_in(s.model.moe, s.model.layers - last, last))};
 }
