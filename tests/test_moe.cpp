@@ -643,3 +643,42 @@ TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded
     s.layout.ep = 32;
     CHECK_THROWS_WITH(validate(s), Catch::StartsWith("etp = 2: with the deepep dispatcher must be 1"));
 }
+
+TEST_CASE("HybridEP forwards inside the NVLink domain, DeepEP inside a node of at most 8", "[moe][step]") {
+    // DeepSeek-V3 on 64 GB200 of one NVL72 rack (trays of 4), ep 64.
+    training_setup s = deepseek_v3_setup();
+    s.cluster = standard_cluster(gb200::spec);
+    REQUIRE(s.cluster.gpus_per_node == 4);
+    REQUIRE(gpus_per_domain(s.cluster) == 72);
+    s.layout = {.dp = 16, .tp = 4, .sp = true, .zero = 1, .ep = 64, .etp = 1};
+    s.moe = {.dispatcher = moe_dispatcher::hybridep, .imbalance = 1.0};
+    const auto hybrid = find_op(micro_batch_workload(checked_setup(s)).collectives, "moe_dispatch_hybridep");
+    // One domain: nothing crosses the network, every copy bound elsewhere goes over NVLink.
+    CHECK(hybrid.op.group.size == 64);
+    CHECK(hybrid.op.group.per_node == 64);
+    CHECK(hybrid.op.network_share == 0);
+    CHECK(hybrid.op.size.value() == 1024.0 * 8 * 7168 * 2);
+    // DeepEP's NVLink side is the tray: 16 "nodes" of 4, over RDMA one copy per remote tray
+    // a token goes to, 16·(1 − C(240, 8)/C(256, 8)) trays for uniform routing (below the
+    // group-limited cap of 4 · 16/8 = 8), 15/16 of them remote, of the 8 copies.
+    training_setup deep = s;
+    deep.moe.dispatcher = moe_dispatcher::deepep;
+    const auto dispatch = find_op(micro_batch_workload(checked_setup(deep)).collectives, "moe_dispatch_deepep");
+    CHECK(dispatch.op.group.per_node == 4);
+    double miss = 1;
+    for (int i = 0; i < 8; ++i) miss *= (240.0 - i) / (256.0 - i);
+    const double trays = 16 * (1 - miss);
+    CHECK(trays < 8);
+    CHECK(expected_token_nodes(deepseek_v3::config.moe, 16) == Approx(trays));
+    CHECK(dispatch.op.network_share == Approx(trays * 15 / 16 / 8));
+    CHECK(predict(checked_setup(s)).moe_dispatch < predict(checked_setup(deep)).moe_dispatch);
+    // On HGX H100 (the node is the NVLink domain, 8 GPUs) the two are the same traffic.
+    training_setup h100 = deepseek_v3_setup();
+    h100.moe = {.dispatcher = moe_dispatcher::hybridep, .imbalance = 1.0};
+    const auto on_h100 = find_op(micro_batch_workload(checked_setup(h100)).collectives, "moe_dispatch_hybridep");
+    CHECK(on_h100.op.group.per_node == 8);
+    CHECK(on_h100.op.network_share == Approx(4.0 * 7 / 8 / 8));
+    h100.layout.etp = 2;
+    h100.layout.ep = 32;
+    CHECK_THROWS_WITH(validate(h100), Catch::StartsWith("etp = 2: with the hybridep dispatcher must be 1"));
+}

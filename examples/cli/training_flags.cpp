@@ -93,7 +93,8 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         sub->add_option("--moe-dispatcher", moe_dispatcher,
                         enum_name_list<trainperf::moe_dispatcher>() +
                             ": how an MoE layer's tokens reach their experts' ranks (Megatron-Core "
-                            "--moe-token-dispatcher-type; default alltoall)");
+                            "--moe-token-dispatcher-type; deepep, hybridep: flex with that backend; default "
+                            "alltoall)");
         sub->add_option("--moe-imbalance", moe_imbalance,
                         "The busiest expert's tokens over the mean, 1 = balanced (default 1.2, an assumption: "
                         "docs/engine.md)");

@@ -297,10 +297,11 @@ inline constexpr framework_profile megatron_core_profile{
     // --fp8-recipe delayed|tensorwise|mxfp8|blockwise (tensorwise: current scaling) and
     // --fp4-format e2m1 with --fp4-recipe nvfp4 (transformer_config.py@d98e8a64).
     .fp8_scalings = enum_set<fp8_scaling>::all(),
-    // --moe-token-dispatcher-type alltoall|allgather, and flex with the DeepEP backend
-    // (megatron/core/transformer/moe/token_dispatcher.py@d98e8a64; the hybridep and ncclep
-    // backends are not modelled).
-    .moe_dispatchers = {moe_dispatcher::alltoall, moe_dispatcher::allgather, moe_dispatcher::deepep},
+    // --moe-token-dispatcher-type alltoall|allgather, and flex with the DeepEP or HybridEP
+    // backend (megatron/core/transformer/moe/token_dispatcher.py@d98e8a64; the ncclep
+    // backend is not modelled).
+    .moe_dispatchers = {moe_dispatcher::alltoall, moe_dispatcher::allgather, moe_dispatcher::deepep,
+                        moe_dispatcher::hybridep},
     .per_step_overhead = milliseconds_of(5.0),
     // Counted in Megatron-Core@d98e8a64 with TransformerEngine@d0067d0d (TESpecProvider:
     // megatron/core/transformer/transformer_layer.py, attention.py, mlp.py,

@@ -25,15 +25,32 @@ namespace trainperf {
 //   deepep    (MoEFlexTokenDispatcher with the DeepEP backend, --moe-token-dispatcher-type
 //             flex --moe-flex-dispatcher-backend deepep): DeepEP's normal kernels send each
 //             token once to every node that holds one of its experts and forward it there
-//             over NVLink (deepseek-ai/DeepEP README); combine is the mirror.
-enum class moe_dispatcher { alltoall, allgather, deepep };
+//             over NVLink (deepseek-ai/DeepEP README); combine is the mirror. Its NVLink
+//             side spans at most 8 ranks (NUM_MAX_NVL_PEERS 8, csrc/kernels/configs.cuh):
+//             a node, never a whole multi-node NVLink domain;
+//   hybridep  (the flex dispatcher with the HybridEP backend, --moe-flex-dispatcher-backend
+//             hybridep; megatron/core/transformer/moe/README.md@d98e8a64: "native MNNVL
+//             support"): the same hierarchy, RDMA between NVLink domains and NVLink (TMA
+//             copies) inside one (deepseek-ai/DeepEP docs/README_Hybrid-EP.md, "Hierarchical
+//             Communication Design"), the domain being the whole NVLink domain (an NVL72
+//             rack); ASSUMPTION: one copy per remote domain a token goes to, as DeepEP.
+enum class moe_dispatcher { alltoall, allgather, deepep, hybridep };
 
 template <>
 struct enum_names<moe_dispatcher> {
-    static constexpr std::array<enum_name<moe_dispatcher>, 3> table{{{moe_dispatcher::alltoall, "alltoall"},
+    static constexpr std::array<enum_name<moe_dispatcher>, 4> table{{{moe_dispatcher::alltoall, "alltoall"},
                                                                      {moe_dispatcher::allgather, "allgather"},
-                                                                     {moe_dispatcher::deepep, "deepep"}}};
+                                                                     {moe_dispatcher::deepep, "deepep"},
+                                                                     {moe_dispatcher::hybridep, "hybridep"}}};
 };
+
+// The flex dispatcher's backends: each token sent once per remote node (or NVLink domain)
+// and forwarded inside it.
+constexpr bool forwards_by_node(moe_dispatcher d) { return d == moe_dispatcher::deepep || d == moe_dispatcher::hybridep; }
+
+// The NVLink peers DeepEP's normal kernels forward among (NUM_MAX_NVL_PEERS,
+// deepseek-ai/DeepEP csrc/kernels/configs.cuh).
+inline constexpr int deepep_max_nvlink_peers = 8;
 
 constexpr moe_dispatcher parse_moe_dispatcher(std::string_view s) {
     return parse_enum<moe_dispatcher>("moe_dispatcher", s);

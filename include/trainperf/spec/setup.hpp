@@ -326,8 +326,10 @@ namespace setup_detail {
 // An MoE model: the framework's dispatcher, and what is not modelled with experts yet.
 TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
     const moe_dispatcher d = s.moe.dispatcher;
-    require(d != moe_dispatcher::deepep || s.layout.expert_tp() == 1, "etp", s.layout.expert_tp(),
-            "with the deepep dispatcher must be 1 (expert tensor parallelism with DeepEP is not modelled)");
+    if (forwards_by_node(d) && s.layout.expert_tp() != 1)
+        detail::fail("etp", s.layout.expert_tp(),
+                     "with the " + std::string(to_string(d)) +
+                         " dispatcher must be 1 (expert tensor parallelism with the flex dispatcher is not modelled)");
     if (!s.framework.moe_dispatchers.contains(d))
         fail_framework_lacks("moe_dispatcher", to_string(d), s.framework,
                              s.framework.moe_dispatchers.empty()

@@ -112,26 +112,33 @@ constexpr double expected_token_nodes(const moe_config& e, double nodes) {
 //   allgather: the hidden states routed·h·a of every rank of the etp·ep group
 //              all-gathered, and apart the routing map (E bytes per token) and the
 //              probabilities (E·a); combine: the outputs reduce-scattered;
-//   deepep:    the k copies routed·k·h·a·load over the ep group with node forwarding
-//              (collective_op::network_share): over the network one copy per remote node
-//              a token goes to, expected_token_nodes·(nodes − 1)/nodes of the k
-//              (ASSUMPTION: the rank's own node as likely as any); combine the mirror.
+//   deepep, hybridep: the k copies routed·k·h·a·load over the ep group with node
+//              forwarding (collective_op::network_share): over the network one copy per
+//              remote node a token goes to, expected_token_nodes·(nodes − 1)/nodes of the
+//              k (ASSUMPTION: the rank's own node as likely as any); combine the mirror.
+//              DeepEP's "node" is the group's ranks on one node, at most 8
+//              (deepep_max_nvlink_peers; `gpus_per_node` is the node's GPUs), so across
+//              the trays of an NVL72 rack it sends over RDMA; HybridEP's is the group's
+//              ranks in one NVLink domain (the rack), as the group is placed.
 template <class Sink>
 constexpr void for_each_dispatch_collective(const transformer_config& m, const parallel_layout& l, const moe_run& run,
                                             const moe_layer_extent& e, double a, const layout_groups& groups,
-                                            Sink&& sink) {
+                                            int gpus_per_node, Sink&& sink) {
     const double h = m.hidden, k = m.moe.experts_per_token, experts = m.moe.experts;
     const double etp = l.expert_tp(), ranks = etp * l.ep;
     const rank_group both = groups.expert_tensor_and_expert;
-    if (run.dispatcher == moe_dispatcher::deepep) {
-        if (l.ep == 1) return;  // etp is 1 with DeepEP (spec/setup.hpp)
-        const double nodes = groups.expert.nodes();
-        collective_op dispatch{"moe_dispatch_deepep", collective::all_to_all, bytes_of(e.routed * k * h * a * e.load),
-                               groups.expert};
+    if (forwards_by_node(run.dispatcher)) {
+        if (l.ep == 1) return;  // etp is 1 with the flex dispatcher (spec/setup.hpp)
+        const bool deepep = run.dispatcher == moe_dispatcher::deepep;
+        rank_group group = groups.expert;
+        if (deepep) group.per_node = std::min({group.per_node, gpus_per_node, deepep_max_nvlink_peers});
+        const double nodes = group.nodes();
+        collective_op dispatch{deepep ? "moe_dispatch_deepep" : "moe_dispatch_hybridep", collective::all_to_all,
+                               bytes_of(e.routed * k * h * a * e.load), group};
         dispatch.network_share = expected_token_nodes(m.moe, nodes) * (nodes - 1) / nodes / k;
         sink(dispatch, true);
         collective_op combine = dispatch;
-        combine.name = "moe_combine_deepep";
+        combine.name = deepep ? "moe_combine_deepep" : "moe_combine_hybridep";
         sink(combine, true);
         return;
     }
@@ -191,7 +198,7 @@ constexpr void for_each_dispatch_collective(const transformer_config& m, const p
 //                   besides: not modelled);
 //   permute         alltoall: the routed tokens gathered into expert order, k copies:
 //                   reads routed·h·a, writes routed·k·h·a; allgather: the local experts'
-//                   copies picked from the gathered tokens, deepep: the received copies
+//                   copies picked from the gathered tokens, deepep and hybridep: the received copies
 //                   put in expert order, computed·h·a read and written (Transformer
 //                   Engine's fused permute; ASSUMPTION 2 kernels);
 //   sort_chunks     the alltoall dispatcher with several local experts re-sorts the
@@ -216,7 +223,7 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
     };
     sink(op("router_scores", 4 * e.routed * m.moe.experts * f32, 8));
     sink(op("tokens_per_expert_sync", 0, 1));
-    // alltoall: the rank's own tokens into k copies in expert order; allgather and deepep:
+    // alltoall: the rank's own tokens into k copies in expert order; the others:
     // the local experts' copies put in expert order as they arrive (reads and writes each).
     const bool local_permute = run.dispatcher != moe_dispatcher::alltoall;
     const bool gathered = run.dispatcher == moe_dispatcher::allgather;
@@ -234,7 +241,7 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
     sink(op("expert_activation", ((m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * e.width + 1) * e.computed * a, 1));
     if (sorts) sink(op("unsort_chunks", 2 * e.computed * h * a, 2));
     // alltoall: the k copies summed back into the rank's tokens; allgather: the local
-    // copies scattered into a zeroed buffer of the gathered size; deepep: back out of
+    // copies scattered into a zeroed buffer of the gathered size; deepep and hybridep: back out of
     // expert order for the combine.
     sink(op("unpermute", gathered        ? (2 * e.computed + all_gathered) * h * a
                          : local_permute ? 2 * e.computed * h * a

@@ -529,7 +529,8 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
     });
     const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
     double collectives = 0, backward_collectives = 0;
-    for_each_dispatch_collective(m, l, s.moe, e, a, groups, [&](const collective_op& c, bool with_backward) {
+    for_each_dispatch_collective(m, l, s.moe, e, a, groups, s.cluster.gpus_per_node,
+                                 [&](const collective_op& c, bool with_backward) {
         sink(stage_op<collective_op>{c, layers, again, step_part::expert_parallel});
         collectives += 1;
         if (!with_backward) return;
