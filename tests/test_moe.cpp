@@ -644,6 +644,45 @@ TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded
     CHECK_THROWS_WITH(validate(s), Catch::StartsWith("etp = 2: with the deepep dispatcher must be 1"));
 }
 
+TEST_CASE("EP overlap: a micro-batch's dispatch behind another's compute, the first and last passes alone",
+          "[moe][step]") {
+    training_setup s = deepseek_v3_setup();  // 256 H100, ep 64 over 8 nodes: dispatch-heavy
+    s.layout.grad_accum = 8;
+    s.moe.imbalance = 1.0;
+    training_setup overlapped = s;
+    overlapped.moe.a2a_overlap = true;
+    const step_report plain = predict(checked_setup(s)), hidden = predict(checked_setup(overlapped));
+    // The micro-batch is priced the same; of the step's dispatch, A + (m − 1)·max(0, A − C)
+    // stays exposed: (m − 1)·min(A, C) less than m·A.
+    const micro_batch_times& mb = plain.micro_batch;
+    CHECK(hidden.micro_batch.total().value() == Approx(mb.total().value()));
+    const double a = mb.expert_parallel_comm.value(), c = mb.compute().value(), m = 8;
+    REQUIRE(a > 0);
+    CHECK(plain.moe_dispatch.value() == Approx(m * a));
+    CHECK(hidden.moe_dispatch.value() == Approx(a + (m - 1) * std::max(0.0, a - c)));
+    CHECK(plain.step_time.value() - hidden.step_time.value() == Approx((m - 1) * std::min(a, c)));
+    // One micro-batch: nothing to pair with, nothing hidden.
+    overlapped.layout.grad_accum = s.layout.grad_accum = 1;
+    CHECK(predict(checked_setup(overlapped)).step_time.value() == Approx(predict(checked_setup(s)).step_time.value()));
+    // Megatron-Core's conditions, by name.
+    training_setup bad = overlapped;
+    bad.layout.recompute = recompute_mode::full;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_a2a_overlap = on") && Catch::Contains("full"));
+    bad = overlapped;
+    bad.moe.dispatcher = moe_dispatcher::allgather;
+    bad.layout.etp = 4;
+    bad.layout.ep = 16;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_a2a_overlap = on") && Catch::Contains("alltoall"));
+    bad = overlapped;
+    bad.layout.ep = 1;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_a2a_overlap = on") && Catch::Contains("ep > 1"));
+    training_setup dense = s;
+    dense.model = llama3_8b::config;
+    dense.layout = {.dp = 8};
+    dense.moe.a2a_overlap = true;
+    CHECK_THROWS_WITH(validate(dense), Catch::StartsWith("moe_a2a_overlap = on") && Catch::Contains("mixture-of-experts"));
+}
+
 TEST_CASE("HybridEP forwards inside the NVLink domain, DeepEP inside a node of at most 8", "[moe][step]") {
     // DeepSeek-V3 on 64 GB200 of one NVL72 rack (trays of 4), ep 64.
     training_setup s = deepseek_v3_setup();

@@ -98,6 +98,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         sub->add_option("--moe-imbalance", moe_imbalance,
                         "The busiest expert's tokens over the mean, 1 = balanced (default 1.2, an assumption: "
                         "docs/engine.md)");
+        sub->add_flag("--moe-a2a-overlap", moe_a2a_overlap,
+                      "An MoE model's dispatch and combine hidden behind another micro-batch's compute "
+                      "(Megatron-Core --overlap-moe-expert-parallel-comm --delay-wgrad-compute; ep > 1, no full "
+                      "recompute)");
         sub->add_option("--moe-capacity-factor", moe_capacity_factor,
                         "Tokens an expert takes at most over its balanced share, beyond them dropped (default 0: "
                         "dropless)");
@@ -236,7 +240,7 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
                 .shard_group = shard_group, .ep = ep, .etp = etp,
                 .pipeline_layout = pipeline_layout.empty() ? std::string_view{} : io::keep_text(pipeline_layout)};
     s.moe = {.dispatcher = parse_moe_dispatcher(moe_dispatcher), .capacity_factor = moe_capacity_factor,
-             .imbalance = moe_imbalance};
+             .imbalance = moe_imbalance, .a2a_overlap = moe_a2a_overlap};
     s.precision = parse_precision(precision);
     if (!scaling.empty()) {
         const fp8_scaling asked = parse_enum<fp8_scaling>("fp8-scaling", scaling);
@@ -431,6 +435,7 @@ std::string training_flags::run_text(const training_setup& s) const {
             t += " --moe-dispatcher " + std::string(to_string(s.moe.dispatcher));
         if (s.moe.imbalance != default_moe_imbalance) t += " --moe-imbalance " + exact(s.moe.imbalance);
         if (s.moe.capacity_factor > 0) t += " --moe-capacity-factor " + exact(s.moe.capacity_factor);
+        if (s.moe.a2a_overlap) t += " --moe-a2a-overlap";
     }
     return t;
 }

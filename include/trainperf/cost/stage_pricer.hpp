@@ -47,8 +47,9 @@ struct micro_batch_times {
     // core they overlap, per pass (in total()), and the sends' whole time.
     seconds context_parallel_comm = seconds_of(0.0);
     seconds context_parallel_ring = seconds_of(0.0);
-    // An MoE model's token dispatch and combine (all of it exposed: ASSUMPTION, no overlap
-    // with the shared experts or the next micro-batch, Megatron-Core's default).
+    // An MoE model's token dispatch and combine (all of it, per micro-batch; the step
+    // hides part of it with Megatron-Core's EP overlap, cost/step.hpp
+    // exposed_expert_parallel_comm; no overlap with the shared experts).
     seconds expert_parallel_comm = seconds_of(0.0);
     seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
     seconds gpu_backward = seconds_of(0.0);

@@ -70,8 +70,9 @@ struct step_report {
     step_time_breakdown time{};
     micro_batch_times micro_batch{};
     seconds data_parallel_sync = seconds_of(0.0);   // full sync time, before overlap
-    // An MoE model's token dispatch and combine per step on the pacing stage (in
-    // time.communication): grad_accum × micro_batch.expert_parallel_comm.
+    // An MoE model's token dispatch and combine per step on the pacing stage, exposed (in
+    // time.communication): grad_accum × micro_batch.expert_parallel_comm, or less with
+    // the EP overlap (exposed_expert_parallel_comm).
     seconds moe_dispatch = seconds_of(0.0);
     offload_times offload{};                        // in time.communication (exposed copies) and time.optimizer
     int gpus = 1;
@@ -237,6 +238,24 @@ constexpr seconds pipeline_bubble(const parallel_layout& l, const pipeline_times
     return p.others / double(l.interleave);
 }
 
+// An MoE model's dispatch and combine over the step's m micro-batches on the stage that
+// paces it: all exposed, or with Megatron-Core's EP overlap (moe_run::a2a_overlap;
+// combined_1f1b.py@d98e8a64: "the forward pass of Transformer layers for one micro-batch
+// runs in parallel with the backward pass of another ... EP A2A in forward step is hidden
+// by the attention/mlp computation in the backward step, and vice versa"; the first
+// micro-batch's forward and the last one's backward run alone) a pair of passes takes the
+// longer of its compute and its dispatch: with A a micro-batch's dispatch and combine and
+// C its compute, A + (m − 1)·max(0, A − C) exposed. ASSUMPTION: the overlap is perfect (the
+// communication kernels take no SMs from the compute they hide behind, and no
+// layer-by-layer dependency leaves a gap); with pipeline stages the fill and drain (the
+// other stages' micro-batches, pipeline_bubble) keep their dispatch whole.
+inline seconds exposed_expert_parallel_comm(const training_setup& s, const micro_batch_times& mb) {
+    const double m = s.layout.grad_accum;
+    const seconds a = mb.expert_parallel_comm;
+    if (!s.moe.a2a_overlap) return m * a;
+    return a + (m - 1) * std::max(seconds_of(0.0), a - mb.compute());
+}
+
 // One step from its priced parts: m micro-batches at the slowest stage's pace plus the
 // pipeline's fill and drain (pipeline_bubble). Data-parallel sync: where it is
 // overlapped, communication during a micro-batch hides behind that micro-batch's
@@ -291,9 +310,8 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
         exposed_sync = m * exposed_forward + (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
                        exposed_offload(last) + after_optimizer + sync.end_of_step;
     }
-    time.communication =
-        m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm + mb.expert_parallel_comm) +
-        exposed_sync;
+    time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm) +
+                         exposed_expert_parallel_comm(s, mb) + exposed_sync;
     time.optimizer = prices.optimizer;
     // Input pipeline: sequential, loading and copying add to the step; prefetched, the
     // step is bound by its slowest stage (cost/input_pipeline.hpp).
@@ -341,7 +359,7 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
             .time = time,
             .micro_batch = mb,
             .data_parallel_sync = prices.sync.per_step_total(m),
-            .moe_dispatch = m * mb.expert_parallel_comm,
+            .moe_dispatch = exposed_expert_parallel_comm(s, mb),
             .offload = prices.offloaded
                            ? offload_times{prices.gradient_copies.per_step(m), prices.host_step, prices.weights_up}
                            : offload_times{},

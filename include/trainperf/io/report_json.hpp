@@ -91,10 +91,12 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
             {"bottleneck", std::string(to_string(r.bottleneck))}};
     if (s.layout.offload == offload_mode::optimizer) j["offload"] = offload_json(r);
     if (has_moe(s.model)) {
-        // The token dispatch and combine of the MoE layers, per step on the pacing stage.
+        // The token dispatch and combine of the MoE layers, per step on the pacing stage
+        // (exposed: what the EP overlap does not hide).
         j["moe"] = {{"dispatcher", std::string(to_string(s.moe.dispatcher))},
                     {"imbalance", s.moe.imbalance},
                     {"capacity_factor", s.moe.capacity_factor},
+                    {"a2a_overlap", s.moe.a2a_overlap},
                     {"dispatch_seconds", r.moe_dispatch.value()},
                     {"dispatch_share", r.fraction(r.moe_dispatch)}};
     }

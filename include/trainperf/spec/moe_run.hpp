@@ -72,6 +72,11 @@ struct moe_run {
     double capacity_factor = 0;
     // The busiest expert's tokens over the mean (1: perfectly balanced).
     double imbalance = default_moe_imbalance;
+    // Megatron-Core's batch-level EP overlap (--overlap-moe-expert-parallel-comm with
+    // --delay-wgrad-compute; megatron/core/pipeline_parallel/combined_1f1b.py@d98e8a64):
+    // one micro-batch's forward runs layer by layer beside another's backward, each one's
+    // dispatch and combine hidden behind the other's compute (cost/step.hpp).
+    bool a2a_overlap = false;
     friend constexpr bool operator==(const moe_run&, const moe_run&) = default;
 };
 

@@ -157,6 +157,12 @@ TRAINPERF_NOINLINE inline void validate_moe_layout(const training_setup& s) {
         detail::fail("ep", l.ep,
                      "with rank order tp-pp-dp and pipeline stages, ep x etp must equal tp x cp (Megatron-Core keeps "
                      "expert-data-parallel replicas equal to data-parallel ones there)");
+    // The EP overlap's own checks (TransformerConfig.__post_init__, transformer_config.py@d98e8a64).
+    if (s.moe.a2a_overlap) {
+        require(l.ep > 1, "moe_a2a_overlap", "on", "needs expert parallelism (ep > 1): there is no dispatch to hide");
+        require(l.recompute != recompute_mode::full, "moe_a2a_overlap", "on",
+                "cannot run with full recomputation (Megatron-Core refuses it)");
+    }
 }
 }  // namespace setup_detail
 
@@ -339,6 +345,10 @@ TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
                              [d](const framework_profile& f) { return f.moe_dispatchers.contains(d); });
     require(!s.finetune.freezes_base(), "finetune", to_string(s.finetune.mode),
             "adapters on a mixture-of-experts model are not modelled");
+    require(!s.moe.a2a_overlap || d != moe_dispatcher::allgather, "moe_a2a_overlap", "on",
+            "runs with the alltoall, deepep or hybridep dispatcher only (Megatron-Core: alltoall or flex)");
+    require(!s.moe.a2a_overlap || s.model.mtp_layers <= 1, "moe_a2a_overlap", "on",
+            "supports at most one multi-token prediction module (Megatron-Core)");
     // An expert takes each token at most once: its load is at most E/k times the mean.
     const double most = double(s.model.moe.experts) / s.model.moe.experts_per_token;
     if (s.moe.imbalance > most)
@@ -373,6 +383,8 @@ constexpr void validate_fixed(const training_setup& s) {
             "must be at most 4096 with a fused attention kernel (the framework's flash_attention)");
     require_framework_trains(s);
     validate(s.moe);  // checked for a dense model too: a bad value is refused wherever it is given
+    require(!s.moe.a2a_overlap || has_moe(s.model), "moe_a2a_overlap", "on",
+            "needs a mixture-of-experts model (this model dispatches no tokens)");
     if (has_moe(s.model)) setup_detail::validate_moe_setup(s);
 }
 
