@@ -358,15 +358,14 @@ TRAINPERF_NOINLINE constexpr stage_variants stage_variants_of(const transformer_
                                first);
 }
 
-// `split` is pipeline_split_of(m, p), computed once for all the stages compared; under a
-// custom pipeline layout `load` is the stage's rank as the layout fills it (and `split`
-// is not read).
-constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
-                                                       const model_state& state, const parallel_layout& p, int seq,
-                                                       const framework_profile& fw, const layer_activations& layer,
-                                                       const pipeline_split& split, int stage,
-                                                       const finetune_spec& ft,
-                                                       const pipeline_rank_load* load = nullptr) {
+// The stage's micro-batch part from its transformer layers and what an MoE or
+// multi-token-prediction model adds (`v`).
+constexpr stage_micro_batch_memory stage_micro_batches_holding(const transformer_config& m, const precision_recipe& r,
+                                                               const model_state& state, const parallel_layout& p,
+                                                               int seq, const framework_profile& fw,
+                                                               const layer_activations& layer, int stage,
+                                                               int stage_layers, const stage_variants& v,
+                                                               const finetune_spec& ft) {
     const memory_overheads& o = fw.memory;
     stage_micro_batch_memory mb;
     mb.stage = stage;
@@ -375,7 +374,6 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     // This rank's tokens: s/cp of the sequence with context parallelism.
     const double s = double(seq) / p.cp, b = p.micro_batch, h = m.hidden;
     const activation_formats x = activation_formats_of(r);
-    const int stage_layers = load ? load->layers : first ? split.first : last ? split.last : split.middle;
     mb.layers = stage_layers;
     const double fp32 = size_of(dtype::fp32);
 
@@ -385,11 +383,7 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     if (last) params += state.head_parameters;
     if (last && !first && m.tied_embeddings) params += double(m.vocab) * h;  // Megatron's copy
     // An MoE model's MoE layers among the stage's, its routed experts split by ep·etp, and
-    // its multi-token prediction modules on the last stage (out of a dense model's way).
-    const stage_variants v = load                                ? stage_variants_with(m, state, p, load->moe_layers,
-                                                                                       load->mtp, first)
-                             : has_moe(m) || m.mtp_layers > 0 ? stage_variants_of(m, state, p, split, stage)
-                                                              : stage_variants{};
+    // its multi-token prediction modules.
     params += v.params;
     mb.expert_local = v.expert_local;
     mb.local = params / t + mb.expert_local;
@@ -447,6 +441,29 @@ constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config&
     // is freed after its matmul): the largest one of the layer, in 16 bits, split by tp.
     if (ft.quantized()) mb.temporaries += bytes_of(largest_projection(m) / t * frozen_weight_bytes(r));
     return mb;
+}
+
+// `split` is pipeline_split_of(m, p), computed once for all the stages compared (an MoE
+// or multi-token-prediction model's variants out of a dense model's way).
+constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
+                                                       const model_state& state, const parallel_layout& p, int seq,
+                                                       const framework_profile& fw, const layer_activations& layer,
+                                                       const pipeline_split& split, int stage,
+                                                       const finetune_spec& ft) {
+    const bool first = stage == 0, last = stage == p.pp - 1;
+    return stage_micro_batches_holding(
+        m, r, state, p, seq, fw, layer, stage, first ? split.first : last ? split.last : split.middle,
+        has_moe(m) || m.mtp_layers > 0 ? stage_variants_of(m, state, p, split, stage) : stage_variants{}, ft);
+}
+
+// Under a custom pipeline layout: the rank as the layout fills it.
+constexpr stage_micro_batch_memory stage_micro_batches(const transformer_config& m, const precision_recipe& r,
+                                                       const model_state& state, const parallel_layout& p, int seq,
+                                                       const framework_profile& fw, const layer_activations& layer,
+                                                       const pipeline_rank_load& load, int stage,
+                                                       const finetune_spec& ft) {
+    return stage_micro_batches_holding(m, r, state, p, seq, fw, layer, stage, load.layers,
+                                       stage_variants_with(m, state, p, load.moe_layers, load.mtp, stage == 0), ft);
 }
 
 // The second part's own terms: the static state, communication buffers and optimizer
@@ -546,29 +563,12 @@ constexpr memory_breakdown stage_memory(const transformer_config& m, const preci
                                         const model_state& state, const parallel_layout& p, int seq,
                                         const framework_profile& fw, const layer_activations& layer, int stage,
                                         const finetune_spec& ft = {}) {
-    const pipeline_rank_load load =
-        p.pipeline_layout.empty() ? pipeline_rank_load{} : pipeline_rank_load_of(p.pipeline_layout, m, p.pp, stage);
-    return stage_memory(stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft,
-                                            p.pipeline_layout.empty() ? nullptr : &load),
-                        m, r, state, p, fw, ft);
-}
-
-// Under a custom pipeline layout, the busiest of all the ranks as the layout fills them
-// (on a tie the earlier).
-TRAINPERF_NOINLINE inline memory_breakdown busiest_layout_rank(const model_state& state, const transformer_config& m,
-                                                               const precision_recipe& r, const parallel_layout& p,
-                                                               int seq, const framework_profile& fw,
-                                                               const layer_activations& layer,
-                                                               const finetune_spec& ft) {
-    const std::vector<pipeline_rank_load> loads = pipeline_rank_loads(p.pipeline_layout, m, p.pp);
-    memory_breakdown busiest{};
-    for (int rank = 0; rank < p.pp; ++rank) {
-        const stage_micro_batch_memory held =
-            stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split{}, rank, ft, &loads[std::size_t(rank)]);
-        const memory_breakdown next = stage_memory(held, m, r, state, p, fw, ft);
-        if (rank == 0 || next.total() > busiest.total()) busiest = next;
-    }
-    return busiest;
+    const stage_micro_batch_memory held =
+        p.pipeline_layout.empty()
+            ? stage_micro_batches(m, r, state, p, seq, fw, layer, pipeline_split_of(m, p), stage, ft)
+            : stage_micro_batches(m, r, state, p, seq, fw, layer,
+                                  pipeline_rank_load_of(p.pipeline_layout, m, p.pp, stage), stage, ft);
+    return stage_memory(held, m, r, state, p, fw, ft);
 }
 }  // namespace memory_detail
 
@@ -654,18 +654,33 @@ constexpr memory_breakdown busiest_stage(const candidate_stages& c, const model_
         fw.memory);
 }
 
+// Under a custom pipeline layout, the busiest of all the ranks as the layout fills them
+// (on a tie the earlier), taken three at a time as the candidate stages are.
+TRAINPERF_NOINLINE inline memory_breakdown busiest_layout_rank(const model_state& state, const transformer_config& m,
+                                                               const precision_recipe& r, const parallel_layout& p,
+                                                               int seq, const framework_profile& fw,
+                                                               const layer_activations& layer,
+                                                               const finetune_spec& ft) {
+    const std::vector<pipeline_rank_load> loads = pipeline_rank_loads(p.pipeline_layout, m, p.pp);
+    memory_breakdown busiest{};
+    for (int rank = 0; rank < p.pp;) {
+        candidate_stages c;
+        for (; c.count < int(c.stages.size()) && rank < p.pp; ++rank)
+            c.stages[std::size_t(c.count++)] =
+                stage_micro_batches(m, r, state, p, seq, fw, layer, loads[std::size_t(rank)], rank, ft);
+        const memory_breakdown next = busiest_stage(c, state, m, r, p, fw, ft);
+        if (c.stages[0].stage == 0 || next.total() > busiest.total()) busiest = next;
+    }
+    return busiest;
+}
+
+// The busiest of the split's candidate stages; a custom pipeline layout's ranks are
+// busiest_layout_rank's (memory_of takes the one that applies).
 constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
                                          const precision_recipe& r, const parallel_layout& p, int seq,
                                          const framework_profile& fw, const layer_activations& layer,
                                          const finetune_spec& ft) {
-    if (!p.pipeline_layout.empty()) return busiest_layout_rank(state, m, r, p, seq, fw, layer, ft);
     return busiest_stage(candidate_stages_of(state, m, r, p, seq, fw, layer, ft), state, m, r, p, fw, ft);
-}
-
-constexpr memory_breakdown busiest_stage(const model_state& state, const transformer_config& m,
-                                         const precision_recipe& r, const parallel_layout& p, int seq,
-                                         const framework_profile& fw, const finetune_spec& ft = {}) {
-    return busiest_stage(state, m, r, p, seq, fw, layer_activations_of(m, r, p, seq, fw, ft), ft);
 }
 }  // namespace memory_detail
 
@@ -722,6 +737,10 @@ constexpr memory_report memory_of(checked_view c, const model_state& state) {
     const int seq = sequence_length(s);
     const memory_detail::layer_activations layer =
         memory_detail::layer_activations_of(s.model, r, s.layout, seq, s.framework, s.finetune, s.moe);
+    if (!s.layout.pipeline_layout.empty())
+        return memory_report_of(
+            memory_detail::busiest_layout_rank(state, s.model, r, s.layout, seq, s.framework, layer, s.finetune),
+            usable_memory(s.cluster.gpu, s.framework));
     return memory_report_of(memory_detail::busiest_stage(state, s.model, r, s.layout, seq, s.framework, layer,
                                                          s.finetune),
                             usable_memory(s.cluster.gpu, s.framework));

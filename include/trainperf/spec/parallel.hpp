@@ -319,14 +319,16 @@ struct pipeline_split {
 namespace parallel_detail {
 // pipeline_split_of's other cases, out of the way of the usual one: a split that counts the
 // embedding and the loss, ⌈L/p⌉ where none splits, or the first and last stages given.
+// A custom layout's first and last ranks, and the busiest of the others.
+TRAINPERF_NOINLINE inline pipeline_split layout_split(const transformer_config& m, const parallel_layout& p) {
+    const std::vector<pipeline_rank_load> ranks = pipeline_rank_loads(p.pipeline_layout, m, p.pp);
+    pipeline_split split{ranks.front().layers, 0, ranks.back().layers};
+    for (std::size_t r = 1; r + 1 < ranks.size(); ++r) split.middle = std::max(split.middle, ranks[r].layers);
+    return split;
+}
+
 constexpr pipeline_split uneven_split(const transformer_config& m, const parallel_layout& p) {
-    if (!p.pipeline_layout.empty()) {
-        // A layout's first and last ranks, and the busiest of the others.
-        const std::vector<pipeline_rank_load> ranks = pipeline_rank_loads(p.pipeline_layout, m, p.pp);
-        pipeline_split split{ranks.front().layers, 0, ranks.back().layers};
-        for (std::size_t r = 1; r + 1 < ranks.size(); ++r) split.middle = std::max(split.middle, ranks[r].layers);
-        return split;
-    }
+    if (!p.pipeline_layout.empty()) return layout_split(m, p);
     if (p.first_stage_layers == 0 && p.last_stage_layers == 0) {
         const layer_equivalents counted = split_layer_equivalents(m.layers, p.pp, p.interleave);
         if (counted.total() == 0) {
