@@ -207,7 +207,7 @@ TEST_CASE("The MTP module where the layout puts it: its layer there, its logits 
     const auto held = [&](int rank) {
         const pipeline_rank_load load = pipeline_rank_load_of(apart.layout.pipeline_layout, apart.model, 2, rank);
         return memory_detail::stage_micro_batches(apart.model, r, state, apart.layout, seq, apart.framework, layer,
-                                                  pipeline_split{}, rank, apart.finetune, &load);
+                                                  load, rank, apart.finetune);
     };
     CHECK(held(0).local == Approx(4 * state.layer_parameters + state.embedding_parameters + mtp_parameters(small_mtp)));
     CHECK(held(1).local == Approx(4 * state.layer_parameters + state.head_parameters));
@@ -217,7 +217,7 @@ TEST_CASE("The MTP module where the layout puts it: its layer there, its logits 
     const auto held_last = [&] {
         const pipeline_rank_load load = pipeline_rank_load_of("Et*4|t*4mL", small_mtp, 2, 1);
         return memory_detail::stage_micro_batches(small_mtp, r, state, last_rank->layout, seq, apart.framework, layer,
-                                                  pipeline_split{}, 1, apart.finetune, &load);
+                                                  load, 1, apart.finetune);
     }();
     CHECK(held_last.local == Approx(4 * state.layer_parameters + state.head_parameters + mtp_parameters(small_mtp) +
                                     state.embedding_parameters));
