@@ -131,7 +131,8 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
         runs.add_row({str(f.name), on_off(f.tensor_parallel), on_off(f.sequence_parallel), on_off(f.context_parallel),
                       on_off(f.pipeline_parallel), on_off(f.interleaved_pipeline), on_off(f.uneven_pipeline_split),
                       f.pipeline_parallel ? names_of(f.rank_orders, " ") : "-", zero,
-                      on_off(f.hybrid_sharding), on_off(f.optimizer_offload), names_of(f.recompute_modes, " "),
+                      on_off(f.hybrid_sharding), on_off(f.optimizer_offload),
+                      names_of(f.recompute_modes, " ") + (f.fine_grained_recompute ? " (+ modules)" : ""),
                       on_off(f.layer_compile), str(f.software)});
     }
     runs.print(out);

@@ -29,7 +29,7 @@ enum class sweep_parameter {
     schedule, shard_group, model, finetune, lora_rank, lora_targets, fp8_scaling, grad_reduce_dtype,
     overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
     inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile, nvlink_domain,
-    ep, etp, moe_dispatcher, moe_imbalance, moe_capacity_factor, pipeline_layout, moe_a2a_overlap
+    ep, etp, moe_dispatcher, moe_imbalance, moe_capacity_factor, pipeline_layout, moe_a2a_overlap, recompute_modules
 };
 }  // namespace trainperf::cli
 
@@ -37,7 +37,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 52> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 53> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -88,7 +88,8 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::moe_imbalance, "moe-imbalance"},
                                                           {p::moe_capacity_factor, "moe-capacity-factor"},
                                                           {p::pipeline_layout, "pipeline-layout"},
-                                                          {p::moe_a2a_overlap, "moe-a2a-overlap"}}};
+                                                          {p::moe_a2a_overlap, "moe-a2a-overlap"},
+                                                          {p::recompute_modules, "recompute-modules"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -237,6 +238,7 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::moe_imbalance: f.moe_imbalance = parse_number(a, v, "a number"); break;
         case sweep_parameter::moe_capacity_factor: f.moe_capacity_factor = parse_number(a, v, "a number"); break;
         case sweep_parameter::pipeline_layout: f.pipeline_layout = v; break;  // without its cosmetic commas
+        case sweep_parameter::recompute_modules: f.recompute_modules = v; break;  // mlp+moe-act: one list
         case sweep_parameter::moe_a2a_overlap:
             if (v != "on" && v != "off")
                 throw usage_error("--vary " + a.text + ": moe-a2a-overlap takes on or off, not '" + v + "'");

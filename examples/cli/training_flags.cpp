@@ -108,6 +108,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
         sub->add_option("--offload", offload, enum_name_list<offload_mode>() + " (default none)");
         sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
         sub->add_option("--recompute", recompute, enum_name_list<recompute_mode>() + " (default none)");
+        sub->add_option("--recompute-modules", recompute_modules,
+                        "With --recompute selective, the submodules recomputed, a list of " +
+                            enum_name_list<recompute_module>(", ") +
+                            " (Megatron-Core --recompute-modules; default core-attn)");
         sub->add_option("--dp-overlap", dp_overlap,
                         enum_name_list<dp_overlap_mode>() +
                             ": data-parallel sync overlaps backward as the framework does it, or always, or never "
@@ -238,7 +242,9 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
                 .schedule = parse_enum<pipeline_schedule>("schedule", schedule),
                 .first_stage_layers = first_stage_layers, .last_stage_layers = last_stage_layers,
                 .shard_group = shard_group, .ep = ep, .etp = etp,
-                .pipeline_layout = pipeline_layout.empty() ? std::string_view{} : io::keep_text(pipeline_layout)};
+                .pipeline_layout = pipeline_layout.empty() ? std::string_view{} : io::keep_text(pipeline_layout),
+                .recompute_modules =
+                    recompute_modules.empty() ? recompute_module_set{} : parse_recompute_modules(recompute_modules)};
     s.moe = {.dispatcher = parse_moe_dispatcher(moe_dispatcher), .capacity_factor = moe_capacity_factor,
              .imbalance = moe_imbalance, .a2a_overlap = moe_a2a_overlap};
     s.precision = parse_precision(precision);

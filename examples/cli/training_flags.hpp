@@ -50,6 +50,7 @@ struct training_flags {
     std::string schedule = "1f1b";
     int first_stage_layers = 0, last_stage_layers = 0, shard_group = 0;
     std::string pipeline_layout;  // Megatron-Core's --pipeline-model-parallel-layout text (empty: none)
+    std::string recompute_modules;  // with --recompute selective, the submodules (empty: Megatron-Core's default)
     int ep = 1, etp = 0;  // expert parallelism (MoE models)
     std::string moe_dispatcher = "alltoall";
     double moe_imbalance = default_moe_imbalance, moe_capacity_factor = 0;

@@ -13,6 +13,7 @@
 #include "../spec/model.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
+#include "../spec/recompute_modules.hpp"
 
 namespace trainperf {
 
@@ -112,9 +113,21 @@ constexpr bytes op_selective_activation_bytes(const transformer_config& m, const
     return bytes_of(kept);
 }
 
+// Selective recompute drops, per recomputed submodule (spec/recompute_modules.hpp; the
+// default, core_attn, drops the attention core's term):
+//   mlp (a dense layer)      the FFN input (its fused norm's output) and the FFN terms
+//   moe, shared_experts      an MoE layer's shared-expert FFN terms (the norm output stays:
+//     (its dense part)       the router keeps it)
+//   layernorm                a norm that is a module of its own: latent attention's input
+//                            norm output (the down projections' input), an MoE layer's
+//                            pre-MLP norm output (the router's and shared experts' input)
+//   mla_up_proj              latent attention's Q, K and V
+// `moe_part`: the layer is an MoE layer's dense part (spec/model.hpp moe_dense_part).
 constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
                                            int micro_batch, int seq, int tp, bool sp, recompute_mode r,
-                                           const framework_profile& fw = pytorch_eager_profile) {
+                                           const framework_profile& fw = pytorch_eager_profile,
+                                           recompute_module_set modules = default_recompute_modules,
+                                           bool moe_part = false) {
     const double s = seq, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
     const double f = m.ffn_hidden, kv = m.kv_width(), q = m.q_width();
     const double g = size_of(x.gemm_inputs), n = size_of(x.residual), p = size_of(x.softmax_output);
@@ -126,15 +139,24 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, const ac
     if (r == recompute_mode::op_selective) return op_selective_activation_bytes(m, x, s * b, tp, sp, fw);
     const bool dropout = fw.memory.dropout && m.dropout;  // the model or the framework can turn it off
     const double masks = dropout ? 2 * sbh : 0.0;
-    // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs.
-    const double unsplit = (m.norms_per_layer * n + 2 * lin) * sbh + masks;
+    const bool selective = r == recompute_mode::selective;
+    const auto recomputes = [&](recompute_module k) { return selective && modules.contains(k); };
+    // Norm inputs (norms_per_layer of them; 2 in Korthikanti's layer), QKV and FFN inputs
+    // (less what a recomputed submodule drops).
+    const double inputs_dropped = (recomputes(recompute_module::mlp) && !moe_part) +
+                                  (recomputes(recompute_module::layernorm) && m.mla.enabled()) +
+                                  (recomputes(recompute_module::layernorm) && moe_part);
+    const double unsplit = (m.norms_per_layer * n + (2 - inputs_dropped) * lin) * sbh + masks;
     // A GELU written as separate ops (HF gelu_new) keeps its chain's format; one kernel
     // keeps its 16-bit input.
     const double gelu = !fw.fused_bias_gelu && fw.runs_model_code && m.activation == activation_kind::gelu_new
                             ? size_of(x.elementwise_chain)
                             : g;
     // SwiGLU: gate and up outputs (16-bit) and their product, the FFN-down input.
-    const double ffn = m.ffn == ffn_kind::swiglu ? (2 * g + lin) * f : (gelu + lin) * f;
+    const bool ffn_recomputed = moe_part ? recomputes(recompute_module::moe) ||
+                                               recomputes(recompute_module::shared_experts)
+                                         : recomputes(recompute_module::mlp);
+    const double ffn = ffn_recomputed ? 0.0 : m.ffn == ffn_kind::swiglu ? (2 * g + lin) * f : (gelu + lin) * f;
     // Q, K, V (16-bit GEMM outputs) and the out-projection input (q wide). Latent
     // attention: Q and K of a·d_qk, V and the out-projection input of a·d_v, and beside
     // them, on every tensor-parallel rank whole (its down projections are duplicated),
@@ -143,11 +165,11 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, const ac
     double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
     if (m.mla.enabled()) {
         const double qk = a * m.mla.qk_head_dim(), v = a * m.mla.v_head_dim;
-        split = s * b * (g * (2 * qk + v) + lin * v + ffn);
+        split = s * b * ((recomputes(recompute_module::mla_up_proj) ? 0.0 : g * (2 * qk + v)) + lin * v + ffn);
         latents = s * b * ((g + lin) * (double(m.mla.q_lora_rank) + m.mla.kv_lora_rank) + g * m.mla.qk_rope_head_dim);
     }
     double core = 0;
-    if (r != recompute_mode::selective) {
+    if (!recomputes(recompute_module::core_attn)) {
         if (fw.flash_attention) core = size_of(dtype::fp32) * a * s * b;  // the log-sum-exp per row
         else if (dropout) core = a * s * s * b * (p + 1 + g);
         else core = a * s * s * b * (p + (p != g ? g : 0.0));

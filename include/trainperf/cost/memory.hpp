@@ -211,19 +211,23 @@ struct layer_activations {
 //   probabilities     the copies' weights, which the activation applies, in the
 //                     activations' format: g·C
 // w the local experts' width f_e/etp; unpermute keeps only indices. Full recompute keeps
-// only the layer input.
+// only the layer input. Selective recompute of the moe submodule drops the routed part
+// whole, of moe_act the fc2 input (spec/recompute_modules.hpp).
 constexpr bytes moe_layer_activation_bytes(const transformer_config& m, const activation_formats& x, int micro_batch,
                                            int seq, const parallel_layout& p, recompute_mode r,
                                            const framework_profile& fw, const moe_run& run) {
-    const bytes dense = activation_bytes_per_layer(moe_dense_part(m), x, micro_batch, seq, p.tp, p.sp, r, fw);
-    if (r == recompute_mode::full) return dense;
+    const recompute_module_set modules = r == recompute_mode::selective ? recomputed_modules(p) : recompute_module_set{};
+    const bytes dense =
+        activation_bytes_per_layer(moe_dense_part(m), x, micro_batch, seq, p.tp, p.sp, r, fw, modules, true);
+    if (r == recompute_mode::full || modules.contains(recompute_module::moe)) return dense;
     const double g = size_of(x.gemm_inputs), lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
     const double f32 = size_of(dtype::fp32), h = m.hidden, k = m.moe.experts_per_token;
     const double etp = p.expert_tp(), local = double(m.moe.experts) / p.ep;
     const double routed = double(micro_batch) * seq / (p.sp ? p.tp : 1);
     const double computed = routed * k * etp * busiest_rank_load(run, local);
     const double w = m.moe.expert_ffn_hidden / etp, in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
-    const double routed_part = 2 * f32 * routed * m.moe.experts + computed * (lin * h + in * g * w + lin * w + g);
+    const double fc2_input = modules.contains(recompute_module::moe_act) ? 0.0 : lin * w;
+    const double routed_part = 2 * f32 * routed * m.moe.experts + computed * (lin * h + in * g * w + fc2_input + g);
     return dense + bytes_of(routed_part);
 }
 
@@ -258,13 +262,22 @@ constexpr layer_activations layer_activations_of(const transformer_config& m, co
         if (p.recompute == recompute_mode::full)
             a.moe_rebuilt = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run) / cp;
     }
-    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw) / cp;
+    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw, recomputed_modules(p)) /
+             cp;
     // Recomputing a layer rebuilds what it would have kept and did not, live during its
-    // backward.
-    if (p.recompute == recompute_mode::full || p.recompute == recompute_mode::op_selective) {
+    // backward (selective recompute of submodules beyond the attention core too: one
+    // layer's worth, ASSUMPTION, as the submodules of one layer are rebuilt together).
+    const bool submodules = p.recompute == recompute_mode::selective && !p.recompute_modules.empty() &&
+                            !(p.recompute_modules == default_recompute_modules);
+    if (p.recompute == recompute_mode::full || p.recompute == recompute_mode::op_selective || submodules) {
         const bytes whole =
             activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
         a.rebuilt = p.recompute == recompute_mode::full || whole < a.kept ? whole : whole - a.kept;
+        if (has_moe(m) && submodules) {
+            const bytes moe_whole =
+                moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run) / cp;
+            a.moe_rebuilt = moe_whole < a.moe_kept ? moe_whole : moe_whole - a.moe_kept;
+        }
     }
     if (ft.freezes_base()) {
         const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft) / cp;

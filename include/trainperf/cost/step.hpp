@@ -206,9 +206,12 @@ inline flop_counts flop_counts_of(checked_view c) {
     const int seq = sequence_length(s);
     const flops model = flops_detail::palm_training_flops_per_sample(s.model, seq);
     const recompute_mode r = s.layout.recompute;
-    flops hardware = s.finetune.freezes_base()
-                         ? flops_detail::finetune_hardware_flops_per_sample(s.model, seq, s.finetune, r)
-                         : model + flops_detail::recompute_flops_per_sample(s.model, seq, r);
+    const bool named_modules = r == recompute_mode::selective && !s.layout.recompute_modules.empty();
+    flops hardware =
+        s.finetune.freezes_base() ? flops_detail::finetune_hardware_flops_per_sample(s.model, seq, s.finetune, r)
+        : named_modules
+            ? model + flops_detail::module_recompute_flops_per_sample(s.model, seq, s.layout.recompute_modules)
+            : model + flops_detail::recompute_flops_per_sample(s.model, seq, r);
     if (skips_masked_attention(s)) {
         // The layers whose causal half the kernel skips: every one, or the full ones of a
         // sliding-window model (a band has no masked half, workload/layer.hpp); each head's
@@ -219,7 +222,10 @@ inline flop_counts flop_counts_of(checked_view c) {
                                                              : 0.0;
         const double core_forward =
             2.0 * full * double(m.heads) * (m.qk_head_dim() + m.v_head_dim()) * double(seq) * seq;
-        const double repeated = r == recompute_mode::none ? 0.0 : 1.0;
+        const bool core_kept = r == recompute_mode::none ||
+                               (r == recompute_mode::selective &&
+                                !recomputed_modules(s.layout).contains(recompute_module::core_attn));
+        const double repeated = core_kept ? 0.0 : 1.0;
         hardware -= flops_of(0.5 * core_forward * (3.0 + repeated));
     }
     return {model, hardware};

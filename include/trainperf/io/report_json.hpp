@@ -27,6 +27,16 @@ inline nlohmann::json to_json(const memory_breakdown& m) {
     return j;
 }
 
+// The submodules a layout recomputes (spec/recompute_modules.hpp), an empty list without
+// selective recompute.
+inline nlohmann::json recompute_module_names(const parallel_layout& l) {
+    nlohmann::json names = nlohmann::json::array();
+    const recompute_module_set modules = recomputed_modules(l);
+    for (recompute_module k : enum_values<recompute_module>())
+        if (modules.contains(k)) names.push_back(std::string(to_string(k)));
+    return names;
+}
+
 inline nlohmann::json to_json(const parallel_layout& l) {
     return {{"gpus", l.gpus()},       {"dp", l.dp},
             {"tp", l.tp},             {"cp", l.cp},             {"pp", l.pp},
@@ -40,6 +50,7 @@ inline nlohmann::json to_json(const parallel_layout& l) {
             {"offload", std::string(to_string(l.offload))},
             {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
             {"recompute", std::string(to_string(l.recompute))},
+            {"recompute_modules", recompute_module_names(l)},
             {"dp_overlap", std::string(to_string(l.dp_overlap))}};
 }
 

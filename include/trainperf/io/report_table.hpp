@@ -88,7 +88,7 @@ inline std::vector<std::string> setup_columns() {
             "inter_node_link_GBps", "dp", "tp",          "cp",            "pp",            "ep", "etp", "interleave",
             "first_stage_layers", "last_stage_layers", "pipeline_layout", "schedule",
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
-            "global_batch", "recompute",  "dp_overlap",  "flash_attention", "tp_comm_overlap",
+            "global_batch", "recompute", "recompute_modules", "dp_overlap",  "flash_attention", "tp_comm_overlap",
             "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "compile", "grad_reduce_dtype", "fp8_scaling",
             "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node", "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch",
             "moe_dispatcher", "moe_imbalance", "moe_capacity_factor", "moe_a2a_overlap"};
@@ -129,6 +129,7 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             whole(l.grad_accum),
             whole(l.global_batch()),
             text(to_string(l.recompute)),
+            text(names_of(recomputed_modules(l), "+")),
             text(to_string(l.dp_overlap)),
             s.framework.flash_attention,
             s.framework.tensor_parallel_overlap,

@@ -124,7 +124,10 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
     for (recompute_mode r : enum_values<recompute_mode>())
         if (r != l.recompute && s.framework.recompute_modes.contains(r))
             with(r == recompute_mode::full ? fit_change::recompute_full : fit_change::recompute_other,
-                 [r](parallel_layout& p) { p.recompute = r; });
+                 [r](parallel_layout& p) {
+                     p.recompute = r;
+                     p.recompute_modules = {};  // another mode, or selective's default list
+                 });
     const long long per_replica = 1LL * l.micro_batch * l.grad_accum;
     for (long long b : planner_detail::divisors(per_replica)) {
         if (b == l.micro_batch || b > (1 << 24) || per_replica / b > (1LL << 30)) continue;

@@ -109,6 +109,7 @@ inline fit_table fit_table_of(const fit_table_request& r) {
         r.base.framework.recompute_modes.contains(recompute_mode::full)) {
         training_setup s = r.base;
         s.layout.recompute = recompute_mode::full;
+        s.layout.recompute_modules = {};
         t.with_full_recompute = max_micro_batch(s);
     }
     return t;

@@ -278,6 +278,8 @@ inline constexpr framework_profile megatron_core_profile{
     // from CPU to GPU").
     .software = "Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM@d98e8a64)",
     .uneven_pipeline_split = true,
+    // --recompute-granularity selective --recompute-modules (transformer_config.py@d98e8a64).
+    .fine_grained_recompute = true,
     .zero_stages = 0b1111,
     .hybrid_sharding = true,
     // tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping

@@ -330,6 +330,9 @@ struct framework_profile {
     // selective recompute and full recompute, or torchtitan's op-level checkpointing.
     enum_set<recompute_mode> recompute_modes = {recompute_mode::none, recompute_mode::selective,
                                                 recompute_mode::full};
+    // Selective recompute of the submodules a list names (spec/recompute_modules.hpp;
+    // Megatron-Core --recompute-modules), beyond the attention core.
+    bool fine_grained_recompute = false;
     // It can compile each layer with torch.compile (framework_profile::compiled).
     bool layer_compile = false;
     // The ZeRO stages the software offers (bit z: stage z; stage 0, plain data

@@ -3,8 +3,9 @@
 //   --grad-accum 16 --recompute selective --dp-overlap framework
 // (every field; --gpus = dp·tp·cp·pp, --sp only when on; --cp only when above 1,
 // --schedule only when not 1f1b, --first-stage-layers, --last-stage-layers,
-// --pipeline-layout (in double quotes), --shard-group, --ep and --etp only when set, so
-// that a layout without them reads as it always has), which parse_layout reads back and
+// --pipeline-layout (in double quotes), --recompute-modules, --shard-group, --ep and --etp
+// only when set, so that a layout without them reads as it always has), which
+// parse_layout reads back and
 // `trainperf predict` accepts. describe gives the one human-readable form the
 // CLI prints, e.g. "dp 4 x tp 8 x pp 2 (interleave 2), sp, ZeRO 1, recompute
 // selective, micro-batch 2, grad-accum 16" ("dp 8 x tp 8 x cp 2 x pp 4, ..." with
@@ -26,12 +27,12 @@ namespace trainperf {
 // The flags of the text form, in the order to_string writes them.
 enum class layout_flag {
     gpus, tp, cp, pp, interleave, schedule, first_stage_layers, last_stage_layers, pipeline_layout, sp, zero,
-    shard_group, offload, batch, grad_accum, recompute, dp_overlap, ep, etp
+    shard_group, offload, batch, grad_accum, recompute, recompute_modules, dp_overlap, ep, etp
 };
 
 template <>
 struct enum_names<layout_flag> {
-    static constexpr std::array<enum_name<layout_flag>, 19> table{{{layout_flag::gpus, "--gpus"},
+    static constexpr std::array<enum_name<layout_flag>, 20> table{{{layout_flag::gpus, "--gpus"},
                                                                    {layout_flag::tp, "--tp"},
                                                                    {layout_flag::cp, "--cp"},
                                                                    {layout_flag::pp, "--pp"},
@@ -50,6 +51,8 @@ struct enum_names<layout_flag> {
                                                                    {layout_flag::batch, "--batch"},
                                                                    {layout_flag::grad_accum, "--grad-accum"},
                                                                    {layout_flag::recompute, "--recompute"},
+                                                                   {layout_flag::recompute_modules,
+                                                                    "--recompute-modules"},
                                                                    {layout_flag::dp_overlap, "--dp-overlap"},
                                                                    {layout_flag::ep, "--ep"},
                                                                    {layout_flag::etp, "--etp"}}};
@@ -107,6 +110,10 @@ inline std::string to_string(const parallel_layout& l) {
             case layout_flag::batch: value = std::to_string(l.micro_batch); break;
             case layout_flag::grad_accum: value = std::to_string(l.grad_accum); break;
             case layout_flag::recompute: value = to_string(l.recompute); break;
+            case layout_flag::recompute_modules:
+                if (l.recompute_modules.empty()) continue;
+                value = names_of(l.recompute_modules, ",");
+                break;
             case layout_flag::dp_overlap: value = to_string(l.dp_overlap); break;
             case layout_flag::ep:
                 if (l.ep == 1) continue;
@@ -190,6 +197,7 @@ inline parallel_layout parse_layout(std::string_view text) {
             case layout_flag::batch: l.micro_batch = td::whole_number(flag, value); break;
             case layout_flag::grad_accum: l.grad_accum = td::whole_number(flag, value); break;
             case layout_flag::recompute: l.recompute = parse_enum<recompute_mode>(flag, value); break;
+            case layout_flag::recompute_modules: l.recompute_modules = parse_recompute_modules(value); break;
             case layout_flag::dp_overlap: l.dp_overlap = parse_enum<dp_overlap_mode>(flag, value); break;
             case layout_flag::ep: l.ep = td::whole_number(flag, value); break;
             case layout_flag::etp: l.etp = td::whole_number(flag, value); break;
@@ -226,6 +234,7 @@ inline std::string describe(const parallel_layout& l) {
              " replicas)";
     if (l.offload != offload_mode::none) s += ", " + std::string(to_string(l.offload)) + " offload";
     s += ", recompute " + std::string(to_string(l.recompute));
+    if (!l.recompute_modules.empty()) s += " (" + names_of(l.recompute_modules, ", ") + ")";
     s += ", micro-batch " + std::to_string(l.micro_batch) + ", grad-accum " + std::to_string(l.grad_accum);
     if (l.dp_overlap != dp_overlap_mode::framework) s += ", dp-overlap " + std::string(to_string(l.dp_overlap));
     if (l.ep > 1 || l.etp > 0) s += ", experts over ep " + std::to_string(l.ep) + " x etp " + std::to_string(l.expert_tp());

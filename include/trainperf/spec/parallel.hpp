@@ -14,6 +14,7 @@
 #include "../core/limits.hpp"
 #include "model.hpp"
 #include "pipeline_layout.hpp"
+#include "recompute_modules.hpp"
 
 namespace trainperf {
 
@@ -162,6 +163,10 @@ struct parallel_layout {
     // --pipeline-model-parallel-layout), empty: the split above. A view of text that must
     // outlive the layout.
     std::string_view pipeline_layout{};
+    // With recompute selective, the layer's submodules recomputed
+    // (spec/recompute_modules.hpp; Megatron-Core --recompute-modules); empty: Megatron-Core's
+    // default, the attention core.
+    recompute_module_set recompute_modules{};
 
     constexpr int gpus() const { return dp * tp * cp * pp; }
     // The ranks ZeRO shards over, and the replicas of each shard.
@@ -180,6 +185,14 @@ struct parallel_layout {
     friend constexpr bool operator==(const parallel_layout&, const parallel_layout&) = default;
 };
 
+
+// The submodules a layout recomputes: with recompute selective its list (the attention
+// core when none is given), none otherwise (full and op-selective recompute are their own
+// modes).
+constexpr recompute_module_set recomputed_modules(const parallel_layout& p) {
+    if (p.recompute != recompute_mode::selective) return {};
+    return p.recompute_modules.empty() ? default_recompute_modules : p.recompute_modules;
+}
 
 // tp × cp × pp, checked: the GPUs of one model replica (cp ranks split its sequence).
 constexpr int model_parallel_size(int tp, int pp, int cp = 1) {
@@ -234,6 +247,9 @@ constexpr void validate(const parallel_layout& p) {
                          "must be a multiple of interleave (" + std::to_string(p.interleave) +
                              "): each virtual stage holds as many layers");
     }
+    if (!p.recompute_modules.empty() && p.recompute != recompute_mode::selective)
+        detail::fail("recompute_modules", names_of(p.recompute_modules, "+"),
+                     "needs recompute selective (Megatron-Core's --recompute-granularity selective)");
     // Megatron-Core takes a layout or the first/last stage counts, not both.
     if (!p.pipeline_layout.empty() && (p.first_stage_layers > 0 || p.last_stage_layers > 0))
         detail::fail("pipeline_layout", '"' + std::string(p.pipeline_layout) + '"',
@@ -390,9 +406,25 @@ TRAINPERF_NOINLINE constexpr void validate_expert_parallelism(const parallel_lay
 }
 }  // namespace parallel_detail
 
+namespace parallel_detail {
+// The recomputed submodules the model has (transformer_config.py@d98e8a64 refuses
+// mla_up_proj without latent attention; an MoE submodule without experts is refused here
+// too, where it could only be a mistake; shared_experts without shared experts, mlp without
+// dense layers and layernorm without a norm module recompute nothing, as in Megatron-Core).
+TRAINPERF_NOINLINE inline void validate_recompute_modules(const parallel_layout& p, const transformer_config& m) {
+    const recompute_module_set& r = p.recompute_modules;
+    for (recompute_module k : {recompute_module::moe, recompute_module::moe_act, recompute_module::shared_experts})
+        if (r.contains(k) && !has_moe(m))
+            detail::fail("recompute_modules", to_string(k), "needs a mixture-of-experts model");
+    if (r.contains(recompute_module::mla_up_proj) && !m.mla.enabled())
+        detail::fail("recompute_modules", "mla-up-proj", "needs multi-head latent attention");
+}
+}  // namespace parallel_detail
+
 // The layout must fit the model: heads split over tp, layers over pp·interleave.
 constexpr void validate(const parallel_layout& p, const transformer_config& m) {
     validate(p);
+    if (!p.recompute_modules.empty()) parallel_detail::validate_recompute_modules(p, m);
     if (p.ep != 1 || p.etp != 0 || has_moe(m)) parallel_detail::validate_expert_parallelism(p, m);
     require(m.heads % p.tp == 0, "tp", p.tp, "must divide the number of attention heads");
     require(tp_splits_heads(m, p.tp), "tp", p.tp, "must divide the number of kv heads (or be a multiple of it)");

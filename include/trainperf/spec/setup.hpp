@@ -200,6 +200,10 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
         fail_framework_lacks("zero", l.zero, fw, "has no ZeRO stage " + std::to_string(l.zero),
                              [stage](const framework_profile& f) { return (f.zero_stages & stage) != 0; });
     }
+    if (!l.recompute_modules.empty() && !fw.fine_grained_recompute)
+        fail_framework_lacks("recompute_modules", names_of(l.recompute_modules, "+"), fw,
+                             "recomputes no submodules by name (only its recompute modes)",
+                             [](const framework_profile& f) { return f.fine_grained_recompute; });
     if (!fw.recompute_modes.contains(l.recompute)) {
         const recompute_mode r = l.recompute;
         fail_framework_lacks("recompute", to_string(r), fw,
@@ -281,6 +285,16 @@ constexpr void validate_layout(const training_setup& s) {
                                            "needs pp x interleave to divide the layers (no uneven pipeline split)",
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
     if (has_moe(s.model)) setup_detail::validate_moe_layout(s);
+    // transformer_config.py@d98e8a64: moe_act and layernorm recompute under fp8 refuse
+    // delayed scaling; moe recompute refuses the EP overlap.
+    if (!l.recompute_modules.empty()) {
+        if (quantized_linears(s.precision) && s.precision.scaling == fp8_scaling::delayed)
+            for (recompute_module k : {recompute_module::moe_act, recompute_module::layernorm})
+                if (l.recompute_modules.contains(k))
+                    detail::fail("recompute_modules", to_string(k), "cannot run with fp8's delayed scaling (Megatron-Core)");
+        require(!(l.recompute_modules.contains(recompute_module::moe) && s.moe.a2a_overlap), "recompute_modules",
+                "moe", "cannot run with the EP overlap (--moe-a2a-overlap; Megatron-Core)");
+    }
     // Sliding windows are priced in the fused attention kernel of one rank's sequence
     // (workload/layer.hpp windowed_keys_per_query): not with a KV ring, nor unfused.
     if (s.model.sliding_window > 0 && sequence_length(s) > s.model.sliding_window) {

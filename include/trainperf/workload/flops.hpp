@@ -230,6 +230,32 @@ constexpr flops recompute_flops_per_sample(const transformer_config& m, int seq,
     if (r == recompute_mode::op_selective) return double(m.layers) * op_selective_recomputed(m, b);
     return flops_of(0);
 }
+
+// Selective recompute of named submodules (spec/recompute_modules.hpp) repeats the
+// forward FLOPs of what it reruns: the attention core (core_attn), a dense layer's FFN
+// (mlp), an MoE layer's router, experts and shared experts (moe) or its shared experts
+// alone (shared_experts), latent attention's up projections (mla_up_proj); the norms and
+// activations (layernorm, moe_act) do no matmul.
+constexpr flops module_recompute_flops_per_sample(const transformer_config& m, int seq,
+                                                  const recompute_module_set& modules) {
+    const flop_breakdown b = forward_breakdown(m, seq);
+    const double s = seq, h = m.hidden, matrices = m.ffn == ffn_kind::swiglu ? 3 : 2;
+    double total = 0;
+    if (modules.contains(recompute_module::core_attn)) total += double(m.layers) * b.attention_core().value();
+    if (modules.contains(recompute_module::mlp))
+        total += double(dense_layers(m)) * matrices * 2 * s * h * double(m.ffn_hidden);
+    if (modules.contains(recompute_module::moe)) total += double(moe_layers(m)) * s * moe_ffn_flops_per_token(m);
+    else if (modules.contains(recompute_module::shared_experts))
+        total += double(moe_layers(m)) * matrices * 2 * s * h * double(m.moe.shared_ffn_hidden);
+    if (modules.contains(recompute_module::mla_up_proj) && m.mla.enabled()) {
+        const mla_config& a = m.mla;
+        const double heads = m.heads;
+        const double up = (a.q_lora_rank > 0 ? double(a.q_lora_rank) * heads * a.qk_head_dim() : 0.0) +
+                          double(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim);
+        total += double(m.layers) * 2 * s * up;
+    }
+    return flops_of(total);
+}
 }  // namespace flops_detail
 
 constexpr flops palm_training_flops_per_sample(const transformer_config& m, int seq) {

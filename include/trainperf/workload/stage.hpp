@@ -389,29 +389,60 @@ constexpr void enter_section(Sink& sink, stage_section part) {
 // is all-gathered again in backward for its weight gradient: 2 more all-gathers per
 // layer (Korthikanti et al. 2022, §4.2.2). Full recompute repeats the forward's ops,
 // collectives included; selective recompute the attention core's.
+// `moe_part`: the layers are MoE layers' dense parts (spec/model.hpp moe_dense_part), whose
+// FFN is the shared experts'.
 template <class Sink>
 constexpr void for_each_layer_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
-                                 double layers, Sink&& sink) {
+                                 double layers, Sink&& sink, bool moe_part = false) {
     const auto& m = s.model;
     const auto& l = s.layout;
     const auto& fw = s.framework;
     const bool frozen = s.finetune.freezes_base();
-    // What each recompute mode repeats of the forward: selective the attention core, full
-    // everything; op-level selective every op but the fused attention kernel's (its
-    // output is saved) and the matmuls it keeps (op_selective_keeps_output).
+    // What each recompute mode repeats of the forward: selective the submodules it names
+    // (the attention core by default; spec/recompute_modules.hpp), full everything;
+    // op-level selective every op but the fused attention kernel's (its output is saved)
+    // and the matmuls it keeps (op_selective_keeps_output).
     const bool op_level = l.recompute == recompute_mode::op_selective;
-    const double recomputed_core = l.recompute == recompute_mode::selective || l.recompute == recompute_mode::full ||
-                                           (op_level && !fw.flash_attention)
+    const recompute_module_set modules = recomputed_modules(l);
+    const double recomputed_core = modules.contains(recompute_module::core_attn) ||
+                                           l.recompute == recompute_mode::full || (op_level && !fw.flash_attention)
                                        ? layers
                                        : 0.0;
     const double recomputed_other = l.recompute == recompute_mode::full || op_level ? layers : 0.0;
     const auto recomputed = [&](op_region region) {
         return region == op_region::attention_core ? recomputed_core : recomputed_other;
     };
+    // Submodules recomputed by name: the MLP whole (a dense layer's mlp; an MoE layer's
+    // shared experts, with moe or shared_experts) but the residual add after it and, in an
+    // MoE layer, the pre-MLP norm (its output is kept); a norm that is a module of its own
+    // (layernorm: an MoE layer's pre-MLP norm, latent attention's input norm); latent
+    // attention's up projections, their norms and RoPE (mla_up_proj).
+    const bool mlp_again = m.ffn_hidden > 0 && (moe_part ? modules.contains(recompute_module::moe) ||
+                                                               modules.contains(recompute_module::shared_experts)
+                                                         : modules.contains(recompute_module::mlp));
+    const bool up_proj_again = modules.contains(recompute_module::mla_up_proj);
+    // (Only asked for submodules beyond the attention core: the usual prediction compares no names.)
+    const bool named = !(modules.empty() || modules == default_recompute_modules);
+    const auto by_module = [&](std::string_view name, layer_block block) {
+        if (!named) return false;
+        const bool norm = name == "rmsnorm" || name == "layernorm";
+        const bool residual = name.starts_with("bias_dropout_add") || name.starts_with("dropout_") ||
+                              name.starts_with("residual_add");
+        if (mlp_again && block == layer_block::mlp && !residual && !(moe_part && norm)) return true;
+        if (norm && modules.contains(recompute_module::layernorm) &&
+            ((moe_part && block == layer_block::mlp) || (m.mla.enabled() && block == layer_block::attention)))
+            return true;
+        return up_proj_again && (name == "q_up" || name == "kv_up" || name == "mla_latent_norms" ||
+                                 name == "mla_rope_assemble" || name == "rotary");
+    };
+    const auto recomputed_memory = [&](const memory_op& op) {
+        return op.region != op_region::attention_core && by_module(op.name, op.block) ? layers : recomputed(op.region);
+    };
     const auto recomputed_gemm = [&](const gemm_op& g) {
         if (op_level && g.region != op_region::attention_core &&
             op_selective_keeps_output(m, g.name, ctx.code, ctx.quantized_linears))
             return 0.0;
+        if (g.region != op_region::attention_core && by_module(g.name, g.block)) return layers;
         return recomputed(g.region);
     };
 
@@ -438,7 +469,7 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     }
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
         forward_launches += op.launches;
-        sink(stage_op<memory_op>{op, layers, recomputed(op.region), step_part::forward});
+        sink(stage_op<memory_op>{op, layers, recomputed_memory(op), step_part::forward});
         sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
     });
     if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
@@ -448,7 +479,7 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     if (ctx.quantized_linears)
         for (const memory_op& q : layer_fp8_quantization_ops(m, ctx)) {
             const bool forward = q.phase == op_phase::forward;
-            sink(stage_op<memory_op>{q, layers, forward ? recomputed(q.region) : 0.0,
+            sink(stage_op<memory_op>{q, layers, forward ? recomputed_memory(q) : 0.0,
                                      forward ? step_part::forward : step_part::backward});
         }
     // Delayed scaling's amax-history update: its bytes grow with the stage's modules,
@@ -469,12 +500,17 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
         // Recompute repeats the forward's 2 collectives per layer (full), or those whose
         // outputs op-level checkpointing does not save: the all-gathers and all-reduces,
         // not the reduce-scatters.
+        // A recomputed MLP repeats its forward's own (FC1's all-gather and FC2's
+        // reduce-scatter, or its all-reduce), latent attention's recomputed up projections
+        // their all-gather.
         const double full = l.recompute == recompute_mode::full ? 2.0 * layers : 0.0;
         const double blocks = tensor_parallel_blocks(m);
         const auto tensor_parallel = [&](std::string_view name, collective kind, double count) {
             const double again = op_level && kind != collective::reduce_scatter ? 2.0 * layers : full;
+            const double modules_again = (mlp_again ? layers : 0.0) +
+                                         (up_proj_again && kind == collective::all_gather ? layers : 0.0);
             sink(stage_op<collective_op>{{name, kind, activation, groups.tensor}, blocks * count * layers,
-                                         blocks * again, step_part::tensor_parallel});
+                                         blocks * again + modules_again, step_part::tensor_parallel});
         };
         if (l.sp) {
             tensor_parallel("sequence_parallel_all_gather", collective::all_gather, 6);
@@ -507,7 +543,12 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
                                          double layers, Sink&& sink) {
     const auto& m = s.model;
     const auto& l = s.layout;
-    const double again = l.recompute == recompute_mode::full ? layers : 0.0;
+    // Full recompute or the moe submodule's repeats the routed part's forward, collectives
+    // included; moe_act the experts' activation.
+    const recompute_module_set modules = recomputed_modules(l);
+    const double again =
+        l.recompute == recompute_mode::full || modules.contains(recompute_module::moe) ? layers : 0.0;
+    const double activation_again = modules.contains(recompute_module::moe_act) ? layers : again;
     const moe_layer_extent e = moe_layer_extent_of(m, l, s.moe, ctx);
     double launches = 0;
     const auto gemm = [&](const gemm_op& g) {
@@ -524,7 +565,8 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
     gemm(experts.fc2);
     for_each_routed_memory_op(m, l, s.moe, e, ctx, [&](const memory_op& op) {
         launches += op.launches;
-        sink(stage_op<memory_op>{op, layers, again, step_part::forward});
+        sink(stage_op<memory_op>{op, layers, op.name == "expert_activation" ? activation_again : again,
+                                 step_part::forward});
         sink(stage_op<memory_op>{backward_of(op, s.framework), layers, 0, step_part::backward});
     });
     const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
@@ -617,7 +659,7 @@ constexpr void for_each_mtp_op(const training_setup& s, const layer_context& ctx
     if (has_moe(m)) {
         training_setup dense_part = s;
         dense_part.model = moe_dense_part(m);
-        for_each_layer_op(dense_part, ctx, groups, modules, sink);
+        for_each_layer_op(dense_part, ctx, groups, modules, sink, true);
         for_each_routed_expert_op(s, ctx, groups, modules, sink);
     } else {
         for_each_layer_op(s, ctx, groups, modules, sink);
@@ -657,7 +699,7 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
         training_setup dense_part = s;
         dense_part.model = moe_dense_part(s.model);
         enter_section(sink, stage_section::moe_layer);
-        for_each_layer_op(dense_part, ctx, groups, shape.moe_layers, sink);
+        for_each_layer_op(dense_part, ctx, groups, shape.moe_layers, sink, true);
         enter_section(sink, stage_section::experts);
         for_each_routed_expert_op(s, ctx, groups, shape.moe_layers, sink);
     }
