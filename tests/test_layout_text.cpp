@@ -61,7 +61,8 @@ TEST_CASE("parse_layout names the bad token or value", "[layout_text]") {
     CHECK_THROWS_WITH(parse_layout("--tp 2 --vp 3"),
                       "layout = \"--vp\": unknown; expected one of --gpus, --tp, --cp, --pp, --interleave, --schedule, "
                       "--first-stage-layers, --last-stage-layers, --pipeline-layout, --sp, "
-                      "--zero, --shard-group, --offload, --batch, --grad-accum, --recompute, --dp-overlap, --ep, --etp");
+                      "--zero, --shard-group, --offload, --batch, --grad-accum, --recompute, --recompute-modules, --dp-overlap, "
+                      "--ep, --etp");
     CHECK_THROWS_WITH(parse_layout("--tp"), "--tp = (missing): needs a value");
     CHECK_THROWS_WITH(parse_layout("--batch two"), "--batch = \"two\": must be a whole number");
     CHECK_THROWS_WITH(parse_layout("--batch 2.5"), "--batch = \"2.5\": must be a whole number");
