@@ -652,15 +652,20 @@ TEST_CASE("EP overlap: a micro-batch's dispatch behind another's compute, the fi
     training_setup overlapped = s;
     overlapped.moe.a2a_overlap = true;
     const step_report plain = predict(checked_setup(s)), hidden = predict(checked_setup(overlapped));
-    // The micro-batch is priced the same; of the step's dispatch, A + (m − 1)·max(0, A − C)
-    // stays exposed: (m − 1)·min(A, C) less than m·A.
+    // The micro-batch is priced the same. Of the step's dispatch, the first forward's half
+    // and the last backward's half stay exposed, and in each of the m − 1 pairs what of a
+    // half (forward: behind the other's backward; backward: behind the other's forward)
+    // its compute does not cover.
     const micro_batch_times& mb = plain.micro_batch;
     CHECK(hidden.micro_batch.total().value() == Approx(mb.total().value()));
-    const double a = mb.expert_parallel_comm.value(), c = mb.compute().value(), m = 8;
+    const double a = mb.expert_parallel_comm.value(), m = 8;
+    const double cf = mb.forward.value(), cb = (mb.backward + mb.recompute).value();
     REQUIRE(a > 0);
+    const double exposed = a + (m - 1) * (std::max(0.0, a / 2 - cb) + std::max(0.0, a / 2 - cf));
+    CHECK(exposed > a);  // this dispatch-heavy layout's forward does not cover half of it
     CHECK(plain.moe_dispatch.value() == Approx(m * a));
-    CHECK(hidden.moe_dispatch.value() == Approx(a + (m - 1) * std::max(0.0, a - c)));
-    CHECK(plain.step_time.value() - hidden.step_time.value() == Approx((m - 1) * std::min(a, c)));
+    CHECK(hidden.moe_dispatch.value() == Approx(exposed));
+    CHECK(plain.step_time.value() - hidden.step_time.value() == Approx(m * a - exposed));
     // One micro-batch: nothing to pair with, nothing hidden.
     overlapped.layout.grad_accum = s.layout.grad_accum = 1;
     CHECK(predict(checked_setup(overlapped)).step_time.value() == Approx(predict(checked_setup(s)).step_time.value()));

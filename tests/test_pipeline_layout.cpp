@@ -82,6 +82,9 @@ TEST_CASE("A layout's text unrolls as Megatron-Core's parse_str_to_list does", "
     // unrolls beyond 2^16 symbols.
     CHECK_THROWS_WITH(unrolled("Et*70000L"), Catch::Contains("more than 2^16 times"));
     CHECK_THROWS_WITH(unrolled("E(t*60000|)*60000L"), Catch::Contains("more than 2^16 symbols"));
+    // A group that emits nothing is still read each time: bounded too.
+    CHECK_THROWS_WITH(unrolled("E(t*0,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,)*65536L"),
+                      Catch::Contains("more than 2^22 reads"));
 }
 
 TEST_CASE("What each rank holds: Megatron-Core's DeepSeek-V3 example on 16 x 2 stages", "[pipeline_layout]") {
@@ -141,6 +144,10 @@ TEST_CASE("Megatron-Core's checks of a layout, each naming the field and the val
     CHECK_THROWS_WITH(validate_pipeline_layout("Et*3|(tt|)*29,m|mL", two_modules, 16, 2),
                       Catch::Contains("all multi-token prediction modules in one virtual stage"));
     CHECK_THROWS_WITH(check("", 16, 2), Catch::Contains("is empty"));
+    // The embedding after an empty stage, the loss before one: Megatron-Core would build
+    // them on the first and last stages all the same.
+    CHECK_THROWS_WITH(check("|Et*3|(tt|)*29,mL", 16, 2), Catch::Contains("embedding (E) in its first virtual stage"));
+    CHECK_THROWS_WITH(check("Et*3|(tt|)*29,mL|", 16, 2), Catch::Contains("loss (L) in its last virtual stage"));
     // With a layout the first/last stage counts are refused, and a framework that splits
     // evenly refuses it.
     training_setup s = deepseek_setup();
@@ -156,7 +163,9 @@ TEST_CASE("Megatron-Core's checks of a layout, each naming the field and the val
     even_only.framework = megatron_profile;  // Megatron-LM 2022 splits the layers evenly
     even_only.model.mtp_layers = 0;
     CHECK_THROWS_WITH(checked_setup(even_only), Catch::StartsWith("pipeline_layout = \"Et*4|t*4L\"") &&
-                                                    Catch::Contains("splits the layers evenly"));
+                                                    Catch::Contains("takes no custom pipeline layout"));
+    even_only.framework = torchtitan_profile;  // uneven splits by its own split points, not this text
+    CHECK_THROWS_WITH(checked_setup(even_only), Catch::StartsWith("pipeline_layout"));
 }
 
 TEST_CASE("A layout that spells out the split predicts as the split does", "[pipeline_layout][step]") {

@@ -130,8 +130,9 @@ TEST_CASE("DeepSeek-V3: mla-up-proj drops Q, K and V; moe-act the experts' FC2 i
         return memory_detail::layer_activations_of(s.model, r, s.layout, 4096, s.framework, {}, s.moe);
     };
     const double s = 4096, t = 4, heads = 128, qk = 192, v = 128, g = 2;
-    // Q and K of 128 heads × 192 and V of 128 × 128, bf16, split by tp.
-    const double qkv = g * s * heads * (2 * qk + v) / t;
+    // Q and K of 128 heads × 192 and V of 128 × 128, bf16, split by tp; and the latents'
+    // norm outputs (q_lora 1536 + kv_lora 512), whole on every rank.
+    const double qkv = g * s * heads * (2 * qk + v) / t + g * s * (1536 + 512);
     CHECK(layer(core).kept.value() - layer(deepseek_setup({rm::core_attn, rm::mla_up_proj})).kept.value() ==
           Approx(qkv));
     CHECK(layer(core).moe_kept.value() - layer(deepseek_setup({rm::core_attn, rm::mla_up_proj})).moe_kept.value() ==
@@ -160,6 +161,31 @@ TEST_CASE("DeepSeek-V3: mla-up-proj drops Q, K and V; moe-act the experts' FC2 i
     for (const auto& op : a.memory)
         if (op.op.name == "expert_activation" && op.op.phase == op_phase::forward) activation_again = op.recomputed;
     CHECK(activation_again > 0);
+    // layernorm: the norms that are modules of their own: latent attention's input norm
+    // (every DeepSeek-V3 layer) and an MoE layer's pre-MLP norm, each output l·s·h/t with SP.
+    const auto norms = layer(deepseek_setup({rm::core_attn, rm::layernorm}));
+    CHECK(layer(core).kept.value() - norms.kept.value() == Approx(g * s * 7168 / t));
+    CHECK(layer(core).moe_kept.value() - norms.moe_kept.value() == Approx(2 * g * s * 7168 / t));
+    // shared-experts: the shared expert's gate, up and product (3 · 2048/t wide), nothing routed.
+    CHECK(layer(core).moe_kept.value() - layer(deepseek_setup({rm::core_attn, rm::shared_experts})).moe_kept.value() ==
+          Approx(3 * g * s * 2048 / t));
+    // A Llama layer's norms are fused into its Linears: layernorm drops nothing there.
+    const auto llama_layer = [&](recompute_module_set set) {
+        const training_setup l = llama_setup(set);
+        return memory_detail::layer_activations_of(l.model, stored_precision(l), l.layout, 4096, l.framework).kept;
+    };
+    CHECK(llama_layer({rm::core_attn, rm::layernorm}) == llama_layer({rm::core_attn}));
+    // Hardware FLOPs of moe: the MoE layers' router, 8 routed and 1 shared SwiGLU expert
+    // per token again (58 layers); of mla-up-proj the up projections of all 61.
+    const flop_counts base = flop_counts_of(checked_setup(core));
+    const double routed_flops = 2 * 7168.0 * 256 + 8 * 3 * 2 * 7168.0 * 2048 + 3 * 2 * 7168.0 * 2048;
+    CHECK(flop_counts_of(checked_setup(deepseek_setup({rm::core_attn, rm::moe}))).hardware.value() -
+              base.hardware.value() ==
+          Approx(58 * s * routed_flops));
+    const double up = 1536.0 * heads * qk + 512.0 * heads * (128 + v);
+    CHECK(flop_counts_of(checked_setup(deepseek_setup({rm::core_attn, rm::mla_up_proj}))).hardware.value() -
+              base.hardware.value() ==
+          Approx(61 * 2 * s * up));
     // Latent attention's up projections run again; the down projections do not.
     const stage_workload up = micro_batch_workload(checked_setup(deepseek_setup({rm::core_attn, rm::mla_up_proj})));
     CHECK(stage_gemm_recomputed(up, "q_up") > 0);

@@ -121,7 +121,7 @@ constexpr bytes op_selective_activation_bytes(const transformer_config& m, const
 //   layernorm                a norm that is a module of its own: latent attention's input
 //                            norm output (the down projections' input), an MoE layer's
 //                            pre-MLP norm output (the router's and shared experts' input)
-//   mla_up_proj              latent attention's Q, K and V
+//   mla_up_proj              latent attention's Q, K and V, and the latents' norm outputs
 // `moe_part`: the layer is an MoE layer's dense part (spec/model.hpp moe_dense_part).
 constexpr bytes activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
                                            int micro_batch, int seq, int tp, bool sp, recompute_mode r,
@@ -165,8 +165,12 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, const ac
     double split = s * b * (g * (q + 2 * kv) + lin * q + ffn);
     if (m.mla.enabled()) {
         const double qk = a * m.mla.qk_head_dim(), v = a * m.mla.v_head_dim;
-        split = s * b * ((recomputes(recompute_module::mla_up_proj) ? 0.0 : g * (2 * qk + v)) + lin * v + ffn);
-        latents = s * b * ((g + lin) * (double(m.mla.q_lora_rank) + m.mla.kv_lora_rank) + g * m.mla.qk_rope_head_dim);
+        // mla_up_proj reruns the up projections under no_grad: Q, K, V and the latents'
+        // norm outputs (the up projections' inputs) go; the latents themselves stay.
+        const bool up_proj = recomputes(recompute_module::mla_up_proj);
+        split = s * b * ((up_proj ? 0.0 : g * (2 * qk + v)) + lin * v + ffn);
+        latents = s * b * ((g + (up_proj ? 0.0 : lin)) * (double(m.mla.q_lora_rank) + m.mla.kv_lora_rank) +
+                           g * m.mla.qk_rope_head_dim);
     }
     double core = 0;
     if (!recomputes(recompute_module::core_attn)) {

@@ -195,6 +195,11 @@ struct layer_activations {
     // An MoE model's MoE layer, on the busiest rank (moe_layer_activation_bytes).
     bytes moe_kept = bytes_of(0);
     bytes moe_rebuilt = bytes_of(0);
+    // Micro-batches in flight beyond the schedule's own: with the EP overlap and pipeline
+    // stages, Megatron-Core's interleaved schedule runs one more forward chunk in its
+    // warm-up (schedules.py@d98e8a64 get_pp_rank_microbatches: "we schedule one extra
+    // micro-batch forward step before the 1f1b stages"), a virtual stage's worth: 1/v.
+    double extra_in_flight = 0;
 };
 
 // What an MoE layer keeps for backward on the busiest rank of a sequence-parallel group,
@@ -215,8 +220,9 @@ struct layer_activations {
 // whole, of moe_act the fc2 input (spec/recompute_modules.hpp).
 constexpr bytes moe_layer_activation_bytes(const transformer_config& m, const activation_formats& x, int micro_batch,
                                            int seq, const parallel_layout& p, recompute_mode r,
-                                           const framework_profile& fw, const moe_run& run) {
-    const recompute_module_set modules = r == recompute_mode::selective ? recomputed_modules(p) : recompute_module_set{};
+                                           const framework_profile& fw, const moe_run& run,
+                                           recompute_module_set modules) {
+    if (r != recompute_mode::selective) modules = {};
     const bytes dense =
         activation_bytes_per_layer(moe_dense_part(m), x, micro_batch, seq, p.tp, p.sp, r, fw, modules, true);
     if (r == recompute_mode::full || modules.contains(recompute_module::moe)) return dense;
@@ -257,27 +263,32 @@ constexpr layer_activations layer_activations_of(const transformer_config& m, co
     layer_activations a;
     const activation_formats x = activation_formats_of(r);
     const double cp = p.cp;
+    if (run.a2a_overlap && p.pp > 1) a.extra_in_flight = 1.0 / p.interleave;
+    const recompute_module_set modules = recomputed_modules(p);
     if (has_moe(m)) {
-        a.moe_kept = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run) / cp;
+        a.moe_kept = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run, modules) / cp;
         if (p.recompute == recompute_mode::full)
-            a.moe_rebuilt = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run) / cp;
+            a.moe_rebuilt = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run, {}) / cp;
     }
-    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw, recomputed_modules(p)) /
-             cp;
+    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw, modules) / cp;
     // Recomputing a layer rebuilds what it would have kept and did not, live during its
-    // backward (selective recompute of submodules beyond the attention core too: one
-    // layer's worth, ASSUMPTION, as the submodules of one layer are rebuilt together).
-    const bool submodules = p.recompute == recompute_mode::selective && !p.recompute_modules.empty() &&
-                            !(p.recompute_modules == default_recompute_modules);
-    if (p.recompute == recompute_mode::full || p.recompute == recompute_mode::op_selective || submodules) {
+    // backward.
+    if (p.recompute == recompute_mode::full || p.recompute == recompute_mode::op_selective) {
         const bytes whole =
             activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
         a.rebuilt = p.recompute == recompute_mode::full || whole < a.kept ? whole : whole - a.kept;
-        if (has_moe(m) && submodules) {
-            const bytes moe_whole =
-                moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run) / cp;
-            a.moe_rebuilt = moe_whole < a.moe_kept ? moe_whole : moe_whole - a.moe_kept;
-        }
+    }
+    // Submodules beyond the attention core (whose rebuilt core is not counted, as with
+    // Korthikanti's selective recompute): what they drop of one layer, live once
+    // (ASSUMPTION: the submodules of one layer are rebuilt together).
+    if (p.recompute == recompute_mode::selective && !(modules == default_recompute_modules)) {
+        const recompute_module_set core = modules.contains(recompute_module::core_attn) ? default_recompute_modules
+                                                                                        : recompute_module_set{};
+        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw, core) / cp -
+                    a.kept;
+        if (has_moe(m))
+            a.moe_rebuilt =
+                moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run, core) / cp - a.moe_kept;
     }
     if (ft.freezes_base()) {
         const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft) / cp;
@@ -404,7 +415,7 @@ constexpr stage_micro_batch_memory stage_micro_batches_holding(const transformer
     // Activations: micro-batches in flight on this stage (1F1B, and zb-h1 alike: p − i
     // on stage i, p on the first, 1 on the last), interleaving's extra factor on the
     // first stage.
-    const double in_flight = std::min(p.pp - stage, p.grad_accum);
+    const double in_flight = std::min(p.pp - stage, p.grad_accum) + layer.extra_in_flight;
     const double interleave =
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;

@@ -249,17 +249,22 @@ constexpr seconds pipeline_bubble(const parallel_layout& l, const pipeline_times
 // combined_1f1b.py@d98e8a64: "the forward pass of Transformer layers for one micro-batch
 // runs in parallel with the backward pass of another ... EP A2A in forward step is hidden
 // by the attention/mlp computation in the backward step, and vice versa"; the first
-// micro-batch's forward and the last one's backward run alone) a pair of passes takes the
-// longer of its compute and its dispatch: with A a micro-batch's dispatch and combine and
-// C its compute, A + (m − 1)·max(0, A − C) exposed. ASSUMPTION: the overlap is perfect (the
-// communication kernels take no SMs from the compute they hide behind, and no
-// layer-by-layer dependency leaves a gap); with pipeline stages the fill and drain (the
-// other stages' micro-batches, pipeline_bubble) keep their dispatch whole.
+// micro-batch's forward and the last one's backward run alone): in each pair the forward's
+// dispatch and combine hide behind the backward's compute and the backward's behind the
+// forward's. With A a micro-batch's dispatch and combine, half of it in each pass
+// (ASSUMPTION: the backward sends the gradients of what the forward sent; the routing
+// metadata, forward only, is small), and C_f, C_b its forward and backward (with
+// recompute) compute, A + (m − 1)·(max(0, A/2 − C_b) + max(0, A/2 − C_f)) stays exposed.
+// ASSUMPTION: the overlap is otherwise perfect (the communication kernels take no SMs
+// from the compute they hide behind, and no layer-by-layer dependency leaves a gap); with
+// pipeline stages the fill and drain (the other stages' micro-batches, pipeline_bubble)
+// keep their dispatch whole.
 inline seconds exposed_expert_parallel_comm(const training_setup& s, const micro_batch_times& mb) {
     const double m = s.layout.grad_accum;
     const seconds a = mb.expert_parallel_comm;
     if (!s.moe.a2a_overlap) return m * a;
-    return a + (m - 1) * std::max(seconds_of(0.0), a - mb.compute());
+    const seconds zero = seconds_of(0.0), half = 0.5 * a;
+    return a + (m - 1) * (std::max(zero, half - (mb.backward + mb.recompute)) + std::max(zero, half - mb.forward));
 }
 
 // One step from its priced parts: m micro-batches at the slowest stage's pace plus the

@@ -70,6 +70,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"optimizer_offload", f.optimizer_offload},
             {"uneven_pipeline_split", f.uneven_pipeline_split},
             {"zero_bubble_schedule", f.zero_bubble_schedule},
+            {"custom_pipeline_layout", f.custom_pipeline_layout},
             {"fine_grained_recompute", f.fine_grained_recompute},
             {"zero_stages", zero_stage_list(f.zero_stages)},
             {"hybrid_sharding", f.hybrid_sharding},
@@ -137,7 +138,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "unfused_optimizer_passes", "unfused_kernels_per_tensor", "overlap_data_parallel_sync",
                    "overlappable_backward_fraction", "fp32_gradient_accumulation", "per_step_overhead_seconds",
                    "host_costs_in_bare_ops", "memory", "flash_kernel", "overlap_parameter_gather",
-                   "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "fine_grained_recompute", "zero_stages",
+                   "tensor_parallel_overlap", "uneven_pipeline_split", "zero_bubble_schedule", "custom_pipeline_layout", "fine_grained_recompute", "zero_stages",
                    "hybrid_sharding", "reshard_after_forward", "layer_host_calls", "cuda_graphs",
                    "scales_gradients_every_step", "software", "tensor_parallel", "sequence_parallel",
                    "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
@@ -161,6 +162,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     if (j.contains("tensor_parallel_overlap")) f.tensor_parallel_overlap = dd::boolean(j, "", "tensor_parallel_overlap");
     if (j.contains("uneven_pipeline_split")) f.uneven_pipeline_split = dd::boolean(j, "", "uneven_pipeline_split");
     if (j.contains("zero_bubble_schedule")) f.zero_bubble_schedule = dd::boolean(j, "", "zero_bubble_schedule");
+    if (j.contains("custom_pipeline_layout"))
+        f.custom_pipeline_layout = dd::boolean(j, "", "custom_pipeline_layout");
     if (j.contains("fine_grained_recompute"))
         f.fine_grained_recompute = dd::boolean(j, "", "fine_grained_recompute");
     if (j.contains("hybrid_sharding")) f.hybrid_sharding = dd::boolean(j, "", "hybrid_sharding");

@@ -278,7 +278,9 @@ inline constexpr framework_profile megatron_core_profile{
     // from CPU to GPU").
     .software = "Megatron-Core with Transformer Engine (NVIDIA/Megatron-LM@d98e8a64)",
     .uneven_pipeline_split = true,
+    // --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py),
     // --recompute-granularity selective --recompute-modules (transformer_config.py@d98e8a64).
+    .custom_pipeline_layout = true,
     .fine_grained_recompute = true,
     .zero_stages = 0b1111,
     .hybrid_sharding = true,

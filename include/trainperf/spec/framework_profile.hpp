@@ -326,6 +326,9 @@ struct framework_profile {
     // (spec/parallel.hpp pipeline_schedule).
     bool uneven_pipeline_split = false;
     bool zero_bubble_schedule = false;
+    // A custom pipeline layout (spec/pipeline_layout.hpp; Megatron-Core
+    // --pipeline-model-parallel-layout).
+    bool custom_pipeline_layout = false;
     // The recompute modes it offers (spec/parallel.hpp recompute_mode): Megatron's
     // selective recompute and full recompute, or torchtitan's op-level checkpointing.
     enum_set<recompute_mode> recompute_modes = {recompute_mode::none, recompute_mode::selective,

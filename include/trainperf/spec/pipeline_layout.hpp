@@ -5,8 +5,9 @@
 // stages separated by `|`, each a run of
 //   E  the embedding,  t  a transformer (decoder) layer,
 //   m  a multi-token prediction module,  L  the output layer and the loss;
-// `x*n` repeats a symbol n times, `(…)*n` a group (which may hold `|`), commas are
-// cosmetic. DeepSeek-V3's 61 layers and one MTP module on 16 stages × 2 virtual stages:
+// `x*n` repeats a symbol n times, `(…)*n` a group (which may hold `|`), commas between
+// symbols are cosmetic (Megatron-Core strips every comma first, so it also reads a
+// comma inside a repetition such as `t,*3`, which is refused here). DeepSeek-V3's 61 layers and one MTP module on 16 stages × 2 virtual stages:
 //   "Et*3|(tt|)*29,m|L"
 // Virtual stage k runs on pipeline rank k mod pp as its virtual stage k div pp, and the
 // layers are numbered in the order of the text (Megatron-Core's flatten_layout). The
@@ -25,14 +26,16 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../core/limits.hpp"
 #include "model.hpp"
 
 namespace trainperf {
 
-// The unrolled text stays below this many symbols (a real layout has a few hundred):
-// what bounds the work of reading it. ASSUMPTION of this library, not Megatron-Core's.
+// The unrolled text stays below this many symbols (a real layout has a few hundred), and
+// unrolling it reads at most max_pipeline_layout_reads characters (a group repeated many
+// times over commas or zero repetitions emits nothing but is read all the same): what
+// bounds the work of reading it. Limits of this library, not Megatron-Core's.
 inline constexpr int max_pipeline_layout_symbols = 1 << 16;
+inline constexpr long long max_pipeline_layout_reads = 1LL << 22;
 
 namespace pipeline_layout_detail {
 
@@ -85,13 +88,14 @@ constexpr void unroll_flat(std::string_view text, std::size_t begin, std::size_t
 template <class Emit>
 constexpr void unroll_pipeline_layout(std::string_view text, Emit&& emit) {
     namespace pd = pipeline_layout_detail;
-    long long emitted = 0;
+    long long emitted = 0, reads = 0;
+    std::size_t at = 0;  // where the run being unrolled begins (for the message)
     auto counted = [&](char c) {
-        if (++emitted > max_pipeline_layout_symbols)
-            pd::fail_syntax(text, 0, "unrolls to more than 2^16 symbols");
+        if (++emitted > max_pipeline_layout_symbols) pd::fail_syntax(text, at, "unrolls to more than 2^16 symbols");
         emit(c);
     };
     for (std::size_t i = 0; i < text.size();) {
+        at = i;
         if (text[i] == ')') pd::fail_syntax(text, i, "')' without '('");
         if (text[i] != '(') {
             std::size_t end = i;
@@ -113,6 +117,8 @@ constexpr void unroll_pipeline_layout(std::string_view text, Emit&& emit) {
         std::size_t after = close + 1;
         if (after >= text.size() || text[after] != '*') pd::fail_syntax(text, close, "a group needs '*n' after it");
         const int n = pd::repeat_count(text, after);
+        reads += 1LL * n * (close - i);
+        if (reads > max_pipeline_layout_reads) pd::fail_syntax(text, i, "takes more than 2^22 reads to unroll");
         for (int k = 0; k < n; ++k) pd::unroll_flat(text, i + 1, close, counted);
         i = after;
     }
@@ -192,6 +198,7 @@ inline std::vector<pipeline_rank_load> pipeline_rank_loads(std::string_view text
 constexpr pipeline_rank_load pipeline_rank_load_of(std::string_view text, const transformer_config& m, int pp,
                                                    int rank) {
     pipeline_rank_load r;
+    if (pp < 1) return r;
     for_each_virtual_stage(text, m, [&](int k, const virtual_stage_contents& v) {
         if (k % pp == rank) r.add(v);
     });
@@ -205,6 +212,7 @@ constexpr void validate_pipeline_layout(std::string_view text, const transformer
                                         int interleave) {
     const auto fail = [&](const std::string& why) { detail::fail("pipeline_layout", '"' + std::string(text) + '"', why); };
     if (text.empty()) fail("is empty: give the virtual stages, e.g. \"Et|tt|tL\"");
+    require(pp >= 1, "pp", pp, "must be at least 1");
     const int stages = pipeline_layout_stages(text);
     if (stages % pp != 0)
         fail("has " + std::to_string(stages) + " virtual stages, not a multiple of pp = " + std::to_string(pp));
@@ -230,7 +238,10 @@ constexpr void validate_pipeline_layout(std::string_view text, const transformer
         if (c == 'm') ++mtp;
     });
     loss_last = last_symbol == 'L';
+    bool embedding_elsewhere = false, loss_elsewhere = false;
     for_each_virtual_stage(text, m, [&](int k, const virtual_stage_contents& v) {
+        embedding_elsewhere = embedding_elsewhere || (v.embedding && k != 0);
+        loss_elsewhere = loss_elsewhere || (v.loss && k != stages - 1);
         if (v.mtp == 0) return;
         ++mtp_stages;
         if (k < (interleave - 1) * pp) mtp_not_last_of_rank = true;
@@ -239,6 +250,11 @@ constexpr void validate_pipeline_layout(std::string_view text, const transformer
     if (!embedding_first) fail("must begin with the embedding (E)");
     if (losses != 1) fail("must hold the loss (L) exactly once, holds it " + std::to_string(losses) + " times");
     if (!loss_last) fail("must end with the loss (L)");
+    // Megatron-Core builds the embedding on the first virtual stage and the loss on the
+    // last whatever empty stages the text puts around them; a text that places them
+    // elsewhere is refused rather than read two ways.
+    if (embedding_elsewhere) fail("must hold the embedding (E) in its first virtual stage, not after an empty one");
+    if (loss_elsewhere) fail("must hold the loss (L) in its last virtual stage, not before an empty one");
     if (layers != m.layers)
         fail("holds " + std::to_string(layers) + " transformer layers (t), the model has " + std::to_string(m.layers));
     if (mtp != m.mtp_layers)

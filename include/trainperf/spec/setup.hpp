@@ -191,10 +191,10 @@ constexpr void require_framework_runs(const framework_profile& fw, const paralle
                              l.first_stage_layers > 0 ? l.first_stage_layers : l.last_stage_layers, fw,
                              "splits the layers evenly over the pipeline stages",
                              [](const framework_profile& f) { return f.uneven_pipeline_split; });
-    if (!l.pipeline_layout.empty() && !fw.uneven_pipeline_split)
+    if (!l.pipeline_layout.empty() && !fw.custom_pipeline_layout)
         fail_framework_lacks("pipeline_layout", '"' + std::string(l.pipeline_layout) + '"', fw,
-                             "splits the layers evenly over the pipeline stages",
-                             [](const framework_profile& f) { return f.uneven_pipeline_split; });
+                             "takes no custom pipeline layout",
+                             [](const framework_profile& f) { return f.custom_pipeline_layout; });
     if ((fw.zero_stages & (1u << l.zero)) == 0) {
         const unsigned stage = 1u << l.zero;
         fail_framework_lacks("zero", l.zero, fw, "has no ZeRO stage " + std::to_string(l.zero),
@@ -363,6 +363,8 @@ TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
             "runs with the alltoall, deepep or hybridep dispatcher only (Megatron-Core: alltoall or flex)");
     require(!s.moe.a2a_overlap || s.model.mtp_layers <= 1, "moe_a2a_overlap", "on",
             "supports at most one multi-token prediction module (Megatron-Core)");
+    require(!s.moe.a2a_overlap || s.precision.weights == dtype::bf16 || s.precision.weights == dtype::fp16,
+            "moe_a2a_overlap", "on", "needs a bf16 or fp16 model (Megatron-Core; fp8 and fp4 recipes keep one)");
     // An expert takes each token at most once: its load is at most E/k times the mean.
     const double most = double(s.model.moe.experts) / s.model.moe.experts_per_token;
     if (s.moe.imbalance > most)

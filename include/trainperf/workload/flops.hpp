@@ -250,7 +250,8 @@ constexpr flops module_recompute_flops_per_sample(const transformer_config& m, i
     if (modules.contains(recompute_module::mla_up_proj) && m.mla.enabled()) {
         const mla_config& a = m.mla;
         const double heads = m.heads;
-        const double up = (a.q_lora_rank > 0 ? double(a.q_lora_rank) * heads * a.qk_head_dim() : 0.0) +
+        // Without a query latent the query projection h → heads·d_qk runs again instead.
+        const double up = (a.q_lora_rank > 0 ? double(a.q_lora_rank) : h) * heads * a.qk_head_dim() +
                           double(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim);
         total += double(m.layers) * 2 * s * up;
     }

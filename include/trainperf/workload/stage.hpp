@@ -354,7 +354,7 @@ struct stage_shape {
     bool embedding = true;
     bool head = true;
     double moe_layers = 0;
-    bool mtp = true;
+    bool mtp = false;
 };
 
 // Which part of a stage an op belongs to, for a sink that wants to know: each of its
@@ -432,8 +432,9 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
         if (norm && modules.contains(recompute_module::layernorm) &&
             ((moe_part && block == layer_block::mlp) || (m.mla.enabled() && block == layer_block::attention)))
             return true;
-        return up_proj_again && (name == "q_up" || name == "kv_up" || name == "mla_latent_norms" ||
-                                 name == "mla_rope_assemble" || name == "rotary");
+        // (Without a query latent, the query projection is the up projection: "q".)
+        return up_proj_again && (name == "q_up" || name == "kv_up" || (name == "q" && m.mla.enabled()) ||
+                                 name == "mla_latent_norms" || name == "mla_rope_assemble" || name == "rotary");
     };
     const auto recomputed_memory = [&](const memory_op& op) {
         return op.region != op_region::attention_core && by_module(op.name, op.block) ? layers : recomputed(op.region);
@@ -733,7 +734,7 @@ constexpr void for_each_stage_op(checked_view s, const stage_shape& shape, Sink&
 // One layer of each kind the model has, the head and the embedding: the parts a stage of
 // any split is built from (cost/stage_pricer.hpp price_stage_parts).
 constexpr stage_shape one_layer_of_each(const transformer_config& m) {
-    return has_moe(m) ? stage_shape{2, true, true, 1} : stage_shape{1, true, true};
+    return has_moe(m) ? stage_shape{2, true, true, 1, true} : stage_shape{1, true, true, 0, true};
 }
 
 // The stage a micro_batch_workload lists: the last (head and loss), the one whose
@@ -746,7 +747,8 @@ constexpr stage_shape last_stage_shape(const training_setup& s) {
         return {double(r.layers), r.embedding, true, double(r.moe_layers), r.mtp > 0};
     }
     const int last = pipeline_split_of(s.model, s.layout).last;
-    return {double(last), s.layout.pp == 1, true, double(moe_layers_in(s.model.moe, s.model.layers - last, last))};
+    return {double(last), s.layout.pp == 1, true, double(moe_layers_in(s.model.moe, s.model.layers - last, last)),
+            true};
 }
 
 template <class Sink>
