@@ -424,7 +424,6 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
     // (Only asked for submodules beyond the attention core: the usual prediction compares no names.)
     const bool named = !(modules.empty() || modules == default_recompute_modules);
     const auto by_module = [&](std::string_view name, layer_block block) {
-        if (!named) return false;
         const bool norm = name == "rmsnorm" || name == "layernorm";
         const bool residual = name.starts_with("bias_dropout_add") || name.starts_with("dropout_") ||
                               name.starts_with("residual_add");
@@ -437,13 +436,14 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
                                  name == "mla_latent_norms" || name == "mla_rope_assemble" || name == "rotary");
     };
     const auto recomputed_memory = [&](const memory_op& op) {
-        return op.region != op_region::attention_core && by_module(op.name, op.block) ? layers : recomputed(op.region);
+        if (named && op.region != op_region::attention_core && by_module(op.name, op.block)) return layers;
+        return recomputed(op.region);
     };
     const auto recomputed_gemm = [&](const gemm_op& g) {
         if (op_level && g.region != op_region::attention_core &&
             op_selective_keeps_output(m, g.name, ctx.code, ctx.quantized_linears))
             return 0.0;
-        if (g.region != op_region::attention_core && by_module(g.name, g.block)) return layers;
+        if (named && g.region != op_region::attention_core && by_module(g.name, g.block)) return layers;
         return recomputed(g.region);
     };
 
