@@ -29,6 +29,16 @@ CASES = [
      ["predict", "--gpu", "h100-sxm", "--model", "llama2-13b", "--batch", "1", "--gpus", "64", "--framework",
       "megatron", "--tp", "4", "--pp", "2", "--interleave", "2", "--grad-accum", "2", "--sp", "--train-tokens", "1T",
       "--price-per-gpu-hour", "2.5", "--currency", "EUR"]),
+    # an MoE model on Megatron-Core's own layout, fine-grained recompute, HybridEP and the EP overlap
+    ("predict", (), dict(gpu="h100-sxm", model="deepseek-v3", gpus=1024, framework="megatron-core", tp=2, sp=True,
+                         pp=8, interleave=4, ep=64, etp=1, precision="fp8", fp8_scaling="current", grad_accum=128,
+                         zero=1, recompute="selective", recompute_modules=["mla_up_proj", "mlp"],
+                         moe_dispatcher="hybridep", moe_a2a_overlap=True, pipeline_layout="Et|(tt|)*30mL"),
+     ["predict", "--gpu", "h100-sxm", "--model", "deepseek-v3", "--gpus", "1024", "--framework", "megatron-core",
+      "--tp", "2", "--sp", "--pp", "8", "--interleave", "4", "--ep", "64", "--etp", "1", "--precision", "fp8",
+      "--fp8-scaling", "current", "--grad-accum", "128", "--zero", "1", "--recompute", "selective",
+      "--recompute-modules", "mla_up_proj,mlp", "--moe-dispatcher", "hybridep", "--moe-a2a-overlap",
+      "--pipeline-layout", "Et|(tt|)*30mL"]),
     # does not fit: exit status 3 from the CLI, an answer from the module
     ("predict", (), dict(gpu="h100-sxm", model="llama2-70b", batch=1),
      ["predict", "--gpu", "h100-sxm", "--model", "llama2-70b", "--batch", "1"]),
