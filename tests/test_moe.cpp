@@ -438,7 +438,9 @@ TEST_CASE("MoE step: expert weights and state sharded over ep x etp and edp, by 
     const double experts = 4.0 * 8 * 3 * 1024 * 512;
     CHECK(state.expert_parameters == experts);
     const double dense = parameter_count(small_moe) - experts;
-    const double local_experts = experts / 4, local_dense = dense / 2;
+    // The rest split by tp 2 but each layer's router (8 × 1024), whole on both ranks.
+    const double routers = 4.0 * 8 * 1024;
+    const double local_experts = experts / 4, local_dense = (dense - routers) / 2 + routers;
     const memory_breakdown m = memory_of(c).breakdown;
     const precision_recipe r = stored_precision(s);
     CHECK(m.weights.value() == Approx((local_dense + local_experts) * size_of(r.weights)));

@@ -365,7 +365,11 @@ constexpr stage_variants stage_variants_with(const transformer_config& m, const 
     stage_variants v;
     v.moe_layers = moe_layers;
     v.mtp = mtp;
-    v.params = moe_layers * (state.moe_layer_parameters - state.layer_parameters);
+    // Each MoE layer's router is whole on every tensor-parallel rank (TopKRouter's weight
+    // is not split: megatron/core/transformer/moe/router.py@d98e8a64): router·(tp − 1)
+    // more before the division by tp.
+    v.params = moe_layers * (state.moe_layer_parameters - state.layer_parameters +
+                             router_parameters(m) * double(p.tp - 1));
     const double mtp_experts = mtp * state.expert_layer_parameters;
     if (mtp > 0) v.params += mtp_parameters(m) - mtp_experts + (first ? 0.0 : state.embedding_parameters);
     v.expert_local = (moe_layers * state.expert_layer_parameters + mtp_experts) / (double(p.expert_tp()) * p.ep);

@@ -587,7 +587,7 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
             sink(stage_op<host_op>{{name, call, count, forward ? op_phase::forward : op_phase::backward}, layers,
                                    recomputed, forward ? step_part::forward : step_part::backward});
     };
-    const double calls_again = l.recompute == recompute_mode::full ? layers : 0.0;
+    const double calls_again = again;  // full recompute, or the moe submodule's
     host("moe_modules", host_call::module, 2, calls_again, true);
     host("moe_library_modules", host_call::library_module, 2, calls_again, true);
     host("moe_library_modules", host_call::library_module_backward, 2, 0, false);
