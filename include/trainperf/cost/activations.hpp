@@ -1,7 +1,9 @@
 // Activations a transformer layer keeps for backward, per GPU: Korthikanti et al.'s
 // closed forms and the same derivation term by term (GQA, SwiGLU, FlashAttention, mixed
-// formats under autocast, FP8 Linears, op-level selective checkpointing), and the
-// parameters autocast casts per forward. cost/memory.hpp adds them up per stage.
+// formats under autocast, FP8 Linears, op-level selective checkpointing, Megatron-Core's
+// recompute modules), the parameters autocast casts per forward, and a layout's layer as
+// a stage holds it (layer_activations_of: an MoE layer's routed part, adapters, context
+// parallelism, what recompute rebuilds). cost/memory.hpp adds them up per stage.
 // Derivations: docs/memory.md §4.
 #pragma once
 
@@ -9,8 +11,10 @@
 
 #include "../core/dtype.hpp"
 #include "../core/units.hpp"
+#include "../spec/finetune.hpp"
 #include "../spec/framework.hpp"
 #include "../spec/model.hpp"
+#include "../spec/moe_run.hpp"
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
 #include "../spec/recompute_modules.hpp"
@@ -195,5 +199,120 @@ constexpr bytes activation_bytes_per_layer(const transformer_config& m, dtype ac
 constexpr double autocast_cast_parameters(const transformer_config& m, double layers, bool head) {
     return layers * layer_linear_parameters(m) + (head ? double(m.vocab) * m.hidden : 0.0);
 }
+
+
+// ---- A layer of a layout: what cost/memory.hpp multiplies by the layers of a stage ----
+namespace memory_detail {
+// Activations per layer the same on every stage: what each layer keeps, and (full
+// recompute) what the layer being rebuilt holds during its backward.
+struct layer_activations {
+    bytes kept = bytes_of(0);
+    bytes rebuilt = bytes_of(0);
+    // An MoE model's MoE layer, on the busiest rank (moe_layer_activation_bytes).
+    bytes moe_kept = bytes_of(0);
+    bytes moe_rebuilt = bytes_of(0);
+    // Micro-batches in flight beyond the schedule's own: with the EP overlap and pipeline
+    // stages, Megatron-Core's interleaved schedule runs one more forward chunk in its
+    // warm-up (schedules.py@d98e8a64 get_pp_rank_microbatches: "we schedule one extra
+    // micro-batch forward step before the 1f1b stages"), a virtual stage's worth: 1/v.
+    double extra_in_flight = 0;
+};
+
+// What an MoE layer keeps for backward on the busiest rank of a sequence-parallel group,
+// before context parallelism divides it: its dense part as a layer (attention, norms, the
+// shared experts; spec/model.hpp moe_dense_part), and of the routed part (Megatron-Core
+// moe/router.py, token_dispatcher.py, experts.py@d98e8a64; workload/moe_layer.hpp for the
+// sizes), over the T = b·s/t tokens the rank routes (s/cp each with context parallelism)
+// and the C = T·k·etp·load token copies its experts compute:
+//   router            ASSUMPTION: its scores and probabilities in fp32, 2·4·T·E
+//   fc1 input         the dispatched tokens, as a Linear keeps its input (l): l·C·h
+//   fc1 output        the weighted activation's input (SwiGLU: gate and up, g): 2·g·C·w
+//                     (GELU 1)
+//   fc2 input         the activation's output (l): l·C·w
+//   probabilities     the copies' weights, which the activation applies, in the
+//                     activations' format: g·C
+// w the local experts' width f_e/etp; unpermute keeps only indices. Full recompute keeps
+// only the layer input. Selective recompute of the moe submodule drops the routed part
+// whole, of moe_act the fc2 input (spec/recompute_modules.hpp).
+constexpr bytes moe_layer_activation_bytes(const transformer_config& m, const activation_formats& x, int micro_batch,
+                                           int seq, const parallel_layout& p, recompute_mode r,
+                                           const framework_profile& fw, const moe_run& run,
+                                           recompute_module_set modules) {
+    if (r != recompute_mode::selective) modules = {};
+    const bytes dense =
+        activation_bytes_per_layer(moe_dense_part(m), x, micro_batch, seq, p.tp, p.sp, r, fw, modules, true);
+    if (r == recompute_mode::full || modules.contains(recompute_module::moe)) return dense;
+    const double g = size_of(x.gemm_inputs), lin = x.fp8_linear_inputs > 0 ? x.fp8_linear_inputs : g;
+    const double f32 = size_of(dtype::fp32), h = m.hidden, k = m.moe.experts_per_token;
+    const double etp = p.expert_tp(), local = double(m.moe.experts) / p.ep;
+    const double routed = double(micro_batch) * seq / (p.sp ? p.tp : 1);
+    const double computed = routed * k * etp * busiest_rank_load(run, local);
+    const double w = m.moe.expert_ffn_hidden / etp, in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+    const double fc2_input = modules.contains(recompute_module::moe_act) ? 0.0 : lin * w;
+    const double routed_part = 2 * f32 * routed * m.moe.experts + computed * (lin * h + in * g * w + fc2_input + g);
+    return dense + bytes_of(routed_part);
+}
+
+// Fine-tuning with adapters (LoRA, QLoRA) keeps, per layer, the full-training terms and
+// the output x·A (b·s·r, the GEMM-input format) of every adapted projection, which B's
+// weight gradient reads. ASSUMPTION: the frozen projections' inputs are all still kept.
+// A frozen GEMM's dgrad needs only its weight, so the inputs of projections without an
+// adapter could be dropped, but the adapted ones need theirs (A's weight gradient reads
+// x), the norms, softmax and activation keep their inputs either way, and whether
+// autograd saves a frozen linear's input depends on its implementation (bitsandbytes'
+// 4-bit matmul is an autograd.Function of its own); counting them errs on the safe side.
+// The adapters' activations are not split by tensor parallelism (r is not sharded).
+// Per layer: Σ over adapted projections of g·s·b·r.
+constexpr bytes adapter_activation_bytes_per_layer(const transformer_config& m, const activation_formats& x,
+                                                   int micro_batch, int seq, const finetune_spec& ft) {
+    return bytes_of(size_of(x.gemm_inputs) * double(micro_batch) * seq * ft.rank * adapted_matrices_per_layer(m, ft));
+}
+
+// Context parallelism (Megatron-Core docs/user-guide/features/context_parallel.md@d98e8a64)
+// partitions every activation along the sequence: a rank keeps its s/cp tokens of each
+// per-token tensor, its s/cp queries' rows of the attention core (a·(s/cp)·s·b
+// probabilities, or the log-sum-exp of its s/cp rows) and only its own KV chunk (the
+// ring brings the others again in backward): the layer's bytes ÷ cp.
+constexpr layer_activations layer_activations_of(const transformer_config& m, const precision_recipe& r,
+                                                 const parallel_layout& p, int seq, const framework_profile& fw,
+                                                 const finetune_spec& ft = {}, const moe_run& run = {}) {
+    layer_activations a;
+    const activation_formats x = activation_formats_of(r);
+    const double cp = p.cp;
+    if (run.a2a_overlap && p.pp > 1) a.extra_in_flight = 1.0 / p.interleave;
+    const recompute_module_set modules = recomputed_modules(p);
+    if (has_moe(m)) {
+        a.moe_kept = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run, modules) / cp;
+        if (p.recompute == recompute_mode::full)
+            a.moe_rebuilt = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, recompute_mode::none, fw, run, {}) / cp;
+    }
+    a.kept = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw, modules) / cp;
+    // Recomputing a layer rebuilds what it would have kept and did not, live during its
+    // backward.
+    if (p.recompute == recompute_mode::full || p.recompute == recompute_mode::op_selective) {
+        const bytes whole =
+            activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, recompute_mode::none, fw) / cp;
+        a.rebuilt = p.recompute == recompute_mode::full || whole < a.kept ? whole : whole - a.kept;
+    }
+    // Submodules beyond the attention core (whose rebuilt core is not counted, as with
+    // Korthikanti's selective recompute): what they drop of one layer, live once
+    // (ASSUMPTION: the submodules of one layer are rebuilt together).
+    if (p.recompute == recompute_mode::selective && !(modules == default_recompute_modules)) {
+        const recompute_module_set core = modules.contains(recompute_module::core_attn) ? default_recompute_modules
+                                                                                        : recompute_module_set{};
+        a.rebuilt = activation_bytes_per_layer(m, x, p.micro_batch, seq, p.tp, p.sp, p.recompute, fw, core) / cp -
+                    a.kept;
+        if (has_moe(m))
+            a.moe_rebuilt =
+                moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run, core) / cp - a.moe_kept;
+    }
+    if (ft.freezes_base()) {
+        const bytes adapters = adapter_activation_bytes_per_layer(m, x, p.micro_batch, seq, ft) / cp;
+        if (p.recompute == recompute_mode::full) a.rebuilt += adapters;
+        else a.kept += adapters;
+    }
+    return a;
+}
+}  // namespace memory_detail
 
 }  // namespace trainperf

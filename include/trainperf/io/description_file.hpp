@@ -75,6 +75,16 @@ inline std::string_view keep_text(const std::string& s) {
     return *texts.insert(s).first;
 }
 
+// A set of an enum's values (framework_profile::optimizers, a layout's recompute
+// modules, ...) as a list of names.
+template <class E>
+nlohmann::json name_list(const enum_set<E>& set) {
+    nlohmann::json list = nlohmann::json::array();
+    for (E v : enum_values<E>())
+        if (set.contains(v)) list.push_back(std::string(to_string(v)));
+    return list;
+}
+
 // ---- Typed readers: `context` is the path of the object `j` ("" at the top) -------------
 
 namespace description_detail {

@@ -30,15 +30,6 @@ inline nlohmann::json zero_stage_list(unsigned stages) {
     return list;
 }
 
-// A set of an enum's values (framework_profile::optimizers, ...) as a list of names.
-template <class E>
-nlohmann::json name_list(const enum_set<E>& set) {
-    nlohmann::json list = nlohmann::json::array();
-    for (E v : enum_values<E>())
-        if (set.contains(v)) list.push_back(std::string(to_string(v)));
-    return list;
-}
-
 inline nlohmann::json framework_to_json(const framework_profile& f) {
     const memory_overheads& o = f.memory;
     return {{"schema", std::string(framework_schema)},

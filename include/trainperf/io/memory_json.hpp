@@ -55,7 +55,7 @@ inline nlohmann::json to_json(const memory_estimate& e) {
         j["batch"] = e.layout.micro_batch;
         j["seq"] = e.seq;
         j["recompute"] = std::string(to_string(e.layout.recompute));
-        j["recompute_modules"] = recompute_module_names(e.layout);
+        j["recompute_modules"] = io::name_list(recomputed_modules(e.layout));
         j["pipeline_layout"] = e.layout.pipeline_layout.empty() ? nlohmann::json(nullptr)
                                                                 : nlohmann::json(std::string(e.layout.pipeline_layout));
         j["pipeline_stage"] = mb.stage;

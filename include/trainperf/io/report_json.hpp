@@ -17,6 +17,7 @@
 #include "../search/fit_advice.hpp"
 #include "../spec/links.hpp"
 #include "catalog_json.hpp"
+#include "description_file.hpp"
 #include "system_json.hpp"
 
 namespace trainperf {
@@ -25,16 +26,6 @@ inline nlohmann::json to_json(const memory_breakdown& m) {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [name, value] : components(m)) j[std::string(name)] = value.value();
     return j;
-}
-
-// The submodules a layout recomputes (spec/recompute_modules.hpp), an empty list without
-// selective recompute.
-inline nlohmann::json recompute_module_names(const parallel_layout& l) {
-    nlohmann::json names = nlohmann::json::array();
-    const recompute_module_set modules = recomputed_modules(l);
-    for (recompute_module k : enum_values<recompute_module>())
-        if (modules.contains(k)) names.push_back(std::string(to_string(k)));
-    return names;
 }
 
 inline nlohmann::json to_json(const parallel_layout& l) {
@@ -50,7 +41,7 @@ inline nlohmann::json to_json(const parallel_layout& l) {
             {"offload", std::string(to_string(l.offload))},
             {"micro_batch", l.micro_batch}, {"grad_accum", l.grad_accum},
             {"recompute", std::string(to_string(l.recompute))},
-            {"recompute_modules", recompute_module_names(l)},
+            {"recompute_modules", io::name_list(recomputed_modules(l))},  // empty without selective
             {"dp_overlap", std::string(to_string(l.dp_overlap))}};
 }
 
