@@ -163,10 +163,13 @@ TEST_CASE("the program and every subcommand take --version", "[cli]") {
 TEST_CASE("every line plan prints as a predict command is accepted by predict, with the same step", "[cli]") {
     // --wide prints every layout's command on one line. The second request's best
     // layouts turn a switch of the megatron-core profile off (tensor-parallel overlap):
-    // their lines carry the flag.
+    // their lines carry the flag. The third is an MoE model's, with its expert layout
+    // and the dispatcher asked for.
     for (const std::string request :
          {"--gpu a100-sxm-80gb --model gpt2-medium --gpus 16 --global-batch 64 --framework megatron --link pcie --top 3",
-          "--gpu a100-sxm-80gb --model llama2-70b --gpus 32 --global-batch 64 --framework megatron-core --top 3"}) {
+          "--gpu a100-sxm-80gb --model llama2-70b --gpus 32 --global-batch 64 --framework megatron-core --top 3",
+          "--gpu h100-sxm --model qwen3-30b-a3b --gpus 16 --global-batch 64 --framework megatron-core "
+          "--moe-dispatcher deepep --top 3"}) {
     INFO(request);
     const auto planned = run_json("plan " + request + " --json");
     REQUIRE(planned["best"].size() == 3);
@@ -185,8 +188,14 @@ TEST_CASE("every line plan prints as a predict command is accepted by predict, w
               Approx(planned["best"][i]["step_time_seconds"].get<double>()).epsilon(1e-12));
         CHECK(predicted["layout"]["dp"] == planned["best"][i]["dp"]);
         CHECK(predicted["fits"] == true);
-        if (request.find("megatron-core") != std::string::npos)
+        if (request.find("llama2-70b") != std::string::npos)
             CHECK(line.find("--tp-comm-overlap off") != std::string::npos);
+        if (request.find("qwen3") != std::string::npos) {
+            CHECK(line.find("--moe-dispatcher deepep") != std::string::npos);
+            CHECK(line.find("--ep ") != std::string::npos);
+            CHECK(predicted["layout"]["ep"] == planned["best"][i]["ep"]);
+            CHECK(predicted["layout"]["etp"] == 1);  // DeepEP: each expert whole on its rank
+        }
         ++i;
     }
     CHECK(i == 3);
@@ -231,8 +240,8 @@ std::string joined_predict_command(const std::string& text) {
 // plan's JSON.
 std::string family_of(const nlohmann::json& layout) {
     std::string key;
-    for (const char* field : {"dp", "tp", "cp", "pp", "sp", "zero", "offload", "micro_batch", "grad_accum",
-                              "recompute", "flash_attention"})
+    for (const char* field : {"dp", "tp", "cp", "pp", "ep", "etp", "sp", "zero", "offload", "micro_batch",
+                              "grad_accum", "recompute", "flash_attention"})
         key += layout[field].dump() + " ";
     return key;
 }
@@ -258,6 +267,8 @@ TEST_CASE("plan's text fits 120 columns, and --wide keeps every layout in full",
         {"--gpu a100-sxm-80gb --model gpt3-175b --global-batch 1536 --framework megatron --train-tokens 1T "
          "--max-gpus 256",
          "The fastest layout of each GPU count"},
+        {"--gpu h100-sxm --model mixtral-8x7b --gpus 64 --global-batch 256 --framework megatron-core",
+         " etp "},
     };
     for (const request& r : requests) {
         INFO(r.args);

@@ -4,6 +4,7 @@
 #include <trainperf/search/framework_search.hpp>
 #include <trainperf/search/layout_search.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <set>
@@ -698,6 +699,8 @@ TEST_CASE("a layout's family: every field but those that tune the same decomposi
     CHECK(differs([](plan_candidate& c) { c.layout.tp = 4; }));
     CHECK(differs([](plan_candidate& c) { c.layout.cp = 2; }));
     CHECK(differs([](plan_candidate& c) { c.layout.pp = 4; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.ep = 2; }));
+    CHECK(differs([](plan_candidate& c) { c.layout.etp = 1; }));
     CHECK(differs([](plan_candidate& c) { c.layout.sp = true; }));
     CHECK(differs([](plan_candidate& c) { c.layout.zero = 2; }));
     CHECK(differs([](plan_candidate& c) { c.layout.offload = offload_mode::optimizer; }));
@@ -917,4 +920,141 @@ TEST_CASE("the planner searches the rank orders the framework runs where the job
     CHECK_THROWS_WITH(validate(s), Catch::StartsWith("rank_order = tp-pp-dp: framework torchtitan") &&
                                        Catch::Contains("numbers its ranks only tp-dp-pp") &&
                                        Catch::Contains("megatron-core"));
+}
+
+namespace {
+// An MoE decoder small enough to search exhaustively: 8 layers of hidden 1024 (8 heads),
+// the first 2 dense (FFN 2048), the others 8 SwiGLU experts of 512, 2 per token, and a
+// shared expert of 512; vocabulary 4096. Its experts' state outweighs its activations, so
+// that the second of 3 or more stages, all MoE layers, is often the busiest (34 of these
+// layouts' memory differ from memory_of's if the planner keeps one second stage's state
+// for splits whose second stages have as many layers but not as many MoE layers).
+constexpr transformer_config planner_moe = [] {
+    transformer_config c = llama_architecture("planner-moe", 8, 1024, 8, 0, 2048, 4096, 4096);
+    c.moe = {.experts = 8, .experts_per_token = 2, .expert_ffn_hidden = 512, .shared_ffn_hidden = 512,
+             .dense_layers = 2};
+    return c;
+}();
+
+// Every fitting layout of 16 H100 (two nodes) for it under megatron-core.
+plan_request moe_request() {
+    return request_on(h100_sxm::spec, planner_moe, 1024, megatron_core_profile, 16, 32, 2);
+}
+
+plan_result every_fitting_layout(const plan_request& r) {
+    plan_options all;
+    all.top = 1u << 20;
+    all.prune = false;
+    return plan(r, all);
+}
+
+// Each layout's memory, every component, is memory_of() of its layout, and a sample's
+// step is predict()'s: the planner reuses stage parts and state parts across expert
+// layouts' pipeline depths, splits and interleaves.
+void check_against_predict(const plan_request& r, const plan_result& result) {
+    std::size_t differ = 0;
+    for (const plan_candidate& c : result.best) {
+        const memory_breakdown fresh = memory_of(setup_of(r.base, c)).breakdown;
+        const auto planned = components(c.report.memory), alone = components(fresh);
+        bool same = c.report.memory.stage == fresh.stage;
+        for (std::size_t k = 0; k < planned.size(); ++k)
+            same = same && planned[k].value.value() == Approx(alone[k].value.value()).epsilon(1e-12);
+        if (!same && differ++ == 0) FAIL_CHECK("memory differs for " << to_string(c.layout));
+    }
+    CHECK(differ == 0);
+    for (std::size_t i = 0; i < result.best.size(); i += std::max<std::size_t>(1, result.best.size() / 61)) {
+        const plan_candidate& c = result.best[i];
+        INFO(to_string(c.layout));
+        const step_report fresh = predict(setup_of(r.base, c));
+        CHECK(c.report.step_time.value() == Approx(fresh.step_time.value()).epsilon(1e-12));
+        CHECK(c.report.time.communication.value() == Approx(fresh.time.communication.value()).epsilon(1e-12));
+        CHECK(c.report.fits == fresh.fits);
+    }
+}
+}  // namespace
+
+TEST_CASE("the planner searches an MoE model's expert and expert-tensor parallelism", "[planner][moe]") {
+    const plan_request r = moe_request();
+    const plan_result result = every_fitting_layout(r);
+    REQUIRE(result.best.size() > 200);
+    CHECK(result.evaluated == result.candidates);
+    std::set<int> eps, etps;
+    bool reordered = false, uneven_second = false;
+    for (const plan_candidate& c : result.best) {
+        const parallel_layout& l = c.layout;
+        eps.insert(l.ep);
+        etps.insert(l.expert_tp());
+        // Only what Megatron-Core runs with experts: ep·etp folds onto a stage's tp·cp·dp,
+        // sequence parallelism with tp, the distributed optimizer at most, no offload.
+        CHECK(8 % l.ep == 0);
+        CHECK((1LL * l.tp * l.cp * l.dp) % (1LL * l.ep * l.expert_tp()) == 0);
+        CHECK((l.tp == 1 || l.sp));
+        CHECK(l.zero <= 1);
+        CHECK(l.shard_group == 0);
+        CHECK(l.offload == offload_mode::none);
+        CHECK(l.etp != l.tp);  // etp = tp is written 0, as Megatron-Core's default
+        if (c.order == rank_order::tp_pp_dp) {
+            reordered = true;
+            CHECK(l.ep * l.expert_tp() == l.tp * l.cp);
+        }
+        // An uneven split whose second stage starts among the dense layers: its MoE layers
+        // differ from another split's second stage of as many layers.
+        uneven_second |= l.pp > 2 && l.first_stage_layers == 1;
+    }
+    CHECK(eps == std::set<int>{1, 2, 4, 8});
+    CHECK(etps.size() >= 3);
+    CHECK(reordered);
+    CHECK(uneven_second);
+    check_against_predict(r, result);
+    // Pruned, the same best layouts.
+    plan_options pruned;
+    pruned.top = 9;
+    const plan_result fast = plan(r, pruned);
+    REQUIRE(fast.best.size() == 9);
+    CHECK(fast.candidates == result.candidates);
+    CHECK(fast.pruned > 0);
+    std::vector<plan_candidate> ranked = result.best;
+    std::sort(ranked.begin(), ranked.end(), planner_detail::ranks_before);
+    for (std::size_t i = 0; i < fast.best.size(); ++i)
+        CHECK(fast.best[i].report.step_time.value() == ranked[i].report.step_time.value());
+    // Across frameworks, those that dispatch no tokens are left out by name.
+    const framework_plan_result across = plan_across(r, framework_profiles, pruned);
+    REQUIRE_FALSE(across.best.empty());
+    for (const framework_profile& fw : across.searched) CHECK(fw.moe_dispatchers.contains(moe_dispatcher::alltoall));
+    const auto eager = std::find_if(across.skipped.begin(), across.skipped.end(),
+                                    [](const skipped_framework& k) { return k.framework == "pytorch-eager"; });
+    REQUIRE(eager != across.skipped.end());
+    CHECK(eager->reason.find("trains no mixture-of-experts model") != std::string::npos);
+}
+
+TEST_CASE("the planner's MoE space follows the dispatcher and the EP overlap", "[planner][moe]") {
+    // DeepEP and HybridEP forward by node: each expert whole on its rank (etp 1).
+    plan_request deepep = moe_request();
+    deepep.base.moe.dispatcher = moe_dispatcher::deepep;
+    const plan_result by_node = every_fitting_layout(deepep);
+    REQUIRE_FALSE(by_node.best.empty());
+    for (const plan_candidate& c : by_node.best) CHECK(c.layout.expert_tp() == 1);
+    // The EP overlap: ep > 1, no full recompute; its extra micro-batch in flight per
+    // interleave (memory equal to memory_of's for each). With a multi-token prediction
+    // module on the last stage.
+    plan_request overlap = moe_request();
+    overlap.base.moe.a2a_overlap = true;
+    overlap.base.model.mtp_layers = 1;
+    const plan_result hidden = every_fitting_layout(overlap);
+    REQUIRE_FALSE(hidden.best.empty());
+    bool interleaved = false;
+    for (const plan_candidate& c : hidden.best) {
+        CHECK(c.layout.ep > 1);
+        CHECK(c.layout.recompute != recompute_mode::full);
+        interleaved |= c.layout.interleave > 1;
+    }
+    CHECK(interleaved);
+    check_against_predict(overlap, hidden);
+    // What no layout can mend is refused before the search, as predict refuses it.
+    plan_request fp32 = overlap;
+    fp32.base.precision = recipe(precision_kind::fp32);
+    CHECK_THROWS_WITH(plan(fp32), Catch::Contains("moe_a2a_overlap = on") && Catch::Contains("bf16 or fp16"));
+    plan_request dense = llama_on_h100s(8, 64);
+    dense.base.moe.a2a_overlap = true;
+    CHECK_THROWS_WITH(plan(dense), Catch::Contains("moe_a2a_overlap = on"));
 }

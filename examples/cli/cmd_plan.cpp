@@ -107,20 +107,24 @@ void print_narrow_table(const std::string& label_header, const std::vector<layou
                         bool with_framework, std::ostream& out) {
     const bool with_cp =
         std::any_of(layouts.begin(), layouts.end(), [](const layout_row& l) { return l.candidate->layout.cp > 1; });
+    // An MoE model's layouts: their expert-parallel sizes.
+    const bool with_experts = std::any_of(layouts.begin(), layouts.end(), [](const layout_row& l) {
+        return l.candidate->layout.ep > 1 || l.candidate->layout.etp > 0;
+    });
     std::vector<std::vector<std::string>> rows{{label_header}};
     if (with_framework) rows[0].emplace_back("framework");
-    append(rows[0], layout_headers(with_cp));
+    append(rows[0], layout_headers(with_cp, with_experts));
     append(rows[0], step_headers(!with_framework));
     std::vector<std::string> rest;
     for (const auto& [label, c, fw, order] : layouts) {
         rows.push_back({label});
         if (with_framework) rows.back().emplace_back(fw->name);
-        append(rows.back(), layout_cells(c->layout, with_cp));
+        append(rows.back(), layout_cells(c->layout, with_cp, with_experts));
         append(rows.back(), step_cells(c->report, !with_framework));
         rest.push_back(layout_rest(c->layout, describe_changes(*c, *fw, order), fw->overlap_data_parallel_sync));
     }
     print_with_rest(out, std::move(rows), rest, "other");
-    out << wrap_words(layout_legend()) << "\n";
+    out << wrap_words(layout_legend(with_experts)) << "\n";
     if (with_framework)
         out << wrap_words("framework: its --framework; tokens/s (the step's tokens over its time) is in --wide, "
                           "--json and --csv")

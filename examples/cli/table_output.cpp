@@ -126,25 +126,28 @@ std::size_t table_width(const std::vector<std::vector<std::string>>& rows) {
     return total < 2 ? 0 : total - 2;
 }
 
-std::vector<std::string> layout_headers(bool with_cp) {
+std::vector<std::string> layout_headers(bool with_cp, bool with_experts) {
     std::vector<std::string> h{"dp", "tp", "cp", "pp", "v", "sp", "ZeRO", "recompute", "mb", "ga"};
+    if (with_experts) h.insert(h.begin() + 5, {"ep", "etp"});
     if (!with_cp) h.erase(h.begin() + 2);
     return h;
 }
 
-std::vector<std::string> layout_cells(const parallel_layout& l, bool with_cp) {
+std::vector<std::string> layout_cells(const parallel_layout& l, bool with_cp, bool with_experts) {
     std::vector<std::string> c{std::to_string(l.dp),         std::to_string(l.tp),
                                std::to_string(l.cp),         std::to_string(l.pp),
                                std::to_string(l.interleave), l.sp ? "on" : "off",
                                std::to_string(l.zero),       std::string(to_string(l.recompute)),
                                std::to_string(l.micro_batch), std::to_string(l.grad_accum)};
+    if (with_experts) c.insert(c.begin() + 5, {std::to_string(l.ep), std::to_string(l.expert_tp())});
     if (!with_cp) c.erase(c.begin() + 2);
     return c;
 }
 
-std::string layout_legend() {
+std::string layout_legend(bool with_experts) {
     return "v: interleave (virtual stages per rank), mb: micro-batch (samples), ga: grad-accum (micro-batches), "
-           "mem: per GPU";
+           "mem: per GPU" +
+           std::string(with_experts ? ", ep: expert-parallel, etp: expert-tensor-parallel size" : "");
 }
 
 std::string layout_rest(const parallel_layout& l, const std::string& changes, bool framework_overlaps) {

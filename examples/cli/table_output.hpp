@@ -43,13 +43,14 @@ std::string wrap_command(const std::string& command, std::size_t width = termina
 // The width of the widest line table::print prints for `rows` (the header first).
 std::size_t table_width(const std::vector<std::vector<std::string>>& rows);
 
-// A layout in narrow columns, one per field (cp only `with_cp`): dp, tp, cp, pp, v
-// (interleave), sp (on/off), ZeRO, recompute, mb (micro-batch), ga (grad-accum).
-std::vector<std::string> layout_headers(bool with_cp);
-std::vector<std::string> layout_cells(const parallel_layout& l, bool with_cp);
+// A layout in narrow columns, one per field (cp only `with_cp`, ep and etp only
+// `with_experts`): dp, tp, cp, pp, v (interleave), ep, etp, sp (on/off), ZeRO, recompute,
+// mb (micro-batch), ga (grad-accum).
+std::vector<std::string> layout_headers(bool with_cp, bool with_experts = false);
+std::vector<std::string> layout_cells(const parallel_layout& l, bool with_cp, bool with_experts = false);
 
-// The line that says what the narrow columns' short headers mean.
-std::string layout_legend();
+// The line that says what the narrow columns' short headers mean (ep and etp's `with_experts`).
+std::string layout_legend(bool with_experts = false);
 
 // What the columns leave out, comma-separated (empty when nothing is): optimizer
 // offload, the schedule, the first and last stage's layers, the shard group,

@@ -90,21 +90,6 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                         "Expert-parallel size: an MoE model's routed experts split over ep ranks of the tp x cp x dp "
                         "ranks of a stage (default 1)");
         sub->add_option("--etp", etp, "Expert-tensor-parallel size: each expert's FFN split over etp ranks (default 0: tp)");
-        sub->add_option("--moe-dispatcher", moe_dispatcher,
-                        enum_name_list<trainperf::moe_dispatcher>() +
-                            ": how an MoE layer's tokens reach their experts' ranks (Megatron-Core "
-                            "--moe-token-dispatcher-type; deepep, hybridep: flex with that backend; default "
-                            "alltoall)");
-        sub->add_option("--moe-imbalance", moe_imbalance,
-                        "The busiest expert's tokens over the mean, 1 = balanced (default 1.2, an assumption: "
-                        "docs/engine.md)");
-        sub->add_flag("--moe-a2a-overlap", moe_a2a_overlap,
-                      "An MoE model's dispatch and combine hidden behind another micro-batch's compute "
-                      "(Megatron-Core --overlap-moe-expert-parallel-comm --delay-wgrad-compute; ep > 1, no full "
-                      "recompute)");
-        sub->add_option("--moe-capacity-factor", moe_capacity_factor,
-                        "Tokens an expert takes at most over its balanced share, beyond them dropped (default 0: "
-                        "dropless)");
         sub->add_option("--offload", offload, enum_name_list<offload_mode>() + " (default none)");
         sub->add_option("--grad-accum", grad_accum, "Micro-batches per step per replica (default 1)");
         sub->add_option("--recompute", recompute, enum_name_list<recompute_mode>() + " (default none)");
@@ -117,6 +102,22 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                             ": data-parallel sync overlaps backward as the framework does it, or always, or never "
                             "(default framework)");
     }
+    // How an MoE model runs, whatever its layout (plan takes them too).
+    sub->add_option("--moe-dispatcher", moe_dispatcher,
+                    enum_name_list<trainperf::moe_dispatcher>() +
+                        ": how an MoE layer's tokens reach their experts' ranks (Megatron-Core "
+                        "--moe-token-dispatcher-type; deepep, hybridep: flex with that backend; default "
+                        "alltoall)");
+    sub->add_option("--moe-imbalance", moe_imbalance,
+                    "The busiest expert's tokens over the mean, 1 = balanced (default 1.2, an assumption: "
+                    "docs/engine.md)");
+    sub->add_flag("--moe-a2a-overlap", moe_a2a_overlap,
+                  "An MoE model's dispatch and combine hidden behind another micro-batch's compute "
+                  "(Megatron-Core --overlap-moe-expert-parallel-comm --delay-wgrad-compute; ep > 1, no full "
+                  "recompute)");
+    sub->add_option("--moe-capacity-factor", moe_capacity_factor,
+                    "Tokens an expert takes at most over its balanced share, beyond them dropped (default 0: "
+                    "dropless)");
     sub->add_option("--precision", precision,
                     enum_name_list<precision_kind>() +
                         ", mxfp8 (fp8 with MXFP8 block scaling), nvfp4 (Transformer Engine's NVFP4 Linears: E2M1 "

@@ -220,6 +220,7 @@ constexpr void add_frozen_static_state(memory_breakdown& mb, double params, doub
 struct stage_micro_batch_memory {
     int stage = 0;
     int layers = 0;      // the stage's transformer layers
+    int moe_layers = 0;  // of them, an MoE model's MoE layers
     double local = 0;    // parameters the stage holds, after tp (its routed experts' after ep·etp)
     double expert_local = 0;  // of them, an MoE model's routed experts
     double trained = 0;  // what the optimizer updates of them (before ZeRO): all, or the adapters
@@ -300,6 +301,7 @@ constexpr stage_micro_batch_memory stage_micro_batches_holding(const transformer
     // An MoE model's MoE layers among the stage's, its routed experts split by ep·etp, and
     // its multi-token prediction modules.
     params += v.params;
+    mb.moe_layers = v.moe_layers;
     mb.expert_local = v.expert_local;
     mb.local = params / t + mb.expert_local;
     mb.trained = ft.freezes_base() ? stage_layers * adapter_parameters_per_layer(m, ft) / t : mb.local;

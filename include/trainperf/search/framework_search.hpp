@@ -80,13 +80,14 @@ inline training_setup setup_of(const plan_request& r, const framework_plan_resul
 
 namespace framework_search_detail {
 
-// Why `fw`'s software does not train the request's recipe, optimizer or fine-tuning
-// mode; empty when it does.
+// Why `fw`'s software does not train the request's recipe, optimizer, fine-tuning mode
+// or mixture of experts (its token dispatcher); empty when it does.
 inline std::string refusal(const plan_request& r, const framework_profile& fw) {
     try {
         const training_setup s = with_framework(r, fw).base;
         require_framework_trains(s);
         require_framework_rank_order(s);
+        if (has_moe(s.model)) setup_detail::validate_moe_setup(s);
     } catch (const invalid_argument& e) {
         return e.what();
     }

@@ -20,13 +20,13 @@ namespace trainperf {
 // A layout's family: every field of the layout and switch but those that only tune
 // the same decomposition — interleave, schedule, the first and last stage's layers,
 // shard group, data-parallel overlap, tensor-parallel overlap, parameter-gather
-// overlap and the rank order. dp, tp, cp, pp, sp, ZeRO, offload, micro-batch, grad-accum, recompute and
-// FlashAttention define it.
-using layout_family = std::array<int, 11>;
+// overlap and the rank order. dp, tp, cp, pp, ep, etp, sp, ZeRO, offload, micro-batch, grad-accum,
+// recompute and FlashAttention define it.
+using layout_family = std::array<int, 13>;
 
 constexpr layout_family family_key(const plan_candidate& c) {
     const parallel_layout& l = c.layout;
-    return {l.dp, l.tp, l.cp, l.pp, int(l.sp), l.zero, int(l.offload), l.micro_batch, l.grad_accum,
+    return {l.dp, l.tp, l.cp, l.pp, l.ep, l.etp, int(l.sp), l.zero, int(l.offload), l.micro_batch, l.grad_accum,
             int(l.recompute), int(c.switches.flash_attention)};
 }
 
@@ -54,7 +54,7 @@ inline bool ranks_before(const plan_candidate& a, const plan_candidate& b) {
     if (a.report.step_time != b.report.step_time) return a.report.step_time < b.report.step_time;
     const auto key = [](const plan_candidate& c) {
         const parallel_layout& l = c.layout;
-        return std::array<int, 20>{l.tp, l.cp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
+        return std::array<int, 22>{l.tp, l.cp, l.ep, l.etp, l.pp, l.interleave, l.first_stage_layers, l.last_stage_layers,
                                    int(l.schedule), l.dp, l.micro_batch, l.grad_accum, int(l.sp), l.zero,
                                    l.shard_group, int(l.offload), int(l.recompute), int(l.dp_overlap),
                                    int(c.switches.flash_attention), int(c.switches.tensor_parallel_overlap),
