@@ -728,3 +728,76 @@ TEST_CASE("HybridEP forwards inside the NVLink domain, DeepEP inside a node of a
     h100.layout.ep = 32;
     CHECK_THROWS_WITH(validate(h100), Catch::StartsWith("etp = 2: with the hybridep dispatcher must be 1"));
 }
+
+TEST_CASE("Shared-expert overlap: the dispatch behind the shared experts' first linear, the combine behind their "
+          "second",
+          "[moe][step]") {
+    // small-moe with a shared expert of 1024 (its MLP the dense part's FFN), 4 MoE layers on
+    // one stage; without userbuffers (their chunked GEMMs would differ with the overlap on).
+    training_setup s = small_moe_setup();
+    s.model.moe.shared_ffn_hidden = 1024;
+    s.framework.tensor_parallel_overlap = false;
+    s.layout.grad_accum = 4;
+    training_setup overlapped = s;
+    overlapped.moe.shared_expert_overlap = true;
+    const step_report plain = predict(checked_setup(s)), hidden = predict(checked_setup(overlapped));
+    // By hand from the ops' own prices: per pass, the dispatch's all-to-alls (tokens and
+    // probabilities) against the shared gate and up projections (fc1), the combine's
+    // all-to-all against the down projection (fc2); each pair takes the longer.
+    const stage_workload w = micro_batch_workload(checked_setup(s));
+    const kernel_cost_model kernels(s.cluster.gpu, kernel_params_of(s));
+    std::array<double, 2> dispatch{}, combine{}, first{}, second{};  // forward, backward
+    for (const auto& c : w.collectives) {
+        const std::string_view n = c.op.name;
+        const std::size_t pass = c.op.phase == op_phase::forward ? 0 : 1;
+        const double t = c.count * collective_time(c.op, s.cluster).value();
+        if (n == "moe_dispatch_all_to_all" || n == "moe_probabilities_all_to_all") dispatch[pass] += t;
+        if (n == "moe_combine_all_to_all") combine[pass] += t;
+    }
+    for (const auto& g : w.gemms) {
+        const std::string_view n = g.op.name;
+        const std::size_t pass = g.op.phase == op_phase::forward ? 0 : 1;
+        const double t = g.count * kernels.gemm_time(g.op.shape).value();
+        if (n == "ffn_gate" || n == "ffn_up") first[pass] += t;
+        if (n == "ffn_down") second[pass] += t;
+    }
+    double expected = 0;
+    for (std::size_t pass = 0; pass < 2; ++pass) {
+        REQUIRE(dispatch[pass] > 0);
+        REQUIRE(first[pass] > 0);
+        expected += std::min(dispatch[pass], first[pass]) + std::min(combine[pass], second[pass]);
+    }
+    const micro_batch_times& a = plain.micro_batch;
+    const micro_batch_times& b = hidden.micro_batch;
+    CHECK(a.expert_parallel_hidden.value() == 0);
+    CHECK(b.expert_parallel_hidden.value() == Approx(expected).epsilon(1e-12));
+    CHECK(b.expert_parallel_comm.value() == Approx(a.expert_parallel_comm.value() - expected).epsilon(1e-12));
+    CHECK(b.expert_parallel_comm.value() > 0);  // the tokens-per-expert all-gather hides behind nothing
+    CHECK(b.compute().value() == Approx(a.compute().value()).epsilon(1e-12));
+    CHECK(plain.step_time.value() - hidden.step_time.value() == Approx(4 * expected).epsilon(1e-9));
+    CHECK(to_json(overlapped, hidden)["moe"]["dispatch_hidden_seconds"].get<double>() == Approx(4 * expected));
+    // With userbuffers the shared experts' GEMMs run whole, on all the SMs (Megatron-Core
+    // turns their overlap off), not chunked beside their collectives: less GPU time forward.
+    training_setup ub = s, ub_overlapped = overlapped;
+    ub.framework.tensor_parallel_overlap = ub_overlapped.framework.tensor_parallel_overlap = true;
+    CHECK(predict(checked_setup(ub_overlapped)).micro_batch.gpu_forward.value() <
+          predict(checked_setup(ub)).micro_batch.gpu_forward.value());
+    // Megatron-Core's conditions, by name.
+    training_setup bad = overlapped;
+    bad.model.moe.shared_ffn_hidden = 0;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_shared_expert_overlap = on") &&
+                                         Catch::Contains("needs shared experts"));
+    bad = overlapped;
+    bad.moe.dispatcher = moe_dispatcher::allgather;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_shared_expert_overlap = on") && Catch::Contains("alltoall"));
+    bad = overlapped;
+    bad.moe.a2a_overlap = true;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_shared_expert_overlap = on") &&
+                                         Catch::Contains("moe_a2a_overlap"));
+    training_setup dense = s;
+    dense.model = llama3_8b::config;
+    dense.layout = {.dp = 8};
+    dense.moe.shared_expert_overlap = true;
+    CHECK_THROWS_WITH(validate(dense), Catch::StartsWith("moe_shared_expert_overlap = on") &&
+                                           Catch::Contains("mixture-of-experts"));
+}

@@ -29,7 +29,8 @@ enum class sweep_parameter {
     schedule, shard_group, model, finetune, lora_rank, lora_targets, fp8_scaling, grad_reduce_dtype,
     overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
     inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile, nvlink_domain,
-    ep, etp, moe_dispatcher, moe_imbalance, moe_capacity_factor, pipeline_layout, moe_a2a_overlap, recompute_modules
+    ep, etp, moe_dispatcher, moe_imbalance, moe_capacity_factor, pipeline_layout, moe_a2a_overlap, recompute_modules,
+    moe_shared_expert_overlap
 };
 }  // namespace trainperf::cli
 
@@ -37,7 +38,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 53> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 54> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -89,7 +90,8 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::moe_capacity_factor, "moe-capacity-factor"},
                                                           {p::pipeline_layout, "pipeline-layout"},
                                                           {p::moe_a2a_overlap, "moe-a2a-overlap"},
-                                                          {p::recompute_modules, "recompute-modules"}}};
+                                                          {p::recompute_modules, "recompute-modules"},
+                                                          {p::moe_shared_expert_overlap, "moe-shared-expert-overlap"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -243,6 +245,11 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
             if (v != "on" && v != "off")
                 throw usage_error("--vary " + a.text + ": moe-a2a-overlap takes on or off, not '" + v + "'");
             f.moe_a2a_overlap = v == "on";
+            break;
+        case sweep_parameter::moe_shared_expert_overlap:
+            if (v != "on" && v != "off")
+                throw usage_error("--vary " + a.text + ": moe-shared-expert-overlap takes on or off, not '" + v + "'");
+            f.moe_shared_expert_overlap = v == "on";
             break;
         case sweep_parameter::prefetch:  // the inverse of --no-prefetch
             if (v != "on" && v != "off")

@@ -115,6 +115,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                   "An MoE model's dispatch and combine hidden behind another micro-batch's compute "
                   "(Megatron-Core --overlap-moe-expert-parallel-comm --delay-wgrad-compute; ep > 1, no full "
                   "recompute)");
+    sub->add_flag("--moe-shared-expert-overlap", moe_shared_expert_overlap,
+                  "An MoE model's shared experts on a side stream beside the token dispatch and combine "
+                  "(Megatron-Core --moe-shared-expert-overlap; shared experts, alltoall/deepep/hybridep, not with "
+                  "--moe-a2a-overlap)");
     sub->add_option("--moe-capacity-factor", moe_capacity_factor,
                     "Tokens an expert takes at most over its balanced share, beyond them dropped (default 0: "
                     "dropless)");
@@ -247,7 +251,8 @@ training_setup training_flags::assemble_with(const framework_profile& fw) const 
                 .recompute_modules =
                     recompute_modules.empty() ? recompute_module_set{} : parse_recompute_modules(recompute_modules)};
     s.moe = {.dispatcher = parse_moe_dispatcher(moe_dispatcher), .capacity_factor = moe_capacity_factor,
-             .imbalance = moe_imbalance, .a2a_overlap = moe_a2a_overlap};
+             .imbalance = moe_imbalance, .a2a_overlap = moe_a2a_overlap,
+             .shared_expert_overlap = moe_shared_expert_overlap};
     s.precision = parse_precision(precision);
     if (!scaling.empty()) {
         const fp8_scaling asked = parse_enum<fp8_scaling>("fp8-scaling", scaling);
@@ -443,6 +448,7 @@ std::string training_flags::run_text(const training_setup& s) const {
         if (s.moe.imbalance != default_moe_imbalance) t += " --moe-imbalance " + exact(s.moe.imbalance);
         if (s.moe.capacity_factor > 0) t += " --moe-capacity-factor " + exact(s.moe.capacity_factor);
         if (s.moe.a2a_overlap) t += " --moe-a2a-overlap";
+        if (s.moe.shared_expert_overlap) t += " --moe-shared-expert-overlap";
     }
     return t;
 }

@@ -54,7 +54,7 @@ struct training_flags {
     int ep = 1, etp = 0;  // expert parallelism (MoE models)
     std::string moe_dispatcher = "alltoall";
     double moe_imbalance = default_moe_imbalance, moe_capacity_factor = 0;
-    bool moe_a2a_overlap = false;
+    bool moe_a2a_overlap = false, moe_shared_expert_overlap = false;
     std::string scaling;  // --fp8-scaling: how fp8 picks its scales (spec/precision.hpp); empty: the recipe's
     std::string finetune = "full", lora_targets = "q,v";  // which parameters train (spec/finetune.hpp)
     int lora_rank = 16;

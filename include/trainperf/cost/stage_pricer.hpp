@@ -47,10 +47,12 @@ struct micro_batch_times {
     // core they overlap, per pass (in total()), and the sends' whole time.
     seconds context_parallel_comm = seconds_of(0.0);
     seconds context_parallel_ring = seconds_of(0.0);
-    // An MoE model's token dispatch and combine (all of it, per micro-batch; the step
-    // hides part of it with Megatron-Core's EP overlap, cost/step.hpp
-    // exposed_expert_parallel_comm; no overlap with the shared experts).
+    // An MoE model's token dispatch and combine per micro-batch: what the shared experts
+    // do not hide (all of it without the shared-expert overlap; the step hides part of it
+    // with Megatron-Core's EP overlap, cost/step.hpp exposed_expert_parallel_comm), and
+    // what they hide (not in the total).
     seconds expert_parallel_comm = seconds_of(0.0);
+    seconds expert_parallel_hidden = seconds_of(0.0);
     seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
     seconds gpu_backward = seconds_of(0.0);
     seconds gpu_recompute = seconds_of(0.0);
@@ -224,6 +226,11 @@ public:
     // Engine userbuffers, Megatron-Core --tp-comm-overlap; needs sequence parallelism).
     void overlap_tensor_parallel(int tp) { tp_overlap_ = tp; }
 
+    // An MoE layer's shared experts beside its dispatch and combine (moe_run::
+    // shared_expert_overlap): price_stage_parts tells the shared experts' GEMMs by their
+    // section; ops given one by one hide nothing.
+    void overlap_shared_experts() { shared_.assign(sections_.size(), shared_sums{}); }
+
     // Each layer's passes replayed from CUDA graphs (framework_profile::cuda_graphs): the
     // host launches none of the layer's kernels (the workload's replay calls stand in).
     void graph_layers() {
@@ -294,7 +301,9 @@ public:
     micro_batch_times result() const {
         stage_sums all = sections_[0];
         for (std::size_t i = 1; i < sections_.size(); ++i) all.add(sections_[i], 1.0, ring_);
-        return finish(all);
+        shared_sums shared{};
+        for (const shared_sums& s : shared_) shared.add(s, 1.0);
+        return finish(all, shared_.empty() ? nullptr : &shared);
     }
 
     // A stage of `layers` layers built from the parts' sums (ops emitted for a
@@ -317,7 +326,9 @@ public:
         if (shape.mtp) t.add(sections_[std::size_t(stage_section::mtp)], 1.0, ring_);
         if (shape.embedding) t.add(sections_[std::size_t(stage_section::embedding)], 1.0, ring_);
         t[stage_sums::pipeline_comm] = pipeline_comm.value();
-        return finish(t);
+        if (shared_.empty()) return finish(t);
+        const shared_sums shared = shared_of(shape);
+        return finish(t, &shared);
     }
     micro_batch_times stage(double layers, bool first, bool last, seconds pipeline_comm,
                             double moe_layers = 0) const {
@@ -333,11 +344,23 @@ private:
     // The sink for the ops of a checked setup (price_stage_parts): its GEMMs pass
     // validate by construction (workload/ops.hpp checked_shape) and are priced without
     // it; every other op as the public operators do.
+    // With the shared-expert overlap (Shared), the shared experts' GEMMs and the dispatch's
+    // collectives are also summed apart: a second sink, so that the usual one tests nothing.
+    template <bool Shared>
     class checked_setup_sink {
     public:
         explicit checked_setup_sink(stage_pricer& p) : p_(p) {}
         void section(stage_section part) { p_.section(part); }
-        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<gemm_op>& g) { p_.price(g); }
+        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<gemm_op>& g) {
+            if constexpr (Shared)
+                if (p_.shared_expert_gemm(g.op)) return p_.price_shared_expert_gemm(g);
+            p_.price(g);
+        }
+        TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<collective_op>& c) {
+            p_(c);
+            if constexpr (Shared)
+                if (c.part == step_part::expert_parallel) p_.add_dispatch(c);
+        }
         template <class Op>
         TRAINPERF_ALWAYS_INLINE void operator()(const stage_op<Op>& op) {
             p_(op);
@@ -401,9 +424,32 @@ private:
         }
     };
 
+    // The shared-expert overlap's sums, per pass (index + 0, 1, 2): the dispatch's
+    // collectives (tokens, probabilities, and with etp > 1 their all-gathers), the
+    // combine's, the shared experts' first linear's GEMMs and their second's.
+    struct shared_sums {
+        static constexpr std::size_t dispatch = 0, combine = 3, first = 6, second = 9, size = 12;
+        std::array<double, size> sums{};
+        constexpr double& operator[](std::size_t i) { return sums[i]; }
+        constexpr double operator[](std::size_t i) const { return sums[i]; }
+        constexpr void add(const shared_sums& o, double n) {
+            for (std::size_t i = 0; i < size; ++i) sums[i] += n * o.sums[i];
+        }
+    };
+    // A stage's, weighted as stage() weighs the sections (only MoE layers and the
+    // multi-token prediction modules have any).
+    shared_sums shared_of(const stage_shape& shape) const {
+        shared_sums s{};
+        s.add(shared_[std::size_t(stage_section::moe_layer)], shape.moe_layers);
+        s.add(shared_[std::size_t(stage_section::experts)], shape.moe_layers);
+        if (shape.mtp) s.add(shared_[std::size_t(stage_section::mtp)], 1.0);
+        return s;
+    }
+
     // The sums into times: memory-bound ops priced per pass, each pass the larger of
-    // the GPU's time and the host's, tensor-parallel overlap and the KV ring.
-    micro_batch_times finish(const stage_sums& a) const {
+    // the GPU's time and the host's, tensor-parallel overlap, the KV ring, and with the
+    // shared-expert overlap (`shared`) what the shared experts hide of the dispatch.
+    micro_batch_times finish(const stage_sums& a, const shared_sums* shared = nullptr) const {
         seconds tensor_parallel_comm = seconds_of(a[stage_sums::tensor_parallel_comm]);
         seconds tensor_parallel_hidden = seconds_of(0.0);
         if (tp_overlap_ > 1) {
@@ -447,6 +493,13 @@ private:
             context_parallel_ring += ring;
             context_parallel_comm += std::max(seconds_of(0.0), ring - core);
         }
+        // The shared-expert overlap: per pass the dispatch hides behind the shared
+        // experts' first linear and the combine behind their second, each pair on two
+        // streams taking the longer of the two (ASSUMPTION: the collectives take no SMs
+        // from the GEMMs; as the layers are alike, per layer and per stage the same).
+        seconds expert_parallel_comm = seconds_of(a[stage_sums::expert_parallel_comm]);
+        const seconds expert_parallel_hidden = seconds_of(shared ? hidden_by_shared_experts(*shared) : 0.0);
+        expert_parallel_comm -= expert_parallel_hidden;
         return {.forward = std::max(gpu_forward, host_forward),
                 .backward = std::max(gpu_backward, host_backward),
                 .recompute = std::max(gpu_recompute, host_recompute),
@@ -455,7 +508,8 @@ private:
                 .tensor_parallel_hidden = tensor_parallel_hidden,
                 .context_parallel_comm = context_parallel_comm,
                 .context_parallel_ring = context_parallel_ring,
-                .expert_parallel_comm = seconds_of(a[stage_sums::expert_parallel_comm]),
+                .expert_parallel_comm = expert_parallel_comm,
+                .expert_parallel_hidden = expert_parallel_hidden,
                 .gpu_forward = gpu_forward,
                 .gpu_backward = gpu_backward,
                 .gpu_recompute = gpu_recompute,
@@ -481,6 +535,44 @@ private:
         at[stage_sums::gpu + 2] += g.recomputed * t;
         at[stage_sums::host_calls + 2] += g.recomputed * cost;
         if (core) at[stage_sums::core + 2] += g.recomputed * t;
+    }
+    // An MoE layer's shared-expert GEMM: its dense part's MLP (the layer's, or a
+    // multi-token prediction module's; shared_ffn_hidden > 0, spec/setup.hpp).
+    bool shared_expert_gemm(const gemm_op& g) const {
+        return g.block == layer_block::mlp &&
+               (at_ == std::size_t(stage_section::moe_layer) || at_ == std::size_t(stage_section::mtp));
+    }
+    // A shared-expert GEMM: Megatron-Core turns the shared experts' userbuffers overlap
+    // off with theirs (shared_experts.py@d98e8a64), so it is priced whole; its time, by the
+    // linear it belongs to (ffn_down the second; the gate and up projections the first,
+    // fc1, whose activation follows it) and pass, is what the dispatch and combine hide
+    // behind. Out of line: the usual prediction has none.
+    TRAINPERF_NOINLINE void price_shared_expert_gemm(const stage_op<gemm_op>& g) {
+        const seconds time = gemm_time(g.op.shape);
+        const std::size_t slot = g.op.name == "ffn_down" ? shared_sums::second : shared_sums::first;
+        shared_[at_][slot + (g.part == step_part::forward ? 0 : 1)] += g.count * time.value();
+        shared_[at_][slot + 2] += g.recomputed * time.value();
+        add_gemm(g, time);
+    }
+    // Per pass, the dispatch behind the shared experts' first linear and the combine
+    // behind their second, each pair taking the longer of the two: what is hidden.
+    TRAINPERF_NOINLINE static double hidden_by_shared_experts(const shared_sums& a) {
+        double hidden = 0;
+        for (std::size_t pass = 0; pass < 3; ++pass)
+            hidden += std::min(a[shared_sums::dispatch + pass], a[shared_sums::first + pass]) +
+                      std::min(a[shared_sums::combine + pass], a[shared_sums::second + pass]);
+        return hidden;
+    }
+    // A dispatch or combine collective's time (the routing metadata's, before the
+    // dispatch and waited on, hides behind nothing), by pass.
+    TRAINPERF_NOINLINE void add_dispatch(const stage_op<collective_op>& c) {
+        const std::string_view n = c.op.name;
+        const bool combine = n.starts_with("moe_combine");
+        if (!combine && !n.starts_with("moe_dispatch") && !n.starts_with("moe_probabilities")) return;
+        const double t = collective_time(c.op, *cluster_).value();
+        const std::size_t slot = combine ? shared_sums::combine : shared_sums::dispatch;
+        shared_[at_][slot + (c.op.phase == op_phase::forward ? 0 : 1)] += c.count * t;
+        shared_[at_][slot + 2] += c.recomputed * t;
     }
     void add(step_part part, double count, double recomputed, seconds time) {
         sections_[at_][stage_sums::gpu + (part == step_part::forward ? 0 : 1)] += count * time.value();
@@ -521,6 +613,7 @@ private:
     std::array<stage_sums, 7> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
     bool ring_ = false;                      // a KV ring's sends were priced
+    std::vector<shared_sums> shared_;        // by stage_section; empty without the shared-expert overlap
 };
 
 // The same for ops already collected in lists (micro_batch_workload), e.g. a workload
@@ -530,8 +623,9 @@ inline micro_batch_times price_micro_batch(const stage_workload& w, const traini
     stage_pricer pricer(s.cluster.gpu, k, &s.cluster, s.framework.host, s.cluster.host.eager_op_time);
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s.layout.tp);
     // The lists carry no sections: with CUDA graphs every kernel's launch is still
-    // charged here (an upper bound; predict() charges the graphed layers' none), and
-    // compiled layers' launches as eager ones.
+    // charged here (an upper bound; predict() charges the graphed layers' none),
+    // compiled layers' launches as eager ones, and the shared experts hide none of the
+    // dispatch (their GEMMs are not told apart from the dense layers').
     for (const auto& op : w.gemms) pricer(op);
     for (const auto& op : w.memory) pricer(op);
     for (const auto& op : w.collectives) pricer(op);
@@ -549,7 +643,12 @@ inline stage_pricer price_stage_parts(checked_view s, const layout_groups& group
     if (overlaps_tensor_parallel(s)) pricer.overlap_tensor_parallel(s->layout.tp);
     if (s->framework.cuda_graphs) pricer.graph_layers();
     if (s->framework.compiled) pricer.compile_layers();
-    for_each_stage_op(s, one_layer_of_each(s->model), groups, stage_pricer::checked_setup_sink(pricer));
+    if (s->moe.shared_expert_overlap) {
+        pricer.overlap_shared_experts();
+        for_each_stage_op(s, one_layer_of_each(s->model), groups, stage_pricer::checked_setup_sink<true>(pricer));
+    } else {
+        for_each_stage_op(s, one_layer_of_each(s->model), groups, stage_pricer::checked_setup_sink<false>(pricer));
+    }
     return pricer;
 }
 

@@ -134,6 +134,7 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.context_parallel_comm", r.micro_batch.context_parallel_comm.value()},
         {"micro_batch.context_parallel_ring", r.micro_batch.context_parallel_ring.value()},
         {"micro_batch.expert_parallel_comm", r.micro_batch.expert_parallel_comm.value()},
+        {"micro_batch.expert_parallel_hidden", r.micro_batch.expert_parallel_hidden.value()},
         {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},

@@ -94,13 +94,16 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
     if (s.layout.offload == offload_mode::optimizer) j["offload"] = offload_json(r);
     if (has_moe(s.model)) {
         // The token dispatch and combine of the MoE layers, per step on the pacing stage
-        // (exposed: what the EP overlap does not hide).
+        // (exposed: what the EP overlap and the shared experts do not hide; hidden: what
+        // the shared experts hide).
         j["moe"] = {{"dispatcher", std::string(to_string(s.moe.dispatcher))},
                     {"imbalance", s.moe.imbalance},
                     {"capacity_factor", s.moe.capacity_factor},
                     {"a2a_overlap", s.moe.a2a_overlap},
+                    {"shared_expert_overlap", s.moe.shared_expert_overlap},
                     {"dispatch_seconds", r.moe_dispatch.value()},
-                    {"dispatch_share", r.fraction(r.moe_dispatch)}};
+                    {"dispatch_share", r.fraction(r.moe_dispatch)},
+                    {"dispatch_hidden_seconds", s.layout.grad_accum * r.micro_batch.expert_parallel_hidden.value()}};
     }
     if (r.low_precision) {
         // mfu/hfu above are against the FP8 or FP4 peak (the recipe's math).

@@ -91,7 +91,7 @@ inline std::vector<std::string> setup_columns() {
             "global_batch", "recompute", "recompute_modules", "dp_overlap",  "flash_attention", "tp_comm_overlap",
             "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "compile", "grad_reduce_dtype", "fp8_scaling",
             "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node", "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch",
-            "moe_dispatcher", "moe_imbalance", "moe_capacity_factor", "moe_a2a_overlap"};
+            "moe_dispatcher", "moe_imbalance", "moe_capacity_factor", "moe_a2a_overlap", "moe_shared_expert_overlap"};
 }
 
 inline std::vector<table_cell> setup_cells(const training_setup& s) {
@@ -152,7 +152,8 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             has_moe(s.model) ? text(to_string(s.moe.dispatcher)) : table_cell{},
             has_moe(s.model) ? table_cell(s.moe.imbalance) : table_cell{},
             has_moe(s.model) ? table_cell(s.moe.capacity_factor) : table_cell{},
-            has_moe(s.model) ? table_cell(s.moe.a2a_overlap) : table_cell{}};
+            has_moe(s.model) ? table_cell(s.moe.a2a_overlap) : table_cell{},
+            has_moe(s.model) ? table_cell(s.moe.shared_expert_overlap) : table_cell{}};
 }
 
 // The figures of a step report that only a layout that runs has.

@@ -77,6 +77,12 @@ struct moe_run {
     // one micro-batch's forward runs layer by layer beside another's backward, each one's
     // dispatch and combine hidden behind the other's compute (cost/step.hpp).
     bool a2a_overlap = false;
+    // Megatron-Core's shared-expert overlap (--moe-shared-expert-overlap): the shared
+    // experts run on a side stream after the router, their first linear and activation
+    // while the tokens are dispatched, their second while the outputs are combined
+    // (token_dispatcher.py, shared_experts.py@d98e8a64), not before the router in stream
+    // order (cost/stage_pricer.hpp).
+    bool shared_expert_overlap = false;
     friend constexpr bool operator==(const moe_run&, const moe_run&) = default;
 };
 

@@ -365,6 +365,17 @@ TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
             "supports at most one multi-token prediction module (Megatron-Core)");
     require(!s.moe.a2a_overlap || s.precision.weights == dtype::bf16 || s.precision.weights == dtype::fp16,
             "moe_a2a_overlap", "on", "needs a bf16 or fp16 model (Megatron-Core; fp8 and fp4 recipes keep one)");
+    // The shared-expert overlap's own checks (TransformerConfig.__post_init__,
+    // transformer_config.py@d98e8a64; Megatron-Core ignores it without shared experts, where
+    // it could only be a mistake here).
+    if (s.moe.shared_expert_overlap) {
+        require(s.model.moe.shared_ffn_hidden > 0, "moe_shared_expert_overlap", "on",
+                "needs shared experts (model " + std::string(s.model.name) + " has none)");
+        require(d != moe_dispatcher::allgather, "moe_shared_expert_overlap", "on",
+                "runs with the alltoall, deepep or hybridep dispatcher only (Megatron-Core: alltoall or flex)");
+        require(!s.moe.a2a_overlap, "moe_shared_expert_overlap", "on",
+                "cannot run with moe_a2a_overlap (Megatron-Core: disable one of them)");
+    }
     // An expert takes each token at most once: its load is at most E/k times the mean.
     const double most = double(s.model.moe.experts) / s.model.moe.experts_per_token;
     if (s.moe.imbalance > most)
@@ -400,6 +411,8 @@ constexpr void validate_fixed(const training_setup& s) {
     require_framework_trains(s);
     validate(s.moe);  // checked for a dense model too: a bad value is refused wherever it is given
     require(!s.moe.a2a_overlap || has_moe(s.model), "moe_a2a_overlap", "on",
+            "needs a mixture-of-experts model (this model dispatches no tokens)");
+    require(!s.moe.shared_expert_overlap || has_moe(s.model), "moe_shared_expert_overlap", "on",
             "needs a mixture-of-experts model (this model dispatches no tokens)");
     if (has_moe(s.model)) setup_detail::validate_moe_setup(s);
 }
