@@ -316,6 +316,18 @@ training_setup small_moe_setup() {
     return s;
 }
 
+// The share of the SMs an NCCL collective of `group` leaves to compute beside it, by hand:
+// one CTA per channel of NCCL's ring graph for the group, rounded up to a power of two for
+// an all-to-all's point-to-point channels (NCCL src/graph/paths.cc).
+double nccl_share_by_hand(const cluster_spec& c, const collective_op& op) {
+    const int channels = nccl_system_of(c, op.group).ring.channels;
+    int sms = channels;
+    if (op.kind == collective::all_to_all)
+        for (sms = 1; sms < channels; sms *= 2) {
+        }
+    return 1.0 - double(sms) / c.gpu.sm_count;
+}
+
 template <class List>
 auto find_op(const List& ops, std::string_view name, op_phase phase = op_phase::forward) {
     for (const auto& op : ops)
@@ -663,7 +675,16 @@ TEST_CASE("EP overlap: a micro-batch's dispatch behind another's compute, the fi
     const double a = mb.expert_parallel_comm.value(), m = 8;
     const double cf = mb.forward.value(), cb = (mb.backward + mb.recompute).value();
     REQUIRE(a > 0);
-    const double exposed = a + (m - 1) * (std::max(0.0, a / 2 - cb) + std::max(0.0, a / 2 - cf));
+    // While the all-to-alls run, the compute beside them has the SMs NCCL's channels leave
+    // it: of the dispatch, H = Σ time × that share can hide; a pass's half takes
+    // max(A/2, C + A/2 − H/2).
+    double h = 0;
+    for (const auto& c : micro_batch_workload(checked_setup(s)).collectives)
+        if (c.part == step_part::expert_parallel)
+            h += (c.count + c.recomputed) * collective_time(c.op, s.cluster).value() * nccl_share_by_hand(s.cluster, c.op);
+    CHECK(mb.expert_parallel_hideable.value() == Approx(h).epsilon(1e-12));
+    CHECK(h < a);
+    const double exposed = a + (m - 1) * (a / 2 - std::min(cb, h / 2) + a / 2 - std::min(cf, h / 2));
     CHECK(exposed > a);  // this dispatch-heavy layout's forward does not cover half of it
     CHECK(plain.moe_dispatch.value() == Approx(m * a));
     CHECK(hidden.moe_dispatch.value() == Approx(exposed));
@@ -718,6 +739,16 @@ TEST_CASE("HybridEP forwards inside the NVLink domain, DeepEP inside a node of a
     CHECK(expected_token_nodes(deepseek_v3::config.moe, 16) == Approx(trays));
     CHECK(dispatch.op.network_share == Approx(trays * 15 / 16 / 8));
     CHECK(predict(checked_setup(s)).moe_dispatch < predict(checked_setup(deep)).moe_dispatch);
+    // The SMs their kernels hold (DeepEP's Buffer.num_sms 20; HybridEP's 24 inside one NVLink
+    // domain, 8 across): what compute beside them keeps of GB200's 148.
+    CHECK(collective_sms(dispatch.op, deep.cluster) == 20);
+    CHECK(collective_sms(hybrid.op, s.cluster) == 24);
+    CHECK(compute_share_beside(hybrid.op, s.cluster) == Approx(1 - 24.0 / 148));
+    training_setup two_racks = s;
+    two_racks.layout = {.dp = 32, .tp = 4, .sp = true, .zero = 1, .ep = 128, .etp = 1};
+    const auto across = find_op(micro_batch_workload(checked_setup(two_racks)).collectives, "moe_dispatch_hybridep");
+    CHECK_FALSE(across.op.group.inside_one_node());
+    CHECK(collective_sms(across.op, s.cluster) == 8);
     // On HGX H100 (the node is the NVLink domain, 8 GPUs) the two are the same traffic.
     training_setup h100 = deepseek_v3_setup();
     h100.moe = {.dispatcher = moe_dispatcher::hybridep, .imbalance = 1.0};
@@ -743,14 +774,16 @@ TEST_CASE("Shared-expert overlap: the dispatch behind the shared experts' first 
     const step_report plain = predict(checked_setup(s)), hidden = predict(checked_setup(overlapped));
     // By hand from the ops' own prices: per pass, the dispatch's all-to-alls (tokens and
     // probabilities) against the shared gate and up projections (fc1), the combine's
-    // all-to-all against the down projection (fc2); each pair takes the longer.
+    // all-to-all against the down projection (fc2); of each collective's time D the GEMMs
+    // beside it hide at most the share r of the SMs it leaves them: min(W, r·D).
     const stage_workload w = micro_batch_workload(checked_setup(s));
     const kernel_cost_model kernels(s.cluster.gpu, kernel_params_of(s));
     std::array<double, 2> dispatch{}, combine{}, first{}, second{};  // forward, backward
     for (const auto& c : w.collectives) {
         const std::string_view n = c.op.name;
         const std::size_t pass = c.op.phase == op_phase::forward ? 0 : 1;
-        const double t = c.count * collective_time(c.op, s.cluster).value();
+        // The GEMMs beside a collective run on the SMs its channels leave them.
+        const double t = c.count * collective_time(c.op, s.cluster).value() * nccl_share_by_hand(s.cluster, c.op);
         if (n == "moe_dispatch_all_to_all" || n == "moe_probabilities_all_to_all") dispatch[pass] += t;
         if (n == "moe_combine_all_to_all") combine[pass] += t;
     }

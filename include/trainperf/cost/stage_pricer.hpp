@@ -27,6 +27,7 @@
 #include "../workload/ops.hpp"
 #include "../workload/step_ops.hpp"
 #include "comm.hpp"
+#include "comm_sms.hpp"
 #include "kernel_model.hpp"
 
 namespace trainperf {
@@ -53,6 +54,9 @@ struct micro_batch_times {
     // what they hide (not in the total).
     seconds expert_parallel_comm = seconds_of(0.0);
     seconds expert_parallel_hidden = seconds_of(0.0);
+    // Of the dispatch and combine, what compute beside them could hide: each collective's
+    // time × the share of the SMs its kernels leave to that compute (cost/comm_sms.hpp).
+    seconds expert_parallel_hideable = seconds_of(0.0);
     seconds gpu_forward = seconds_of(0.0);     // the GPU's time for the pass's kernels
     seconds gpu_backward = seconds_of(0.0);
     seconds gpu_recompute = seconds_of(0.0);
@@ -288,10 +292,13 @@ public:
             return;
         }
         stage_sums& at = sections_[at_];
-        at[c.part == step_part::pipeline          ? stage_sums::pipeline_comm
-           : c.part == step_part::expert_parallel ? stage_sums::expert_parallel_comm
-                                                  : stage_sums::tensor_parallel_comm] +=
-            price_collective(c, *cluster_).value();
+        const double t = price_collective(c, *cluster_).value();
+        if (c.part == step_part::expert_parallel) {
+            at[stage_sums::expert_parallel_comm] += t;
+            at[stage_sums::expert_parallel_hideable] += t * compute_share_beside(c.op, *cluster_);
+            return;
+        }
+        at[c.part == step_part::pipeline ? stage_sums::pipeline_comm : stage_sums::tensor_parallel_comm] += t;
     }
     void operator()(const stage_op<host_op>& h) {
         add_host(h.part, h.count * h.op.count, h.recomputed * h.op.count, host_call_cost(host_, h.op.call));
@@ -409,9 +416,10 @@ private:
         static constexpr std::size_t bytes = 3, launches = 6;  // memory-bound ops, priced once per pass
         static constexpr std::size_t host_calls = 9;           // in bare ops
         static constexpr std::size_t weight_gradient = 12, tensor_parallel_comm = 13, pipeline_comm = 14,
-                                     tp_overlap_capacity = 15, expert_parallel_comm = 16;
-        static constexpr std::size_t ring = 17, core = 20, core_bytes = 23, core_launches = 26;
-        static constexpr std::size_t without_ring = ring, size = 29;
+                                     tp_overlap_capacity = 15, expert_parallel_comm = 16,
+                                     expert_parallel_hideable = 17;
+        static constexpr std::size_t ring = 18, core = 21, core_bytes = 24, core_launches = 27;
+        static constexpr std::size_t without_ring = ring, size = 30;
         static_assert(core_launches + 3 == size, "every sum has a slot");
         std::array<double, size> sums{};
 
@@ -495,8 +503,8 @@ private:
         }
         // The shared-expert overlap: per pass the dispatch hides behind the shared
         // experts' first linear and the combine behind their second, each pair on two
-        // streams taking the longer of the two (ASSUMPTION: the collectives take no SMs
-        // from the GEMMs; as the layers are alike, per layer and per stage the same).
+        // streams; the GEMMs run on the SMs the collectives leave them (as the layers are
+        // alike, per layer and per stage the same).
         seconds expert_parallel_comm = seconds_of(a[stage_sums::expert_parallel_comm]);
         const seconds expert_parallel_hidden = seconds_of(shared ? hidden_by_shared_experts(*shared) : 0.0);
         expert_parallel_comm -= expert_parallel_hidden;
@@ -510,6 +518,7 @@ private:
                 .context_parallel_ring = context_parallel_ring,
                 .expert_parallel_comm = expert_parallel_comm,
                 .expert_parallel_hidden = expert_parallel_hidden,
+                .expert_parallel_hideable = seconds_of(a[stage_sums::expert_parallel_hideable]),
                 .gpu_forward = gpu_forward,
                 .gpu_backward = gpu_backward,
                 .gpu_recompute = gpu_recompute,
@@ -555,7 +564,10 @@ private:
         add_gemm(g, time);
     }
     // Per pass, the dispatch behind the shared experts' first linear and the combine
-    // behind their second, each pair taking the longer of the two: what is hidden.
+    // behind their second: what is hidden. A collective of time D beside GEMMs of time W
+    // that its kernels leave the share r of the SMs: while it runs the GEMMs progress
+    // r·D, so the pair takes max(D, W + (1 − r)·D) and min(W, r·D) of D is hidden (the
+    // sums hold r·D; ASSUMPTION: the GEMMs' time scales with the SMs they have).
     TRAINPERF_NOINLINE static double hidden_by_shared_experts(const shared_sums& a) {
         double hidden = 0;
         for (std::size_t pass = 0; pass < 3; ++pass)
@@ -563,13 +575,14 @@ private:
                       std::min(a[shared_sums::combine + pass], a[shared_sums::second + pass]);
         return hidden;
     }
-    // A dispatch or combine collective's time (the routing metadata's, before the
-    // dispatch and waited on, hides behind nothing), by pass.
+    // A dispatch or combine collective's time × the share of the SMs it leaves to compute
+    // (the routing metadata's, before the dispatch and waited on, hides behind nothing), by
+    // pass.
     TRAINPERF_NOINLINE void add_dispatch(const stage_op<collective_op>& c) {
         const std::string_view n = c.op.name;
         const bool combine = n.starts_with("moe_combine");
         if (!combine && !n.starts_with("moe_dispatch") && !n.starts_with("moe_probabilities")) return;
-        const double t = collective_time(c.op, *cluster_).value();
+        const double t = collective_time(c.op, *cluster_).value() * compute_share_beside(c.op, *cluster_);
         const std::size_t slot = combine ? shared_sums::combine : shared_sums::dispatch;
         shared_[at_][slot + (c.op.phase == op_phase::forward ? 0 : 1)] += c.count * t;
         shared_[at_][slot + 2] += c.recomputed * t;

@@ -135,6 +135,7 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.context_parallel_ring", r.micro_batch.context_parallel_ring.value()},
         {"micro_batch.expert_parallel_comm", r.micro_batch.expert_parallel_comm.value()},
         {"micro_batch.expert_parallel_hidden", r.micro_batch.expert_parallel_hidden.value()},
+        {"micro_batch.expert_parallel_hideable", r.micro_batch.expert_parallel_hideable.value()},
         {"micro_batch.gpu_compute", r.micro_batch.gpu_compute().value()},
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
@@ -254,18 +255,20 @@ constexpr seconds pipeline_bubble(const parallel_layout& l, const pipeline_times
 // dispatch and combine hide behind the backward's compute and the backward's behind the
 // forward's. With A a micro-batch's dispatch and combine, half of it in each pass
 // (ASSUMPTION: the backward sends the gradients of what the forward sent; the routing
-// metadata, forward only, is small), and C_f, C_b its forward and backward (with
-// recompute) compute, A + (m − 1)·(max(0, A/2 − C_b) + max(0, A/2 − C_f)) stays exposed.
-// ASSUMPTION: the overlap is otherwise perfect (the communication kernels take no SMs
-// from the compute they hide behind, and no layer-by-layer dependency leaves a gap); with
-// pipeline stages the fill and drain (the other stages' micro-batches, pipeline_bubble)
-// keep their dispatch whole.
+// metadata, forward only, is small), H its hideable part (each collective's time × the
+// share of the SMs its kernels leave to compute, cost/comm_sms.hpp: while the collectives
+// run, the compute beside them progresses H/A as fast), and C_f, C_b its forward and
+// backward (with recompute) compute, a pass's half takes max(A/2, C + A/2 − H/2) beside
+// the other's compute, and A + (m − 1)·(A/2 − min(C_b, H/2) + A/2 − min(C_f, H/2)) stays
+// exposed. ASSUMPTION: no layer-by-layer dependency leaves a gap (a lower bound on what
+// stays exposed); with pipeline stages the fill and drain (the other stages'
+// micro-batches, pipeline_bubble) keep their dispatch whole.
 inline seconds exposed_expert_parallel_comm(const training_setup& s, const micro_batch_times& mb) {
     const double m = s.layout.grad_accum;
     const seconds a = mb.expert_parallel_comm;
     if (!s.moe.a2a_overlap) return m * a;
-    const seconds zero = seconds_of(0.0), half = 0.5 * a;
-    return a + (m - 1) * (std::max(zero, half - (mb.backward + mb.recompute)) + std::max(zero, half - mb.forward));
+    const seconds half = 0.5 * a, hideable = 0.5 * mb.expert_parallel_hideable;
+    return a + (m - 1) * (half - std::min(mb.backward + mb.recompute, hideable) + half - std::min(mb.forward, hideable));
 }
 
 // One step from its priced parts: m micro-batches at the slowest stage's pace plus the

@@ -52,6 +52,16 @@ constexpr bool forwards_by_node(moe_dispatcher d) { return d == moe_dispatcher::
 // deepseek-ai/DeepEP csrc/kernels/configs.cuh).
 inline constexpr int deepep_max_nvlink_peers = 8;
 
+// DeepEP's high-throughput dispatch and combine kernels: Buffer.num_sms = 20
+// (deepseek-ai/DeepEP deep_ep/buffer.py@94a9f8f6; Megatron-Core's moe_deepep_num_sms,
+// "historical default 20", transformer_config.py@d98e8a64, which Megatron-Core leaves unset).
+inline constexpr int deepep_sms = 20;
+
+// HybridEP's dispatch and combine: 24 SMs within one NVLink domain, 8 across domains (the
+// num_sms_dispatch_api and num_sms_combine_api defaults, DeepEP's hybrid-ep branch
+// csrc/hybrid_ep/config.cuh@94a9f8f6; Megatron-Core passes none, fused_a2a.py@d98e8a64).
+inline constexpr int hybridep_sms_one_domain = 24, hybridep_sms_across_domains = 8;
+
 constexpr moe_dispatcher parse_moe_dispatcher(std::string_view s) {
     return parse_enum<moe_dispatcher>("moe_dispatcher", s);
 }

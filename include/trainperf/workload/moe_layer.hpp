@@ -136,6 +136,9 @@ constexpr void for_each_dispatch_collective(const transformer_config& m, const p
         collective_op dispatch{deepep ? "moe_dispatch_deepep" : "moe_dispatch_hybridep", collective::all_to_all,
                                bytes_of(e.routed * k * h * a * e.load), group};
         dispatch.network_share = expected_token_nodes(m.moe, nodes) * (nodes - 1) / nodes / k;
+        dispatch.sms = deepep                     ? deepep_sms
+                       : group.inside_one_node() ? hybridep_sms_one_domain
+                                                 : hybridep_sms_across_domains;
         sink(dispatch, true);
         collective_op combine = dispatch;
         combine.name = deepep ? "moe_combine_deepep" : "moe_combine_hybridep";

@@ -208,6 +208,8 @@ struct collective_op {
     // `size` that crosses the network. < 0: a plain all-to-all, 1/n of the buffer to
     // every peer.
     double network_share = -1;
+    // The SMs its kernels hold (0: NCCL's, one per channel: cost/comm_sms.hpp).
+    int sms = 0;
 };
 
 enum class transfer_direction { to_host, to_device };
