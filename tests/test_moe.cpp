@@ -10,8 +10,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 using namespace trainperf;
 using nlohmann::json;
@@ -606,7 +608,7 @@ TEST_CASE("DeepSeek-V3: latent attention's GEMMs and the prediction module by ha
     CHECK(r.micro_batch.expert_parallel_comm.value() > 0);
 }
 
-TEST_CASE("Fit advice for an MoE model: ep doubled or halved on the same GPUs", "[moe][advice]") {
+TEST_CASE("Fit advice for an MoE model: ep doubled or halved on the same GPUs, the dispatch overlapped", "[moe][advice]") {
     training_setup s = small_moe_setup();  // ep 4 of 8 experts, etp 1, tp 2 x dp 4
     int doubled = 0, halved = 0;
     for (const auto& [change, t] : fit_advice_detail::neighbours(s)) {
@@ -622,6 +624,30 @@ TEST_CASE("Fit advice for an MoE model: ep doubled or halved on the same GPUs", 
     training_setup wider = s;
     wider.layout.ep = 8;
     CHECK(memory_of(checked_setup(wider)).breakdown.total() < memory_of(checked_setup(s)).breakdown.total());
+    // The dispatch hidden as Megatron-Core can: with shared experts, beside them, and with
+    // ep > 1 beside another micro-batch's pass (one or the other).
+    training_setup shared = s;
+    shared.model.moe.shared_ffn_hidden = 1024;
+    std::vector<training_setup> overlaps;
+    for (const auto& [change, t] : fit_advice_detail::neighbours(shared))
+        if (change == fit_change::moe_overlap) overlaps.push_back(t);
+    REQUIRE(overlaps.size() == 2);
+    CHECK((overlaps[0].moe.shared_expert_overlap && !overlaps[0].moe.a2a_overlap));
+    CHECK((overlaps[1].moe.a2a_overlap && !overlaps[1].moe.shared_expert_overlap));
+    for (const training_setup& t : overlaps) CHECK_NOTHROW(validate(t));
+    // Already overlapped with another micro-batch: nothing more to offer; without shared
+    // experts, only the EP overlap.
+    training_setup both = shared;
+    both.moe.a2a_overlap = true;
+    for (const auto& [change, t] : fit_advice_detail::neighbours(both)) CHECK(change != fit_change::moe_overlap);
+    int offered = 0;
+    for (const auto& [change, t] : fit_advice_detail::neighbours(s)) offered += change == fit_change::moe_overlap;
+    CHECK(offered == 1);
+    // Predicted faster where the dispatch was exposed: the advice keeps what gains.
+    s.layout.grad_accum = 4;
+    const speed_advice advice = advise_speed(checked_setup(s));
+    CHECK(std::any_of(advice.options.begin(), advice.options.end(),
+                      [](const fit_option& o) { return o.change == fit_change::moe_overlap && o.gain > 0; }));
 }
 
 TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded over NVLink", "[moe][step]") {

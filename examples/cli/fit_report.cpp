@@ -45,6 +45,8 @@ std::string change_text(const fit_option& o) {
         case fit_change::lora:
         case fit_change::qlora:
             return "rank " + std::to_string(s.finetune.rank) + " on " + lora_targets_text(s.finetune.targets) + ", ";
+        case fit_change::moe_overlap:
+            return s.moe.a2a_overlap ? "EP overlap (--moe-a2a-overlap), " : "shared-expert overlap, ";
         default: return "";
     }
 }

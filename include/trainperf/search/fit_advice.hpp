@@ -35,12 +35,12 @@ enum class fit_change {
     recompute_full, smaller_micro_batch, optimizer_offload, zero3_more_gpus,
     recompute_other, larger_micro_batch, zero_stage, no_offload, tensor_parallel, pipeline_parallel,
     sequence_parallel, dp_overlap, flash_attention, best_layout, context_parallel, shorter_sequence,
-    optimizer, lora, qlora, expert_parallel
+    optimizer, lora, qlora, expert_parallel, moe_overlap
 };
 
 template <>
 struct enum_names<fit_change> {
-    static constexpr std::array<enum_name<fit_change>, 20> table{
+    static constexpr std::array<enum_name<fit_change>, 21> table{
         {{fit_change::recompute_full, "recompute-full"},
          {fit_change::smaller_micro_batch, "smaller-micro-batch"},
          {fit_change::optimizer_offload, "optimizer-offload"},
@@ -60,7 +60,8 @@ struct enum_names<fit_change> {
          {fit_change::optimizer, "optimizer"},
          {fit_change::lora, "lora"},
          {fit_change::qlora, "qlora"},
-         {fit_change::expert_parallel, "expert-parallel"}}};
+         {fit_change::expert_parallel, "expert-parallel"},
+         {fit_change::moe_overlap, "moe-overlap"}}};
 };
 
 // How far a change departs from the run asked for: 0, the same training on another
@@ -197,6 +198,22 @@ inline std::vector<std::pair<fit_change, training_setup>> neighbours(const train
         training_setup t = s;
         t.framework.flash_attention = true;
         out.emplace_back(fit_change::flash_attention, t);
+    }
+    // An MoE model's dispatch hidden behind compute as Megatron-Core can: beside the shared
+    // experts, or beside another micro-batch's pass (one or the other; where their
+    // conditions fail, fitting() leaves them out).
+    if (has_moe(s.model)) {
+        if (!s.moe.shared_expert_overlap && !s.moe.a2a_overlap && s.model.moe.shared_ffn_hidden > 0) {
+            training_setup t = s;
+            t.moe.shared_expert_overlap = true;
+            out.emplace_back(fit_change::moe_overlap, t);
+        }
+        if (!s.moe.a2a_overlap && s.layout.ep > 1) {
+            training_setup t = s;
+            t.moe.a2a_overlap = true;
+            t.moe.shared_expert_overlap = false;
+            out.emplace_back(fit_change::moe_overlap, t);
+        }
     }
     return out;
 }
