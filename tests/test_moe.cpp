@@ -730,6 +730,14 @@ TEST_CASE("EP overlap: a micro-batch's dispatch behind another's compute, the fi
     bad = overlapped;
     bad.layout.ep = 1;
     CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_a2a_overlap = on") && Catch::Contains("ep > 1"));
+    // With pipeline stages Megatron-Core asks for virtual stages (and reads 1 as none).
+    bad = overlapped;
+    bad.layout.dp = 16;
+    bad.layout.pp = 4;
+    bad.layout.first_stage_layers = 16;  // 61 layers: 16, 15, 15, 15
+    bad.layout.last_stage_layers = 15;
+    bad.layout.grad_accum = 8;
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_a2a_overlap = on") && Catch::Contains("virtual stages"));
     training_setup dense = s;
     dense.model = llama3_8b::config;
     dense.layout = {.dp = 8};
@@ -797,44 +805,62 @@ TEST_CASE("Shared-expert overlap: the dispatch behind the shared experts' first 
     s.layout.grad_accum = 4;
     training_setup overlapped = s;
     overlapped.moe.shared_expert_overlap = true;
-    const step_report plain = predict(checked_setup(s)), hidden = predict(checked_setup(overlapped));
-    // By hand from the ops' own prices: per pass, the dispatch's all-to-alls (tokens and
-    // probabilities) against the shared gate and up projections (fc1), the combine's
-    // all-to-all against the down projection (fc2); of each collective's time D the GEMMs
-    // beside it hide at most the share r of the SMs it leaves them: min(W, r·D).
-    const stage_workload w = micro_batch_workload(checked_setup(s));
-    const kernel_cost_model kernels(s.cluster.gpu, kernel_params_of(s));
-    std::array<double, 2> dispatch{}, combine{}, first{}, second{};  // forward, backward
-    for (const auto& c : w.collectives) {
-        const std::string_view n = c.op.name;
-        const std::size_t pass = c.op.phase == op_phase::forward ? 0 : 1;
-        // The GEMMs beside a collective run on the SMs its channels leave them.
-        const double t = c.count * collective_time(c.op, s.cluster).value() * nccl_share_by_hand(s.cluster, c.op);
-        if (n == "moe_dispatch_all_to_all" || n == "moe_probabilities_all_to_all") dispatch[pass] += t;
-        if (n == "moe_combine_all_to_all") combine[pass] += t;
+    // Experts whole on their ranks (etp 1), and split over 2 (etp 2: the dispatch's
+    // all-gathers and the combine's reduce-scatter over the expert-tensor group).
+    for (int etp : {1, 2}) {
+        INFO("etp " << etp);
+        s.layout.etp = overlapped.layout.etp = etp;
+        const step_report plain = predict(checked_setup(s)), hidden = predict(checked_setup(overlapped));
+        // By hand from the ops' own prices: per pass, the dispatch's collectives (tokens and
+        // probabilities, all-to-all and all-gathered over etp) against the shared gate and up
+        // projections (fc1), the combine's all-to-all against the down projection (fc2), and
+        // the combine's reduce-scatter only backward (forward Megatron-Core runs it on the
+        // main stream before fc2 starts); of each collective's time D the GEMMs beside it
+        // hide at most the share r of the SMs it leaves them: min(W, r·D).
+        const stage_workload w = micro_batch_workload(checked_setup(s));
+        const kernel_cost_model kernels(s.cluster.gpu, kernel_params_of(s));
+        std::array<double, 2> dispatch{}, combine{}, first{}, second{};  // forward, backward
+        for (const auto& c : w.collectives) {
+            const std::string_view n = c.op.name;
+            const std::size_t pass = c.op.phase == op_phase::forward ? 0 : 1;
+            // The GEMMs beside a collective run on the SMs its channels leave them.
+            const double t = c.count * collective_time(c.op, s.cluster).value() * nccl_share_by_hand(s.cluster, c.op);
+            if (n == "moe_dispatch_all_to_all" || n == "moe_probabilities_all_to_all" ||
+                n == "moe_dispatch_all_gather" || n == "moe_probabilities_all_gather")
+                dispatch[pass] += t;
+            if (n == "moe_combine_all_to_all" || (n == "moe_combine_reduce_scatter" && pass == 1)) combine[pass] += t;
+        }
+        for (const auto& g : w.gemms) {
+            const std::string_view n = g.op.name;
+            const std::size_t pass = g.op.phase == op_phase::forward ? 0 : 1;
+            const double t = g.count * kernels.gemm_time(g.op.shape).value();
+            if (n == "ffn_gate" || n == "ffn_up") first[pass] += t;
+            if (n == "ffn_down") second[pass] += t;
+        }
+        double expected = 0;
+        for (std::size_t pass = 0; pass < 2; ++pass) {
+            REQUIRE(dispatch[pass] > 0);
+            REQUIRE(first[pass] > 0);
+            expected += std::min(dispatch[pass], first[pass]) + std::min(combine[pass], second[pass]);
+        }
+        const micro_batch_times& a = plain.micro_batch;
+        const micro_batch_times& b = hidden.micro_batch;
+        CHECK(a.expert_parallel_hidden.value() == 0);
+        CHECK(b.expert_parallel_hidden.value() == Approx(expected).epsilon(1e-12));
+        CHECK(b.expert_parallel_comm.value() == Approx(a.expert_parallel_comm.value() - expected).epsilon(1e-12));
+        CHECK(b.expert_parallel_comm.value() > 0);  // the tokens-per-expert all-gather hides behind nothing
+        CHECK(b.compute().value() == Approx(a.compute().value()).epsilon(1e-12));
+        CHECK(plain.step_time.value() - hidden.step_time.value() == Approx(4 * expected).epsilon(1e-9));
+        CHECK(hidden.moe_dispatch_hidden.value() == Approx(4 * expected).epsilon(1e-12));
+        CHECK(to_json(overlapped, hidden)["moe"]["dispatch_hidden_seconds"].get<double>() == Approx(4 * expected));
+        // A multi-token prediction module is one more MoE layer beside the same dispatch: its
+        // shared expert hides as much as a layer's, its routed experts' GEMMs nothing.
+        training_setup with_mtp = overlapped;
+        with_mtp.model.mtp_layers = 1;
+        CHECK(predict(checked_setup(with_mtp)).micro_batch.expert_parallel_hidden.value() ==
+              Approx(1.25 * expected).epsilon(1e-12));
     }
-    for (const auto& g : w.gemms) {
-        const std::string_view n = g.op.name;
-        const std::size_t pass = g.op.phase == op_phase::forward ? 0 : 1;
-        const double t = g.count * kernels.gemm_time(g.op.shape).value();
-        if (n == "ffn_gate" || n == "ffn_up") first[pass] += t;
-        if (n == "ffn_down") second[pass] += t;
-    }
-    double expected = 0;
-    for (std::size_t pass = 0; pass < 2; ++pass) {
-        REQUIRE(dispatch[pass] > 0);
-        REQUIRE(first[pass] > 0);
-        expected += std::min(dispatch[pass], first[pass]) + std::min(combine[pass], second[pass]);
-    }
-    const micro_batch_times& a = plain.micro_batch;
-    const micro_batch_times& b = hidden.micro_batch;
-    CHECK(a.expert_parallel_hidden.value() == 0);
-    CHECK(b.expert_parallel_hidden.value() == Approx(expected).epsilon(1e-12));
-    CHECK(b.expert_parallel_comm.value() == Approx(a.expert_parallel_comm.value() - expected).epsilon(1e-12));
-    CHECK(b.expert_parallel_comm.value() > 0);  // the tokens-per-expert all-gather hides behind nothing
-    CHECK(b.compute().value() == Approx(a.compute().value()).epsilon(1e-12));
-    CHECK(plain.step_time.value() - hidden.step_time.value() == Approx(4 * expected).epsilon(1e-9));
-    CHECK(to_json(overlapped, hidden)["moe"]["dispatch_hidden_seconds"].get<double>() == Approx(4 * expected));
+    s.layout.etp = overlapped.layout.etp = 1;
     // With userbuffers the shared experts' GEMMs run whole, on all the SMs (Megatron-Core
     // turns their overlap off), not chunked beside their collectives: less GPU time forward.
     training_setup ub = s, ub_overlapped = overlapped;
@@ -853,6 +879,11 @@ TEST_CASE("Shared-expert overlap: the dispatch behind the shared experts' first 
     bad.moe.a2a_overlap = true;
     CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("moe_shared_expert_overlap = on") &&
                                          Catch::Contains("moe_a2a_overlap"));
+    bad = overlapped;
+    bad.layout.recompute = recompute_mode::selective;
+    bad.layout.recompute_modules = {recompute_module::shared_experts};
+    CHECK_THROWS_WITH(validate(bad), Catch::StartsWith("recompute_modules = shared-experts") &&
+                                         Catch::Contains("shared-expert overlap"));
     training_setup dense = s;
     dense.model = llama3_8b::config;
     dense.layout = {.dp = 8};

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <vector>
@@ -1027,7 +1028,7 @@ TEST_CASE("the planner searches an MoE model's expert and expert-tensor parallel
     CHECK(eager->reason.find("trains no mixture-of-experts model") != std::string::npos);
 }
 
-TEST_CASE("the planner's MoE space follows the dispatcher and the EP overlap", "[planner][moe]") {
+TEST_CASE("the planner's MoE space follows the dispatcher and the overlaps", "[planner][moe]") {
     // DeepEP and HybridEP forward by node: each expert whole on its rank (etp 1).
     plan_request deepep = moe_request();
     deepep.base.moe.dispatcher = moe_dispatcher::deepep;
@@ -1046,10 +1047,17 @@ TEST_CASE("the planner's MoE space follows the dispatcher and the EP overlap", "
     for (const plan_candidate& c : hidden.best) {
         CHECK(c.layout.ep > 1);
         CHECK(c.layout.recompute != recompute_mode::full);
+        if (c.layout.pp > 1) CHECK(c.layout.interleave > 1);  // Megatron-Core's virtual stages
         interleaved |= c.layout.interleave > 1;
     }
     CHECK(interleaved);
     check_against_predict(overlap, hidden);
+    // The shared-expert overlap: every layout Megatron-Core runs with it, priced as predict.
+    plan_request shared = moe_request();
+    shared.base.moe.shared_expert_overlap = true;
+    const plan_result beside = every_fitting_layout(shared);
+    REQUIRE_FALSE(beside.best.empty());
+    check_against_predict(shared, beside);
     // What no layout can mend is refused before the search, as predict refuses it.
     plan_request fp32 = overlap;
     fp32.base.precision = recipe(precision_kind::fp32);
@@ -1057,4 +1065,28 @@ TEST_CASE("the planner's MoE space follows the dispatcher and the EP overlap", "
     plan_request dense = llama_on_h100s(8, 64);
     dense.base.moe.a2a_overlap = true;
     CHECK_THROWS_WITH(plan(dense), Catch::Contains("moe_a2a_overlap = on"));
+}
+
+TEST_CASE("the planner's bound on an MoE model's stage is the least over its MoE layers", "[planner][moe]") {
+    // A dense FFN of 16384 beside experts of 512: a stage's dense layers take the GPU longer
+    // and its MoE layers the host, each pass the larger of the two, so of 2-layer stages
+    // the one with 1 MoE layer computes least, less than 0 or 2 of them.
+    transformer_config m = planner_moe;
+    m.ffn_hidden = 16384;
+    training_setup s = moe_request().base;
+    s.model = m;
+    s.framework.tensor_parallel_overlap = false;
+    s.seq = 1024;
+    s.moe.imbalance = 1.0;
+    s.layout = {.dp = 16, .tp = 1, .zero = 1, .micro_batch = 8};
+    const stage_pricer parts = price_stage_parts(checked_setup(s));
+    std::array<double, 3> compute{};
+    for (int k = 0; k <= 2; ++k) compute[std::size_t(k)] = parts.stage(2, false, false, seconds_of(0.0), k).compute().value();
+    CHECK(compute[1] < compute[0]);
+    CHECK(compute[1] < compute[2]);
+    CHECK(planner_detail::least_stage_compute(parts, 2, 8, 6).value() == compute[1]);
+    // A stage of 7 of the 8 layers holds at least 5 MoE layers.
+    double least = std::numeric_limits<double>::infinity();
+    for (int k = 5; k <= 6; ++k) least = std::min(least, parts.stage(7, false, false, seconds_of(0.0), k).compute().value());
+    CHECK(planner_detail::least_stage_compute(parts, 7, 8, 6).value() == least);
 }

@@ -127,7 +127,7 @@ void print_text(std::ostream& out, const training_flags& flags, const training_s
     row("data stall", r.time.data);
     time.print(out);
     if (s.moe.shared_expert_overlap)
-        out << "The shared experts hide " << fixed(s.layout.grad_accum * r.micro_batch.expert_parallel_hidden.value() * 1e3, 2)
+        out << "The shared experts hide " << fixed(r.moe_dispatch_hidden.value() * 1e3, 2)
             << " ms of the token dispatch and combine per step (--moe-shared-expert-overlap).\n";
     out << '\n';
     if (s.layout.offload == offload_mode::optimizer) print_offload(out, s, r);

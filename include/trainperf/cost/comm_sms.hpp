@@ -19,9 +19,10 @@ namespace trainperf {
 // communicator's channels (its ring graph's, cost/nccl_model.hpp), point-to-point sends and
 // receives (an all-to-all) on p2pnChannels, the channels rounded up to a power of two
 // (ncclTopoComputeP2pChannels, NVIDIA/nccl src/graph/paths.cc@5067397c: NCCL_MAX_P2P_NCHANNELS
-// defaults to MAXCHANNELS, above the 32 ring channels NCCL searches). ASSUMPTION: where NCCL's
-// model does not price the group (no NVLink, cost/comm.hpp's α–β model) the channel count is
-// not known and none is counted.
+// defaults to MAXCHANNELS, above the 32 ring channels NCCL searches). ASSUMPTION: every
+// channel runs for the whole collective (NCCL may use fewer channels per peer or for small
+// messages: an upper bound on the SMs held); where NCCL's model does not price the group
+// (no NVLink, cost/comm.hpp's α–β model) the channel count is not known and none is counted.
 inline double collective_sms(const collective_op& op, const cluster_spec& c) {
     if (op.sms > 0) return op.sms;
     if (op.group.size < 2 || !nccl_models(c, op.group)) return 0;

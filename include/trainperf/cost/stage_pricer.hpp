@@ -545,11 +545,13 @@ private:
         at[stage_sums::host_calls + 2] += g.recomputed * cost;
         if (core) at[stage_sums::core + 2] += g.recomputed * t;
     }
-    // An MoE layer's shared-expert GEMM: its dense part's MLP (the layer's, or a
-    // multi-token prediction module's; shared_ffn_hidden > 0, spec/setup.hpp).
+    // An MoE layer's shared-expert GEMM: its dense part's MLP (the layer's; a multi-token
+    // prediction module's, whose section also holds its routed experts and router, by the
+    // dense FFN's names, workload/layer.hpp; shared_ffn_hidden > 0, spec/setup.hpp).
     bool shared_expert_gemm(const gemm_op& g) const {
-        return g.block == layer_block::mlp &&
-               (at_ == std::size_t(stage_section::moe_layer) || at_ == std::size_t(stage_section::mtp));
+        if (g.block != layer_block::mlp) return false;
+        if (at_ == std::size_t(stage_section::moe_layer)) return true;
+        return at_ == std::size_t(stage_section::mtp) && g.name.starts_with("ffn_");
     }
     // A shared-expert GEMM: Megatron-Core turns the shared experts' userbuffers overlap
     // off with theirs (shared_experts.py@d98e8a64), so it is priced whole; its time, by the
@@ -575,13 +577,16 @@ private:
                       std::min(a[shared_sums::combine + pass], a[shared_sums::second + pass]);
         return hidden;
     }
-    // A dispatch or combine collective's time × the share of the SMs it leaves to compute
-    // (the routing metadata's, before the dispatch and waited on, hides behind nothing), by
-    // pass.
+    // A dispatch or combine collective's time × the share of the SMs it leaves to compute,
+    // by pass. Hidden behind nothing: the routing metadata's, before the dispatch and
+    // waited on, and the combine's forward reduce-scatter over etp, which Megatron-Core runs
+    // in combine_preprocess on the main stream before the side stream's second linear
+    // starts (token_dispatcher.py@d98e8a64; its backward all-gather is paired).
     TRAINPERF_NOINLINE void add_dispatch(const stage_op<collective_op>& c) {
         const std::string_view n = c.op.name;
         const bool combine = n.starts_with("moe_combine");
         if (!combine && !n.starts_with("moe_dispatch") && !n.starts_with("moe_probabilities")) return;
+        if (n == "moe_combine_reduce_scatter" && c.op.phase == op_phase::forward) return;
         const double t = collective_time(c.op, *cluster_).value() * compute_share_beside(c.op, *cluster_);
         const std::size_t slot = combine ? shared_sums::combine : shared_sums::dispatch;
         shared_[at_][slot + (c.op.phase == op_phase::forward ? 0 : 1)] += c.count * t;

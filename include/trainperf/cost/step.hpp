@@ -72,8 +72,10 @@ struct step_report {
     seconds data_parallel_sync = seconds_of(0.0);   // full sync time, before overlap
     // An MoE model's token dispatch and combine per step on the pacing stage, exposed (in
     // time.communication): grad_accum × micro_batch.expert_parallel_comm, or less with
-    // the EP overlap (exposed_expert_parallel_comm).
+    // the EP overlap (exposed_expert_parallel_comm); and what the shared experts hide of it
+    // (grad_accum × micro_batch.expert_parallel_hidden, not in the step).
     seconds moe_dispatch = seconds_of(0.0);
+    seconds moe_dispatch_hidden = seconds_of(0.0);
     offload_times offload{};                        // in time.communication (exposed copies) and time.optimizer
     int gpus = 1;
     long long global_batch = 1;
@@ -140,6 +142,7 @@ inline std::string postcondition_violation(const step_report& r) {
         {"micro_batch.host_compute", r.micro_batch.host_compute().value()},
         {"data_parallel_sync", r.data_parallel_sync.value()},
         {"moe_dispatch", r.moe_dispatch.value()},
+        {"moe_dispatch_hidden", r.moe_dispatch_hidden.value()},
         {"offload.gradient_copies", r.offload.gradient_copies.value()},
         {"offload.host_step", r.offload.host_step.value()},
         {"offload.weights_up", r.offload.weights_up.value()},
@@ -375,6 +378,7 @@ inline step_report schedule(const training_setup& s, const pipeline_times& stage
             .micro_batch = mb,
             .data_parallel_sync = prices.sync.per_step_total(m),
             .moe_dispatch = exposed_expert_parallel_comm(s, mb),
+            .moe_dispatch_hidden = m * mb.expert_parallel_hidden,
             .offload = prices.offloaded
                            ? offload_times{prices.gradient_copies.per_step(m), prices.host_step, prices.weights_up}
                            : offload_times{},

@@ -103,7 +103,7 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
                     {"shared_expert_overlap", s.moe.shared_expert_overlap},
                     {"dispatch_seconds", r.moe_dispatch.value()},
                     {"dispatch_share", r.fraction(r.moe_dispatch)},
-                    {"dispatch_hidden_seconds", s.layout.grad_accum * r.micro_batch.expert_parallel_hidden.value()}};
+                    {"dispatch_hidden_seconds", r.moe_dispatch_hidden.value()}};
     }
     if (r.low_precision) {
         // mfu/hfu above are against the FP8 or FP4 peak (the recipe's math).

@@ -87,7 +87,7 @@ inline std::string refusal(const plan_request& r, const framework_profile& fw) {
         const training_setup s = with_framework(r, fw).base;
         require_framework_trains(s);
         require_framework_rank_order(s);
-        if (has_moe(s.model)) setup_detail::validate_moe_setup(s);
+        if (has_moe(s.model)) setup_detail::require_framework_dispatches(s);
     } catch (const invalid_argument& e) {
         return e.what();
     }

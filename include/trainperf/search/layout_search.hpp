@@ -153,12 +153,17 @@ private:
 };
 
 // The least compute of a stage of `layers` of the model's `total` layers, `moe_total` of
-// them MoE layers (0: a dense model's stage).
+// them MoE layers (0: a dense model's stage): of an MoE model's, the least over every
+// count of MoE layers such a stage can hold (a pass takes the larger of the GPU's time
+// and the host's, each linear in the count, so the least can lie between the ends).
 inline seconds least_stage_compute(const stage_pricer& parts, int layers, int total, int moe_total) {
-    if (moe_total == 0) return parts.stage(layers, false, false, seconds_of(0.0)).compute();
+    seconds least = parts.stage(layers, false, false, seconds_of(0.0)).compute();
+    if (moe_total == 0) return least;
     const int fewest = std::max(0, layers - (total - moe_total)), most = std::min(layers, moe_total);
-    return std::min(parts.stage(layers, false, false, seconds_of(0.0), fewest).compute(),
-                    parts.stage(layers, false, false, seconds_of(0.0), most).compute());
+    if (fewest > 0) least = parts.stage(layers, false, false, seconds_of(0.0), fewest).compute();
+    for (int k = fewest + 1; k <= most; ++k)
+        least = std::min(least, parts.stage(layers, false, false, seconds_of(0.0), k).compute());
+    return least;
 }
 
 // All candidates of one unit at one pipeline depth: micro-batches in increasing order so
@@ -180,6 +185,13 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
     s.layout = {.dp = dp, .tp = u.tp, .cp = u.cp, .pp = pp, .sp = u.sp, .recompute = u.recompute};
     s.layout.ep = u.ep;
     s.layout.etp = u.etp;
+    const inner_choices choices = choices_for(r, pp, dp, u.cp);
+    if (choices.pipelines.empty()) return;  // (the EP overlap where no interleave splits the layers)
+    // The layouts below start from the first pipeline configuration (an interleaved one,
+    // with a whole round of micro-batches, where the EP overlap allows no other).
+    const int first_interleave = choices.pipelines.front().interleave;
+    s.layout.interleave = first_interleave;
+    if (first_interleave > 1) s.layout.grad_accum = pp;
     // Checked once for the unit at this depth; each micro-batch's layout again below.
     const checked_setup unit_setup(s);
     const flop_counts flop = flop_counts_of(unit_setup);
@@ -187,7 +199,6 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
     const int seq = sequence_length(s);
     const bytes capacity = usable_memory(s.cluster.gpu, s.framework);
     // Data-parallel sync and the optimizer depend on (ZeRO stage, offload) only.
-    const inner_choices choices = choices_for(r, pp, dp, u.cp);
     std::vector<step_prices> step_costs;
     for (const zero_config& z : choices.zeros)
         for (offload_mode offload : choices.offloads) {
@@ -209,9 +220,10 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
         const int accum = int(r.global_batch / (1LL * b * dp));
         const bool interleaving = interleaving_allowed(pp, accum);
         const long long per_batch = static_cast<long long>(choices.count(interleaving));
+        if (per_batch == 0) continue;  // only interleaved configurations, which this grad-accum rules out
         s.layout.micro_batch = b;
         s.layout.grad_accum = accum;
-        s.layout.interleave = 1;
+        s.layout.interleave = first_interleave;
         s.layout.first_stage_layers = s.layout.last_stage_layers = 0;
         s.layout.pipeline_layout = {};
         s.layout.schedule = pipeline_schedule::one_f_one_b;
@@ -230,8 +242,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
         };
         // Bound: some stage holds ⌈L/p⌉ layers or more, so every candidate of this
         // micro-batch runs at least the compute of such a stage, m times (of an MoE
-        // model's, the cheaper of the fewest and the most MoE layers it can hold: a
-        // stage's time is linear in them).
+        // model's, the least over the MoE layers it can hold).
         if (options.prune && out.best.full() &&
             double(accum) * least_stage_compute(priced_parts(), most_layers, s.model.layers, model_moe_layers) >
                 out.best.worst()) {
@@ -243,7 +254,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
         const precision_recipe stored = stored_precision(s);
         memory_detail::layer_activations layer =
             memory_detail::layer_activations_of(s.model, stored, s.layout, seq, s.framework, s.finetune, s.moe);
-        int layer_interleave = 1;
+        int layer_interleave = first_interleave;
         for (std::size_t pi = 0; pi < choices.pipelines.size(); ++pi) {
             const pipeline_config& pc = choices.pipelines[pi];
             if (pc.interleave > 1 && !interleaving) continue;

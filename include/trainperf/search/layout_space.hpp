@@ -132,15 +132,20 @@ inline constexpr int max_layers_for_uneven_splits = 256;
 // (pp·v dividing the layers; only with a multiple of pp micro-batches per step), and,
 // where the framework offers it, every uneven split without interleaving: first and
 // last stage any number of layers (at least 1) that leaves the others at least one
-// each, split evenly (as spec/parallel.hpp pipeline_split_of accepts).
+// each, split evenly (as spec/parallel.hpp pipeline_split_of accepts). With the EP
+// overlap, the interleaved ones only.
 inline std::vector<pipeline_config> pipeline_configs_for(const plan_request& r, int pp) {
     const auto& m = r.base.model;
     std::vector<pipeline_config> out{{1, 0, 0}};
     if (pp == 1) return out;
+    // The EP overlap with stages runs only interleaved (spec/setup.hpp validate_moe_layout).
+    const bool interleaved_only = r.base.moe.a2a_overlap;
+    if (interleaved_only) out.clear();
     if (r.base.framework.interleaved_pipeline)
         for (int v = 2; 1LL * pp * v <= m.layers; ++v)
             if (interleave_splits_layers(m, pp, v)) out.push_back({v, 0, 0});
-    if (!r.base.framework.uneven_pipeline_split || m.layers > max_layers_for_uneven_splits) return out;
+    if (interleaved_only || !r.base.framework.uneven_pipeline_split || m.layers > max_layers_for_uneven_splits)
+        return out;
     const bool divides = m.layers % pp == 0;
     const int others = pp - 2;  // the middle stages share L − first − last evenly
     for (int first = 1; first < m.layers; ++first) {

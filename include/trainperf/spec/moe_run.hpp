@@ -52,9 +52,10 @@ constexpr bool forwards_by_node(moe_dispatcher d) { return d == moe_dispatcher::
 // deepseek-ai/DeepEP csrc/kernels/configs.cuh).
 inline constexpr int deepep_max_nvlink_peers = 8;
 
-// DeepEP's high-throughput dispatch and combine kernels: Buffer.num_sms = 20
-// (deepseek-ai/DeepEP deep_ep/buffer.py@94a9f8f6; Megatron-Core's moe_deepep_num_sms,
-// "historical default 20", transformer_config.py@d98e8a64, which Megatron-Core leaves unset).
+// DeepEP's high-throughput dispatch and combine kernels: 20 SMs (Megatron-Core sets
+// Buffer.set_num_sms(20) when moe_flex_dispatcher_num_sms is unset, "DeepEP's historical
+// mcore default", token_dispatcher.py@d98e8a64; DeepEP's own Buffer.num_sms = 20,
+// deepseek-ai/DeepEP deep_ep/buffer.py@94a9f8f6, hybrid-ep branch).
 inline constexpr int deepep_sms = 20;
 
 // HybridEP's dispatch and combine: 24 SMs within one NVLink domain, 8 across domains (the

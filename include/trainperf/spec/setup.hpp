@@ -162,6 +162,11 @@ TRAINPERF_NOINLINE inline void validate_moe_layout(const training_setup& s) {
         require(l.ep > 1, "moe_a2a_overlap", "on", "needs expert parallelism (ep > 1): there is no dispatch to hide");
         require(l.recompute != recompute_mode::full, "moe_a2a_overlap", "on",
                 "cannot run with full recomputation (Megatron-Core refuses it)");
+        // "virtual_pipeline_model_parallel_size must be specified when
+        // pipeline_model_parallel_size > 1", and Megatron-LM reads a value of 1 as none
+        // (megatron/training/arguments.py@d98e8a64).
+        require(l.pp == 1 || l.interleave > 1, "moe_a2a_overlap", "on",
+                "with pipeline stages needs virtual stages (--interleave 2 or more; Megatron-Core)");
     }
 }
 }  // namespace setup_detail
@@ -286,7 +291,8 @@ constexpr void validate_layout(const training_setup& s) {
                                            [](const framework_profile& f) { return f.uneven_pipeline_split; });
     if (has_moe(s.model)) setup_detail::validate_moe_layout(s);
     // transformer_config.py@d98e8a64: moe_act and layernorm recompute under fp8 refuse
-    // delayed scaling; moe recompute refuses the EP overlap.
+    // delayed scaling; moe recompute refuses the EP overlap, shared_experts recompute the
+    // shared-expert overlap.
     if (!l.recompute_modules.empty()) {
         if (quantized_linears(s.precision) && s.precision.scaling == fp8_scaling::delayed)
             for (recompute_module k : {recompute_module::moe_act, recompute_module::layernorm})
@@ -294,6 +300,9 @@ constexpr void validate_layout(const training_setup& s) {
                     detail::fail("recompute_modules", to_string(k), "cannot run with fp8's delayed scaling (Megatron-Core)");
         require(!(l.recompute_modules.contains(recompute_module::moe) && s.moe.a2a_overlap), "recompute_modules",
                 "moe", "cannot run with the EP overlap (--moe-a2a-overlap; Megatron-Core)");
+        require(!(l.recompute_modules.contains(recompute_module::shared_experts) && s.moe.shared_expert_overlap),
+                "recompute_modules", "shared-experts",
+                "cannot run with the shared-expert overlap (--moe-shared-expert-overlap; Megatron-Core)");
     }
     // Sliding windows are priced in the fused attention kernel of one rank's sequence
     // (workload/layer.hpp windowed_keys_per_query): not with a KV ring, nor unfused.
@@ -343,13 +352,9 @@ constexpr void validate_layout(const training_setup& s) {
 // pipeline.
 namespace setup_detail {
 
-// An MoE model: the framework's dispatcher, and what is not modelled with experts yet.
-TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
+// An MoE model's dispatcher among those the framework runs.
+inline void require_framework_dispatches(const training_setup& s) {
     const moe_dispatcher d = s.moe.dispatcher;
-    if (forwards_by_node(d) && s.layout.expert_tp() != 1)
-        detail::fail("etp", s.layout.expert_tp(),
-                     "with the " + std::string(to_string(d)) +
-                         " dispatcher must be 1 (expert tensor parallelism with the flex dispatcher is not modelled)");
     if (!s.framework.moe_dispatchers.contains(d))
         fail_framework_lacks("moe_dispatcher", to_string(d), s.framework,
                              s.framework.moe_dispatchers.empty()
@@ -357,6 +362,16 @@ TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
                                  : "does not dispatch tokens this way (it runs " + names_of(s.framework.moe_dispatchers) +
                                        ")",
                              [d](const framework_profile& f) { return f.moe_dispatchers.contains(d); });
+}
+
+// An MoE model: the framework's dispatcher, and what is not modelled with experts yet.
+TRAINPERF_NOINLINE inline void validate_moe_setup(const training_setup& s) {
+    const moe_dispatcher d = s.moe.dispatcher;
+    if (forwards_by_node(d) && s.layout.expert_tp() != 1)
+        detail::fail("etp", s.layout.expert_tp(),
+                     "with the " + std::string(to_string(d)) +
+                         " dispatcher must be 1 (expert tensor parallelism with the flex dispatcher is not modelled)");
+    require_framework_dispatches(s);
     require(!s.finetune.freezes_base(), "finetune", to_string(s.finetune.mode),
             "adapters on a mixture-of-experts model are not modelled");
     require(!s.moe.a2a_overlap || d != moe_dispatcher::allgather, "moe_a2a_overlap", "on",
