@@ -267,7 +267,8 @@ TEST_CASE("plan's text fits 120 columns, and --wide keeps every layout in full",
         {"--gpu a100-sxm-80gb --model gpt3-175b --global-batch 1536 --framework megatron --train-tokens 1T "
          "--max-gpus 256",
          "The fastest layout of each GPU count"},
-        {"--gpu h100-sxm --model mixtral-8x7b --gpus 64 --global-batch 256 --framework megatron-core",
+        {"--gpu h100-sxm --model mixtral-8x7b --seq 4096 --gpus 16 --global-batch 32 --max-micro-batch 1 "
+         "--framework megatron-core",
          " etp "},
     };
     for (const request& r : requests) {
