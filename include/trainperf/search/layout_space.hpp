@@ -284,13 +284,14 @@ inline std::vector<expert_choice> expert_choices_for(const plan_request& r, int 
     return out;
 }
 
-// Whether a stage's ranks tp·cp·dp hold the experts' ep·etp (Megatron-Core folds them onto
-// a stage), and, with rank order tp-pp-dp and stages, as many expert-data-parallel replicas
-// as data-parallel ones (spec/setup.hpp validate_moe_layout).
+// Whether the expert layout folds onto a stage of this depth in rank order `order`, as
+// validate() requires (spec/parallel.hpp experts_fold_onto_stage, spec/setup.hpp
+// expert_ranks_follow_order).
 constexpr bool experts_fold(const expert_choice& e, int tp, int cp, int pp, int dp, rank_order order) {
-    const long long expert_ranks = 1LL * (e.etp > 0 ? e.etp : tp) * e.ep, stage_ranks = 1LL * tp * cp * dp;
-    if (stage_ranks % expert_ranks != 0) return false;
-    return !(order == rank_order::tp_pp_dp && pp > 1 && expert_ranks != 1LL * tp * cp);
+    parallel_layout l{.dp = dp, .tp = tp, .cp = cp, .pp = pp};
+    l.ep = e.ep;
+    l.etp = e.etp;
+    return experts_fold_onto_stage(l) && expert_ranks_follow_order(l, order);
 }
 
 inline space build_space(const plan_request& r) {

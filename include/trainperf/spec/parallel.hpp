@@ -376,6 +376,12 @@ constexpr pipeline_split pipeline_split_of(const transformer_config& m, const pa
     return parallel_detail::uneven_split(m, p);
 }
 
+// Whether the experts' ep·etp ranks fold onto a pipeline stage's tp·cp·dp (Megatron-Core
+// places them there).
+constexpr bool experts_fold_onto_stage(const parallel_layout& p) {
+    return (1LL * p.tp * p.cp * p.dp) % (1LL * p.expert_tp() * p.ep) == 0;
+}
+
 namespace parallel_detail {
 // Expert parallelism against the model: only an MoE model has experts to split, over
 // ranks that fold onto a stage's tp·cp·dp. Out of line: a dense model's layout with
@@ -393,11 +399,10 @@ TRAINPERF_NOINLINE constexpr void validate_expert_parallelism(const parallel_lay
             "must divide the routed experts (" + std::to_string(m.moe.experts) + ")");
     require(p.expert_tp() <= m.moe.expert_ffn_hidden, "etp", p.expert_tp(),
             "must not exceed an expert's ffn width (each rank holds a part of every local expert)");
-    const long long stage_ranks = 1LL * p.tp * p.cp * p.dp, expert_ranks = 1LL * p.expert_tp() * p.ep;
-    if (stage_ranks % expert_ranks != 0)
+    if (!experts_fold_onto_stage(p))
         detail::fail("ep", p.ep,
-                     "ep x etp = " + std::to_string(expert_ranks) + " must divide tp x cp x dp = " +
-                         std::to_string(stage_ranks) +
+                     "ep x etp = " + std::to_string(1LL * p.expert_tp() * p.ep) + " must divide tp x cp x dp = " +
+                         std::to_string(1LL * p.tp * p.cp * p.dp) +
                          " (Megatron-Core folds the experts onto the ranks of a pipeline stage)");
     // Megatron-Core's MoELayer.forward raises in training with tensor parallelism and no
     // sequence parallelism (megatron/core/transformer/moe/moe_layer.py@d98e8a64).

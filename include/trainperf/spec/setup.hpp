@@ -119,6 +119,13 @@ constexpr int gpus_sharing_a_host(const training_setup& s) {
 }
 
 // A layout asks only for what its framework's software runs (spec/framework.hpp).
+// Megatron-Core numbers expert ranks in the same order as the others and requires, with
+// tp-pp-dp and pipeline stages, as many expert-data-parallel replicas as data-parallel
+// ones (parallel_state.py@d98e8a64 initialize_model_parallel): ep·etp = tp·cp there.
+constexpr bool expert_ranks_follow_order(const parallel_layout& l, rank_order order) {
+    return !(order == rank_order::tp_pp_dp && l.pp > 1 && 1LL * l.expert_tp() * l.ep != 1LL * l.tp * l.cp);
+}
+
 namespace setup_detail {
 // The catalog frameworks that offer what `offers` says, for the message.
 template <class Offers>
@@ -150,10 +157,7 @@ TRAINPERF_NOINLINE inline void validate_moe_layout(const training_setup& s) {
             "hybrid sharding of a mixture-of-experts model's experts is not modelled yet");
     require(l.offload == offload_mode::none, "offload", to_string(l.offload),
             "optimizer offload of a mixture-of-experts model's experts is not modelled yet");
-    // Megatron-Core numbers expert ranks in the same order as the others and requires,
-    // with tp-pp-dp and pipeline stages, as many expert-data-parallel replicas as
-    // data-parallel ones (parallel_state.py@d98e8a64 initialize_model_parallel).
-    if (s.cluster.order == rank_order::tp_pp_dp && l.pp > 1 && 1LL * l.expert_tp() * l.ep != 1LL * l.tp * l.cp)
+    if (!expert_ranks_follow_order(l, s.cluster.order))
         detail::fail("ep", l.ep,
                      "with rank order tp-pp-dp and pipeline stages, ep x etp must equal tp x cp (Megatron-Core keeps "
                      "expert-data-parallel replicas equal to data-parallel ones there)");
