@@ -280,15 +280,15 @@ TEST_CASE("plan's text fits 120 columns, and --wide keeps every layout in full",
             CHECK(line.size() <= 120);
         }
         CHECK(text.out.find(r.shows) != std::string::npos);
-        // --wide: the layouts described in full on one line each, as before.
-        const auto wide = run_cli("plan " + r.args + " --wide");
-        REQUIRE(wide.exit_code == 0);
-        CHECK(wide.out.find(", micro-batch ") != std::string::npos);
-        CHECK(wide.out.find("--wide") == std::string::npos);
     }
-    const std::string gpt3 = "plan " + requests[0].args;
-    CHECK(widest_line(run_cli(gpt3 + " --wide").out) > 120);
-    CHECK(run_cli(gpt3 + " --wide").out.find("The same layouts as predict commands") != std::string::npos);
+    // --wide: the layouts described in full on one line each, as before (one request: the
+    // same search again per request adds minutes under the sanitizers and tests nothing more).
+    const auto wide = run_cli("plan " + requests[0].args + " --wide");
+    REQUIRE(wide.exit_code == 0);
+    CHECK(wide.out.find(", micro-batch ") != std::string::npos);
+    CHECK(wide.out.find("--wide") == std::string::npos);
+    CHECK(widest_line(wide.out) > 120);
+    CHECK(wide.out.find("The same layouts as predict commands") != std::string::npos);
 }
 
 TEST_CASE("plan's wrapped predict command runs as printed, with the plan's step", "[cli][plan]") {
@@ -1491,7 +1491,7 @@ TEST_CASE("plan --framework any ranks every framework's layouts together", "[cli
         }
     }
     // Wider plans stay within 120 columns too (cp and uneven splits, offload).
-    for (const std::string args : {"--gpu h100-sxm --model llama3-70b --gpus 64 --global-batch 512",
+    for (const std::string args : {"--gpu h100-sxm --model llama3-70b --gpus 32 --global-batch 64 --max-micro-batch 1",
                                    "--gpu a100-sxm-80gb --model llama2-70b --gpus 8 --global-batch 32 --offload"}) {
         INFO(args);
         const auto text = run_cli("plan " + args + " --framework any");
