@@ -8,8 +8,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 using namespace trainperf;
 
@@ -372,10 +377,15 @@ TEST_CASE("optimizer traffic per parameter under autocast and pure fp16", "[work
 
 namespace {
 // The count of one kind of host call per layer in a pass (0 when absent).
+// The host ops of the layers (not the head's, the loss's or the embedding's collectives).
+bool of_layers(const stage_op<host_op>& h) {
+    return h.op.name != "head_collective_calls" && h.op.name != "embedding_collective_calls";
+}
+
 double host_calls_of(const stage_workload& w, host_call call, step_part part) {
     double n = 0;
     for (const auto& h : w.host)
-        if (h.op.call == call && h.part == part) n += h.op.count;
+        if (of_layers(h) && h.op.call == call && h.part == part) n += h.op.count;
     return n;
 }
 }  // namespace
@@ -408,7 +418,8 @@ TEST_CASE("a framework's own layer issues its counted Python calls: Functions, f
     // Tensor parallelism: 2 all-reduces called from Python each way.
     CHECK(host_calls_of(w, host_call::collective, fwd) == 2);
     CHECK(host_calls_of(w, host_call::collective, bwd) == 2);
-    for (const auto& h : w.host) CHECK(h.count == 24);
+    for (const auto& h : w.host)
+        if (of_layers(h)) CHECK(h.count == 24);
     CHECK(host_calls_of(w, host_call::graph_launch, fwd) == 0);
 
     // Sequence parallelism: 2 all-gathers and 2 reduce-scatters forward, 4 and 2 backward.
@@ -425,6 +436,7 @@ TEST_CASE("a framework's own layer issues its counted Python calls: Functions, f
     CHECK(host_calls_of(w, host_call::rng_state, bwd) == 7);
     for (const auto& h : w.host) {
         INFO(h.op.name);
+        if (!of_layers(h)) continue;
         const bool repeated = h.part == fwd && h.op.name != "checkpoint" && h.op.name != "checkpoint_rng_states";
         CHECK(h.recomputed == (repeated ? 24.0 : 0.0));
     }
@@ -446,7 +458,7 @@ TEST_CASE("a framework's own layer issues its counted Python calls: Functions, f
     // nothing else of the layer's.
     s.framework.cuda_graphs = true;
     w = micro_batch_workload(s);
-    REQUIRE(w.host.size() == 4);
+    REQUIRE(std::count_if(w.host.begin(), w.host.end(), of_layers) == 4);
     CHECK(host_calls_of(w, host_call::function, fwd) == 1);
     CHECK(host_calls_of(w, host_call::graph_launch, fwd) == 2);
     CHECK(host_calls_of(w, host_call::function_backward, bwd) == 1);
@@ -458,4 +470,115 @@ TEST_CASE("a framework's own layer issues its counted Python calls: Functions, f
     w = micro_batch_workload(s);
     CHECK(host_calls_of(w, host_call::function, fwd) == 0);
     CHECK(host_calls_of(w, host_call::gradient_hook, bwd) == 0);
+}
+
+namespace {
+// Llama 3 8B (V = 128256, h = 4096, rotary) on 8 H100, bf16, b = 1, s = 4096: 4096
+// tokens, 4096·128256/t logit elements per rank.
+training_setup llama3_8b_on_h100(const framework_profile& fw, int tp, bool sp) {
+    training_setup s;
+    s.model = llama3_8b::config;
+    s.cluster = standard_cluster(h100_sxm::spec, 8);
+    s.precision = recipe(precision_kind::bf16);
+    s.framework = fw;
+    s.layout = {.tp = tp, .sp = sp};
+    s.seq = 4096;
+    return s;
+}
+
+// The stage's loss op of one pass: its bytes and launches.
+std::pair<double, double> loss_op(const stage_workload& w, step_part part) {
+    for (const auto& op : w.memory)
+        if (op.op.name == "loss" && op.part == part) return {op.op.moved.value(), op.op.launches};
+    return {-1, -1};
+}
+
+// The tensor-parallel collectives of the head, the loss and the embedding: name → (kind, bytes, count).
+std::vector<std::tuple<std::string, collective, double, double>> head_collectives(const stage_workload& w) {
+    std::vector<std::tuple<std::string, collective, double, double>> out;
+    for (const auto& c : w.collectives) {
+        const std::string name(c.op.name);
+        if (name.rfind("head_", 0) == 0 || name.rfind("loss_", 0) == 0 || name.rfind("embedding_", 0) == 0) {
+            CHECK(c.part == step_part::tensor_parallel);
+            out.emplace_back(name, c.op.kind, c.op.size.value(), c.count);
+        }
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("the loss's kernels as each framework's code runs them, with their bytes and launches", "[workload]") {
+    const double tokens = 4096, vocab = 128256;
+    // Megatron-Core's unfused VocabParallelCrossEntropy: the bf16 logits upcast (2 + 4 B),
+    // then 8 fp32 passes (max; −= max; exp; sum; /= sum); backward the softmax scaled in
+    // place (4 + 4 B) and cast back to bf16 (4 + 2 B). 5 + 12 per-token kernels and the
+    // upcast forward, 7 and the cast backward.
+    stage_workload w = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 1, false));
+    CHECK(loss_op(w, step_part::forward) == std::pair{tokens * vocab * (6 + 32), 18.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{tokens * vocab * (8 + 6), 8.0});
+    CHECK(head_collectives(w).empty());  // one rank holds the vocabulary
+
+    // PyTorch's cross_entropy (the Hugging Face Trainer): the upcast, log_softmax's 3 reads
+    // and a write, nll_loss; backward nll's zero fill, log_softmax's backward (3 reads,
+    // a write) and the cast back.
+    training_setup hf = llama3_8b_on_h100(pytorch_eager_profile, 1, false);
+    w = micro_batch_workload(hf);
+    CHECK(loss_op(w, step_part::forward) == std::pair{tokens * vocab * (6 + 16), 3.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{tokens * vocab * (4 + 16 + 6), 4.0});
+    // fp32 logits need no upcast, nor a cast back.
+    hf.precision = recipe(precision_kind::fp32);
+    w = micro_batch_workload(hf);
+    CHECK(loss_op(w, step_part::forward) == std::pair{tokens * vocab * 16, 2.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{tokens * vocab * 20, 3.0});
+
+    // torchtitan with tp 2: DTensor's loss_parallel over the vocabulary shard (8 fp32
+    // passes each way), three all-reduces of one fp32 value per token; compiled, the
+    // 16-bit row read twice forward, once and the gradient written backward.
+    training_setup titan = llama3_8b_on_h100(torchtitan_profile, 2, true);
+    w = micro_batch_workload(titan);
+    const double shard = tokens * vocab / 2;
+    CHECK(loss_op(w, step_part::forward) == std::pair{shard * (6 + 32), 21.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{shard * (32 + 6), 16.0});
+    titan.framework.compiled = true;
+    w = micro_batch_workload(titan);
+    CHECK(loss_op(w, step_part::forward) == std::pair{shard * 4, 2.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{shard * 4, 1.0});
+    const auto c = head_collectives(w);
+    REQUIRE(c.size() == 5);  // and the head's and the embedding's (the next test)
+    CHECK(c[0] == std::tuple{std::string("loss_all_reduce"), collective::all_reduce, tokens * 4, 3.0});
+}
+
+TEST_CASE("the head's input and the embedding's output cross the tensor-parallel ranks", "[workload]") {
+    const double tokens = 4096, hidden = 4096;
+    using entry = std::tuple<std::string, collective, double, double>;
+    // Sequence parallelism, rotary positions (Megatron-Core reduce-scatters the
+    // embedding): the head's input gathered and its gradient reduce-scattered, the
+    // embedding's output reduce-scattered and its gradient gathered, b·s·h bf16 each; the
+    // loss's three all-reduces. pp = 1: the stage holds both ends.
+    const stage_workload sp = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 4, true));
+    const double activation = tokens * hidden * 2;
+    CHECK(head_collectives(sp) ==
+          std::vector<entry>{{"loss_all_reduce", collective::all_reduce, tokens * 4, 3.0},
+                             {"head_input_all_gather", collective::all_gather, activation, 1.0},
+                             {"head_input_gradient_reduce_scatter", collective::reduce_scatter, activation, 1.0},
+                             {"embedding_reduce_scatter", collective::reduce_scatter, activation, 1.0},
+                             {"embedding_gradient_all_gather", collective::all_gather, activation, 1.0}});
+    // One Python call each: 3 + 1 + 1 forward, 1 + 1 backward.
+    double calls_forward = 0, calls_backward = 0;
+    for (const auto& h : sp.host)
+        if (!of_layers(h)) (h.part == step_part::forward ? calls_forward : calls_backward) += h.op.count;
+    CHECK(calls_forward == 5);
+    CHECK(calls_backward == 2);
+
+    // Learned positions (VocabParallelEmbedding's all-reduce, then the scatter to the
+    // sequence-parallel region), and no sequence parallelism (the head's gradient
+    // all-reduced; nothing gathered).
+    training_setup learned = llama3_8b_on_h100(megatron_core_profile, 4, true);
+    learned.model.positions = position_kind::learned;
+    CHECK(std::get<0>(head_collectives(micro_batch_workload(learned))[3]) == "embedding_all_reduce");
+    const stage_workload no_sp = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 4, false));
+    CHECK(head_collectives(no_sp) ==
+          std::vector<entry>{{"loss_all_reduce", collective::all_reduce, tokens * 4, 3.0},
+                             {"head_input_gradient_all_reduce", collective::all_reduce, activation, 1.0},
+                             {"embedding_all_reduce", collective::all_reduce, activation, 1.0}});
 }

@@ -42,6 +42,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"runs_model_code", f.runs_model_code},
             {"head_layout_copies", f.head_layout_copies},
             {"backward_traffic_ratio", f.backward_traffic_ratio},
+            {"loss", std::string(to_string(f.loss))},
             {"fused_optimizer", f.fused_optimizer},
             {"scales_gradients_every_step", f.scales_gradients_every_step},
             {"unfused_optimizer_passes", f.unfused_optimizer_passes},
@@ -135,7 +136,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
                    "optimizers", "precisions", "finetune_modes", "host_optimizers", "fp8_scalings", "rank_orders", "moe_dispatchers", "recompute_modes",
                    "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
-                   "fp32_sharded_parameters", "ring_merge"});
+                   "fp32_sharded_parameters", "ring_merge", "loss"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -163,8 +164,9 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     // Optional too (absent: Megatron's recompute modes, no torch.compile, the generators'
     // states saved around a checkpoint, reshard_after_forward with pipeline stages too,
     // a 16-bit ZeRO-3 shard beside the fp32 master, the context-parallel ring's merges
-    // fused).
+    // fused, the loss PyTorch's cross-entropy).
     if (j.contains("ring_merge")) f.ring_merge = dd::enum_value<kv_ring_merge>(j, "", "ring_merge");
+    if (j.contains("loss")) f.loss = dd::enum_value<loss_implementation>(j, "", "loss");
     if (j.contains("recompute_modes"))
         f.recompute_modes = dd::enum_list<recompute_mode>(j, "", "recompute_modes", false);
     for (const auto& [key, field] : {std::pair<std::string_view, bool*>{"layer_compile", &f.layer_compile},

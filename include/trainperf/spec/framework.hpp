@@ -97,6 +97,7 @@ inline constexpr framework_profile megatron_profile{
     .flash_attention = false,
     .runs_model_code = false,
     .head_layout_copies = false,
+    .loss = loss_implementation::vocab_parallel,  // megatron/mpu/cross_entropy.py@28ba253f
     .fused_optimizer = true,
     .overlap_data_parallel_sync = false,
     // Used only when a layout turns overlap on (Megatron's --overlap-grad-reduce): the
@@ -263,6 +264,7 @@ inline constexpr framework_profile megatron_core_profile{
     .flash_kernel = attention_kernel::flash3,
     .runs_model_code = false,
     .head_layout_copies = false,
+    .loss = loss_implementation::vocab_parallel,  // megatron/core/tensor_parallel/cross_entropy.py@d98e8a64
     .fused_optimizer = true,
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,

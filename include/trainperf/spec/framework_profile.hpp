@@ -41,6 +41,26 @@ struct enum_names<kv_ring_merge> {
         {{kv_ring_merge::fused, "fused"}, {kv_ring_merge::eager, "eager"}}};
 };
 
+// The loss's code (workload/head.hpp counts its kernels, traffic and collectives):
+//   - cross-entropy: torch.nn.functional.cross_entropy over the logits upcast to fp32,
+//     as the Hugging Face Trainer's ForCausalLMLoss (transformers@0114da07
+//     src/transformers/loss/loss_utils.py) and torchtitan's cross_entropy_loss
+//     (pytorch/torchtitan@b0902b29 torchtitan/components/loss.py) call it: a log-softmax
+//     and an NLL kernel; with tp > 1, DTensor's loss_parallel (torchtitan's default),
+//     and with torch.compile the compiled loss;
+//   - vocab-parallel: Megatron's VocabParallelCrossEntropy, unfused (Megatron-Core's
+//     default, cross_entropy_loss_fusion off; megatron/core/tensor_parallel/
+//     cross_entropy.py@d98e8a64, the same algorithm as Megatron-LM 2022's): one eager op
+//     per step over the vocabulary shard, three all-reduces over tp.
+enum class loss_implementation { cross_entropy, vocab_parallel };
+
+template <>
+struct enum_names<loss_implementation> {
+    static constexpr std::array<enum_name<loss_implementation>, 2> table{
+        {{loss_implementation::cross_entropy, "cross-entropy"},
+         {loss_implementation::vocab_parallel, "vocab-parallel"}}};
+};
+
 // What a framework holds on top of the model's own tensors (peak allocated). The
 // framework profile owns these: cost/memory.hpp reads them from the profile, so every
 // path (memory, fit, predict, plan) sees the same bytes.
@@ -274,6 +294,7 @@ struct framework_profile {
     bool head_layout_copies = false;  // split/merge-heads permute + contiguous copies (HF eager)
     double backward_traffic_ratio = 1.5;  // bytes of an elementwise backward / its forward
                                           // (reads output grad and saved input, writes input grad)
+    loss_implementation loss = loss_implementation::cross_entropy;  // the loss's code (above)
 
     // --- optimizer ---
     bool fused_optimizer = false;     // one multi-tensor kernel over all parameters

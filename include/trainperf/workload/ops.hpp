@@ -345,4 +345,30 @@ private:
     std::size_t size_ = 0;
 };
 
+// ---- Ops of a stage ----------------------------------------------------------------
+
+// Which part of a micro-batch's time an op adds to.
+// context_parallel: the KV ring of context parallelism, which overlaps the attention
+// core of its pass (cost/stage_pricer.hpp).
+// expert_parallel: an MoE layer's token dispatch and combine (workload/moe_layer.hpp).
+enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel, expert_parallel };
+
+template <>
+struct enum_names<step_part> {
+    static constexpr std::array<enum_name<step_part>, 6> table{
+        {{step_part::forward, "forward"}, {step_part::backward, "backward"},
+         {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"},
+         {step_part::context_parallel, "context-parallel"}, {step_part::expert_parallel, "expert-parallel"}}};
+};
+
+// An op of the stage: `count` times per micro-batch, and `recomputed` more times when
+// backward rebuilds what was not kept (recompute repeats forward ops).
+template <class Op>
+struct stage_op {
+    Op op{};
+    double count = 1;
+    double recomputed = 0;
+    step_part part = step_part::forward;
+};
+
 }  // namespace trainperf

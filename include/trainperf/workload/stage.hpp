@@ -21,6 +21,7 @@
 #include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "fp8.hpp"
+#include "head.hpp"
 #include "layer.hpp"
 #include "moe_layer.hpp"
 #include "ops.hpp"
@@ -28,38 +29,14 @@
 
 namespace trainperf {
 
-// Which part of a micro-batch's time an op adds to.
-// context_parallel: the KV ring of context parallelism, which overlaps the attention
-// core of its pass (cost/stage_pricer.hpp).
-// expert_parallel: an MoE layer's token dispatch and combine (workload/moe_layer.hpp).
-enum class step_part { forward, backward, tensor_parallel, pipeline, context_parallel, expert_parallel };
-
-template <>
-struct enum_names<step_part> {
-    static constexpr std::array<enum_name<step_part>, 6> table{
-        {{step_part::forward, "forward"}, {step_part::backward, "backward"},
-         {step_part::tensor_parallel, "tensor-parallel"}, {step_part::pipeline, "pipeline"},
-         {step_part::context_parallel, "context-parallel"}, {step_part::expert_parallel, "expert-parallel"}}};
-};
-
-// An op of the stage: `count` times per micro-batch, and `recomputed` more times when
-// backward rebuilds what was not kept (recompute repeats forward ops).
-template <class Op>
-struct stage_op {
-    Op op{};
-    double count = 1;
-    double recomputed = 0;
-    step_part part = step_part::forward;
-};
-
 struct stage_workload {
     // A layer's GEMMs (at most 30 with latent attention), the head's 3; adapters add 6 per
     // target; an MoE model a second layer kind and 9 routed, a multi-token prediction
     // module a layer of each, 3 more and the head again.
     op_list<stage_op<gemm_op>, 128> gemms;
     op_list<stage_op<memory_op>, 256> memory;
-    op_list<stage_op<collective_op>, 48> collectives;  // an MoE model's dispatch adds at most 12 per layer kind
-    op_list<stage_op<host_op>, 96> host;  // for_each_layer_host_op: at most 17 per layer kind
+    op_list<stage_op<collective_op>, 64> collectives;  // an MoE model's dispatch adds at most 12 per layer kind, a head 4
+    op_list<stage_op<host_op>, 112> host;  // for_each_layer_host_op: at most 17 per layer kind; a head 3
     // The fused attention kernel, forward and backward, of each layer kind (a dense layer,
     // an MoE layer's dense part, a multi-token prediction module's layer).
     op_list<stage_op<attention_op>, 6> attention;
@@ -599,43 +576,6 @@ constexpr void for_each_routed_expert_op(const training_setup& s, const layer_co
     host("moe_autograd_nodes", host_call::backward_node, launches + backward_collectives + 1 + 2 * e.local, 0, false);
 }
 
-// Head and loss of one micro-batch: the logits GEMM over the vocabulary (split by tp)
-// and the loss's upcast/softmax/cross-entropy, a few passes over b·s·V/t, forward and
-// backward (b·s/cp tokens per rank with context parallelism).
-template <class Sink>
-constexpr void for_each_head_op(const training_setup& s, const layer_context& ctx, Sink&& sink) {
-    const auto& m = s.model;
-    const auto& l = s.layout;
-    const auto& fw = s.framework;
-    const double tokens = rank_tokens(ctx);
-    const double a = size_of(s.precision.activations);
-    // The head stays 16-bit under fp8 (spec/precision.hpp quantized_linears).
-    const gemm_shape logits{tokens, double(m.vocab) / l.tp, double(m.hidden), 1, high_precision_math(s.precision)};
-    sink(stage_op<gemm_op>{{"logits", logits, op_phase::forward}, 1, 0, step_part::forward});
-    sink(stage_op<gemm_op>{{"logits", dgrad_of(logits), op_phase::backward_data}, 1, 0, step_part::backward});
-    if (!s.finetune.freezes_base())  // the output head is frozen too when fine-tuning with adapters
-        sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
-    const double loss_element = fw.memory.fp32_logits ? size_of(dtype::fp32) : a;
-    // ASSUMPTION: 4 passes (upcast write, softmax read and write, cross-entropy read).
-    constexpr double loss_passes = 4.0;
-    const bytes loss_traffic = bytes_of(tokens * double(m.vocab) / l.tp * loss_element * loss_passes);
-    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::forward}, 1, 0, step_part::forward});
-    sink(stage_op<memory_op>{{"loss", loss_traffic, op_phase::backward}, 1, 0, step_part::backward});
-    if (s.precision.autocast) {
-        // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
-        // gradient cast back into the fp32 .grad), and the final norm's fp32 output cast
-        // into it; each cast reads 4 B and writes 2 B per element.
-        const auto cast = [&](std::string_view name, double elements) {
-            const memory_op forward{name, bytes_of(elements * (size_of(dtype::fp32) + a)), op_phase::forward,
-                                    op_region::other, 1, layer_block::other, true};
-            sink(stage_op<memory_op>{forward, 1, 0, step_part::forward});
-            sink(stage_op<memory_op>{backward_of(forward, fw), 1, 0, step_part::backward});
-        };
-        if (!ctx.frozen_16bit_weights) cast("autocast_weight_cast_head", double(m.vocab) / l.tp * m.hidden);
-        cast("autocast_cast_head_input", tokens * m.hidden);
-    }
-}
-
 // Multi-token prediction (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", §2.2;
 // Megatron-Core --mtp-num-layers, megatron/core/transformer/multi_token_prediction.py@d98e8a64),
 // on the last stage or the rank a custom layout gives it, per module and micro-batch: the
@@ -665,17 +605,6 @@ constexpr void for_each_mtp_op(const training_setup& s, const layer_context& ctx
     } else {
         for_each_layer_op(s, ctx, groups, modules, sink);
     }
-}
-
-// Embedding lookup (and positions) forward, its scatter-add backward. ASSUMPTION: 3
-// passes over b·s·h (read the rows, read the positions, write the sum), in the residual
-// stream's format (fp32 under autocast: embedding is on no autocast list).
-template <class Sink>
-constexpr void for_each_embedding_op(const training_setup& s, const layer_context& ctx, Sink&& sink) {
-    const bytes embedding =
-        bytes_of(3.0 * rank_tokens(ctx) * s.model.hidden * size_of(activation_formats_of(s.precision).residual));
-    sink(stage_op<memory_op>{{"embedding", embedding, op_phase::forward}, 1, 0, step_part::forward});
-    sink(stage_op<memory_op>{{"embedding", embedding, op_phase::backward}, 1, 0, step_part::backward});
 }
 
 // The ops of one micro-batch on a stage of the given shape, section by section
@@ -714,7 +643,7 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
     if (shape.head) {
         enter_section(sink, stage_section::head);
         // The head's logits and loss, and again for each multi-token prediction module.
-        for (int k = 0; k <= s.model.mtp_layers; ++k) for_each_head_op(s, ctx, sink);
+        for (int k = 0; k <= s.model.mtp_layers; ++k) for_each_head_op(s, ctx, groups, sink);
     }
     if (shape.mtp && s.model.mtp_layers > 0) {
         enter_section(sink, stage_section::mtp);
@@ -722,7 +651,7 @@ constexpr void for_each_stage_op(checked_view checked, const stage_shape& shape,
     }
     if (shape.embedding) {
         enter_section(sink, stage_section::embedding);
-        for_each_embedding_op(s, ctx, sink);
+        for_each_embedding_op(s, ctx, groups, sink);
     }
 }
 
