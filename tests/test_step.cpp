@@ -432,6 +432,51 @@ TEST_CASE("the stage pricer prices each GEMM as the kernel model does, repeated 
     }
 }
 
+TEST_CASE("the stage pricer prices each collective as collective_time does, repeated ones and a full table included",
+          "[step][comm]") {
+    // The pricer remembers the collectives it has priced (16 slots, probed from a hash of
+    // the buffer, group size and kind): a wrong hit, or a full table answering with a
+    // stale slot, would change the sum. Twins differ from a collective in one field the
+    // price reads (kind, buffer, group size, spread over nodes), and a renamed copy in
+    // another pass is the same collective.
+    const cluster_spec cluster = standard_cluster(h100_sxm::spec, 64);
+    const kernel_params k = default_kernel_params(cluster.gpu);
+    std::mt19937_64 rng(20261207);
+    const std::array<collective, 3> kinds{collective::all_reduce, collective::all_gather, collective::reduce_scatter};
+    for (const int distinct : {1, 5, 16, 17, 40}) {
+        std::vector<collective_op> ops;
+        while (int(ops.size()) < distinct) {
+            const int size = 2 << (rng() % 4);  // 4 to 32 ranks, on up to 8 nodes of 8
+            collective_op c{"c", kinds[rng() % 3], bytes_of(double(1 + rng() % (64 << 20))), {size, std::min(size, 8)}};
+            ops.push_back(c);
+            if (int(ops.size()) + 3 < distinct && ops.size() % 3 == 0) {
+                collective_op twin = c;
+                twin.kind = c.kind == collective::all_reduce ? collective::all_gather : collective::all_reduce;
+                ops.push_back(twin);
+                twin = c;
+                twin.size = c.size + bytes_of(1.0);
+                ops.push_back(twin);
+                twin = c;
+                twin.group.per_node = std::max(1, c.group.per_node / 2);
+                if (twin.group.per_node != c.group.per_node) ops.push_back(twin);
+            }
+        }
+        stage_pricer pricer(cluster.gpu, k, &cluster);
+        double expected = 0;
+        for (int i = 0; i < 4 * distinct; ++i) {
+            collective_op c = ops[std::size_t(rng() % ops.size())];
+            if (i % 2) {
+                c.name = "renamed";
+                c.phase = op_phase::backward;
+            }
+            pricer(stage_op<collective_op>{c, 2, 1, step_part::tensor_parallel});
+            expected += 3 * collective_time(c, cluster).value();
+        }
+        INFO(distinct << " distinct collectives");
+        CHECK(pricer.result().tensor_parallel_comm.value() == Approx(expected).epsilon(1e-12));
+    }
+}
+
 TEST_CASE("a pass takes the larger of the GPU's time and the host's issue time", "[step]") {
     // Host costs in bare ops (spec/framework.hpp defaults): a forward GEMM 1.4 · 2.4, a forward
     // kernel 1.4, a module call 2.76, a backward launch 0.5, an autograd node 3.9.

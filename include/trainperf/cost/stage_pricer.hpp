@@ -29,6 +29,7 @@
 #include "comm.hpp"
 #include "comm_sms.hpp"
 #include "kernel_model.hpp"
+#include "price_memo.hpp"
 
 namespace trainperf {
 
@@ -131,67 +132,6 @@ constexpr tp_overlap_method tp_overlap_method_of(const gemm_op& g, int tp) {
     return {};
 }
 
-// A layer's GEMMs repeat shapes (FFN up's dgrad is FFN down's forward; the attention
-// core's batched GEMMs share theirs) and transposes (the kernel model prices m × n
-// and n × m alike: it tries every tile in both orientations, and the bytes are
-// symmetric; tests/test_kernel_model.cpp holds it to that): each distinct shape, m
-// and n in either order, is priced once, remembered in a small open-addressed table
-// (a slot holds a shape once its bit in `filled_` is set; a shape looks from its hash
-// slot on; a full table prices anew). The slots are written before they are read, so
-// the table needs no initialisation beyond its mask; a copy starts with an empty table
-// (a stage pricer's priced parts are what a copy of it is for).
-class gemm_price_memo {
-public:
-    gemm_price_memo() = default;
-    gemm_price_memo(const gemm_price_memo&) {}
-    gemm_price_memo& operator=(const gemm_price_memo&) {
-        filled_ = 0;
-        return *this;
-    }
-
-    template <class Price>
-    seconds time(const gemm_shape& g, Price&& price) {
-        constexpr std::size_t slots = std::size_t(1) << slot_bits;
-        const double lo = std::min(g.m, g.n), hi = std::max(g.m, g.n);
-        std::size_t slot = slot_of(lo, hi, g);
-        for (std::size_t probe = 0; probe < slots; ++probe, slot = (slot + 1) & (slots - 1)) {
-            priced& p = slots_[slot];
-            const std::uint32_t bit = std::uint32_t(1) << slot;
-            if (!(filled_ & bit)) {
-                const seconds t = price(g);
-                p = {lo, hi, g.k, g.batch, g.math, t.value()};
-                filled_ |= bit;
-                return t;
-            }
-            if (p.lo == lo && p.hi == hi && p.k == g.k && p.batch == g.batch && p.math == g.math)
-                return seconds_of(p.time);
-        }
-        return price(g);
-    }
-
-private:
-    // The slot: the sides' bits mixed (the odd multipliers keep a shape apart from
-    // one with k and a side swapped; shapes that differ only in batch or math share
-    // a first slot and probe on), then Fibonacci hashing, the top bits of the
-    // product with 2^64/φ (Knuth, The Art of Computer Programming, Vol. 3, §6.4,
-    // multiplicative hashing).
-    static std::size_t slot_of(double lo, double hi, const gemm_shape& g) {
-        const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-        const std::uint64_t h = (bits(lo) ^ (bits(hi) * 3) ^ (bits(g.k) * 5)) * 0x9E3779B97F4A7C15ULL;
-        return std::size_t(h >> (64 - slot_bits));
-    }
-    static constexpr int slot_bits = 5;
-    static_assert(slot_bits <= 5, "filled_ holds one bit per slot in 32 bits");
-    // A priced shape: lo ≤ hi are its m and n in order.
-    struct priced {
-        double lo, hi, k, batch;
-        dtype math;
-        double time;
-    };
-    std::array<priced, std::size_t(1) << slot_bits> slots_;  // read only where filled_ has the bit
-    std::uint32_t filled_ = 0;
-};
-
 // Prices a stage's ops as the workload emits them. GEMMs one by one; memory-bound ops
 // are linear in their bytes and launches, so those are summed per part and priced
 // once; collectives on the links their group uses. The host's issue time is counted
@@ -286,13 +226,13 @@ public:
         if (cluster_ == nullptr) return;
         if (c.part == step_part::context_parallel) {
             ring_ = true;
-            const seconds one = collective_time(c.op, *cluster_);
+            const seconds one = collective_price(c.op);
             sections_[at_][stage_sums::ring + (c.op.phase == op_phase::forward ? 0 : 1)] += c.count * one.value();
             sections_[at_][stage_sums::ring + 2] += c.recomputed * one.value();
             return;
         }
         stage_sums& at = sections_[at_];
-        const double t = price_collective(c, *cluster_).value();
+        const double t = (c.count + c.recomputed) * collective_price(c.op).value();
         if (c.part == step_part::expert_parallel) {
             at[stage_sums::expert_parallel_comm] += t;
             at[stage_sums::expert_parallel_hideable] += t * compute_share_beside(c.op, *cluster_);
@@ -401,6 +341,11 @@ private:
                (sms / std::max(1.0, sms - method.comm_sms));
     }
 
+
+    // The collective's time on the pricer's cluster (cost/comm.hpp collective_time).
+    seconds collective_price(const collective_op& op) {
+        return collectives_.time(op, [this](const collective_op& o) { return collective_time(o, *cluster_); });
+    }
 
     seconds gemm_time(const gemm_shape& g) {
         return memo_.time(g, [this](const gemm_shape& shape) { return kernels_.gemm_time(shape, checked_shape); });
@@ -587,7 +532,7 @@ private:
         const bool combine = n.starts_with("moe_combine");
         if (!combine && !n.starts_with("moe_dispatch") && !n.starts_with("moe_probabilities")) return;
         if (n == "moe_combine_reduce_scatter" && c.op.phase == op_phase::forward) return;
-        const double t = collective_time(c.op, *cluster_).value() * compute_share_beside(c.op, *cluster_);
+        const double t = collective_price(c.op).value() * compute_share_beside(c.op, *cluster_);
         const std::size_t slot = combine ? shared_sums::combine : shared_sums::dispatch;
         shared_[at_][slot + (c.op.phase == op_phase::forward ? 0 : 1)] += c.count * t;
         shared_[at_][slot + 2] += c.recomputed * t;
@@ -628,6 +573,7 @@ private:
     double gemm_launch_cost_ = 0;
     int sms_ = 1;
     gemm_price_memo memo_;
+    collective_price_memo collectives_;
     std::array<stage_sums, 7> sections_{};  // by stage_section
     std::size_t at_ = 0;                     // the section ops add to
     bool ring_ = false;                      // a KV ring's sends were priced

@@ -113,14 +113,10 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
                               loss.backward_launches},
                              1, 0, step_part::backward});
     if (l.tp > 1) {
-        // Each collective called from Python (host_call::collective).
         const auto collective_of = [&](std::string_view name, collective kind, bytes size, op_phase phase,
                                        double count) {
             sink(stage_op<collective_op>{{name, kind, size, groups.tensor, phase}, count, 0,
                                          step_part::tensor_parallel});
-            const bool forward = phase == op_phase::forward;
-            sink(stage_op<host_op>{{"head_collective_calls", host_call::collective, count, phase}, 1, 0,
-                                   forward ? step_part::forward : step_part::backward});
         };
         collective_of("loss_all_reduce", collective::all_reduce, bytes_of(tokens * size_of(dtype::fp32)),
                       op_phase::forward, loss.all_reduces);
@@ -132,6 +128,12 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
         } else {
             collective_of("head_input_gradient_all_reduce", collective::all_reduce, input, op_phase::backward, 1);
         }
+        // Each called from Python (host_call::collective).
+        sink(stage_op<host_op>{
+            {"head_collective_calls", host_call::collective, loss.all_reduces + (l.sp ? 1 : 0), op_phase::forward},
+            1, 0, step_part::forward});
+        sink(stage_op<host_op>{{"head_collective_calls", host_call::collective, 1, op_phase::backward}, 1, 0,
+                               step_part::backward});
     }
     if (s.precision.autocast) {
         // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
