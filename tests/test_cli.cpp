@@ -291,6 +291,30 @@ TEST_CASE("plan's text fits 120 columns, and --wide keeps every layout in full",
     CHECK(wide.out.find("The same layouts as predict commands") != std::string::npos);
 }
 
+TEST_CASE("plan takes the MoE run flags that only layouts of more than one GPU meet", "[cli][plan][moe]") {
+    // The EP overlap needs ep > 1, DeepEP one of its group sizes: the search's starting
+    // setup is not refused for its one-GPU layout, and what it finds runs with predict.
+    for (const std::string flags : {" --moe-a2a-overlap", " --moe-dispatcher deepep"}) {
+        const std::string request = "--gpu h100-sxm --model qwen3-30b-a3b --gpus 16 --global-batch 64 "
+                                    "--framework megatron-core --max-micro-batch 1 --top 1" + flags;
+        INFO(request);
+        const auto planned = run_json("plan " + request + " --json");
+        REQUIRE(planned["best"].size() == 1);
+        const auto& best = planned["best"][0];
+        CHECK(best["ep"].get<int>() > 1);
+        const std::string command = best["predict_command"].get<std::string>();
+        CHECK(command.find(flags) != std::string::npos);
+        const auto predicted = run_json(command.substr(std::string("trainperf ").size()) + " --json");
+        CHECK(predicted["step_time_seconds"].get<double>() ==
+              Approx(best["step_time_seconds"].get<double>()).epsilon(1e-12));
+    }
+    // A bad value of such a flag is still refused, naming it.
+    const auto bad = run_cli("plan --gpu h100-sxm --model llama2-7b --gpus 16 --global-batch 64 --framework "
+                             "megatron-core --moe-a2a-overlap");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("moe_a2a_overlap = on: needs a mixture-of-experts model") != std::string::npos);
+}
+
 TEST_CASE("plan's wrapped predict command runs as printed, with the plan's step", "[cli][plan]") {
     for (const std::string request :
          {"--gpu a100-sxm-80gb --model llama2-70b --gpus 32 --global-batch 64 --framework megatron-core --top 3",

@@ -8,6 +8,8 @@
 #include <trainperf/io/report_json.hpp>
 #include <trainperf/search/fit_advice.hpp>
 
+#include <trainperf/cost/dispatcher_buffers.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -682,6 +684,63 @@ TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded
     s.layout.etp = 2;
     s.layout.ep = 32;
     CHECK_THROWS_WITH(validate(s), Catch::StartsWith("etp = 2: with the deepep dispatcher must be 1"));
+}
+
+TEST_CASE("DeepEP's buffers: sized from its tuned configurations, outside the allocator, on ranks with MoE layers",
+          "[moe][memory]") {
+    // DeepSeek-V3's 7168-wide bf16 tokens (14336 B) over 64 ranks, 20 SMs (10 channels):
+    // NVLink: 10 channels · 8 peers · 288 tokens (dispatch and combine alike) · (14336 B +
+    // the 2056 B of metadata: an 8 B source, 128 indices of 8 B, 128 weights and 128
+    // scales of 4 B) and 10 · 8 · (2 · 8 + 3) · 4 B of counters, rounded up to 128 B;
+    // RDMA (8 remote nodes): 10 · 8 · 128 tokens · (14336 + 2056 + 16 B) · 2 halves and
+    // 10 · 8 · 18 · 2 · 4 B of counters; and the 32 MiB workspace.
+    const double nvl = 377677824, rdma = 336047360, workspace = 33554432;
+    CHECK(nvl >= 10.0 * 8 * 19 * 4 + 10.0 * 8 * 288 * (14336 + 2056));
+    CHECK(nvl - (10.0 * 8 * 19 * 4 + 10.0 * 8 * 288 * (14336 + 2056)) < 128);
+    CHECK(rdma == 10.0 * 8 * 18 * 2 * 4 + 10.0 * 8 * 128 * (14336 + 2056 + 16) * 2);
+    CHECK(deepep_buffer_bytes(14336, 64).value() == nvl + rdma + workspace);
+    // Two ranks: no RDMA buffer, 256 tokens a channel for each peer.
+    CHECK(deepep_buffer_bytes(14336, 2).value() == 83927552 + workspace);
+    CHECK(83927552 - (10.0 * 2 * 5 * 4 + 10.0 * 2 * 256 * (14336 + 2056)) < 128);
+
+    // In the memory of a rank: in its buffers, outside the allocator's fragmentation; the
+    // other dispatchers hold none.
+    training_setup s = deepseek_v3_setup();
+    s.moe = {.dispatcher = moe_dispatcher::deepep};
+    training_setup all = s;
+    all.moe.dispatcher = moe_dispatcher::alltoall;
+    const memory_breakdown deep = memory_of(checked_setup(s)).breakdown, plain = memory_of(checked_setup(all)).breakdown;
+    CHECK(deep.buffers.value() - plain.buffers.value() == Approx(nvl + rdma + workspace).epsilon(1e-12));
+    CHECK(deep.fragmentation.value() == Approx(plain.fragmentation.value()).epsilon(1e-12));
+    CHECK(deep.total().value() - plain.total().value() == Approx(nvl + rdma + workspace).epsilon(1e-12));
+    // A pipeline stage of DeepSeek-V3's three dense first layers dispatches nothing.
+    s.layout.pp = 2;
+    s.layout.dp = 32;
+    s.layout.first_stage_layers = 3;
+    const checked_setup staged(s);
+    const memory_detail::layer_activations layer =
+        memory_detail::layer_activations_of(s.model, stored_precision(s), s.layout, 4096, s.framework, {}, s.moe);
+    CHECK(layer.dispatcher_buffers.value() == nvl + rdma + workspace);
+    const model_state state = model_state_of(staged);
+    const pipeline_split split = pipeline_split_of(s.model, s.layout);
+    CHECK(memory_detail::stage_micro_batches(s.model, stored_precision(s), state, s.layout, 4096, s.framework, layer,
+                                             split, 0, {})
+              .outside_allocator.value() == 0);
+    CHECK(memory_detail::stage_micro_batches(s.model, stored_precision(s), state, s.layout, 4096, s.framework, layer,
+                                             split, 1, {})
+              .outside_allocator.value() == nvl + rdma + workspace);
+
+    // DeepEP runs only the group sizes it has configurations for.
+    training_setup qwen;
+    qwen.cluster = standard_cluster(h100_sxm::spec, 8);
+    qwen.model = qwen3_30b_a3b::config;
+    qwen.framework = megatron_core_profile;
+    qwen.moe.dispatcher = moe_dispatcher::deepep;
+    qwen.layout = {.dp = 8, .ep = 8, .etp = 1};
+    CHECK_NOTHROW(validate(qwen));
+    qwen.layout.ep = 1;
+    CHECK_THROWS_WITH(validate(qwen), Catch::StartsWith("ep = 1: is a group size DeepEP has no configuration for "
+                                                        "(it runs 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160"));
 }
 
 TEST_CASE("EP overlap: a micro-batch's dispatch behind another's compute, the first and last passes alone",

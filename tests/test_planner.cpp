@@ -1034,7 +1034,10 @@ TEST_CASE("the planner's MoE space follows the dispatcher and the overlaps", "[p
     deepep.base.moe.dispatcher = moe_dispatcher::deepep;
     const plan_result by_node = every_fitting_layout(deepep);
     REQUIRE_FALSE(by_node.best.empty());
-    for (const plan_candidate& c : by_node.best) CHECK(c.layout.expert_tp() == 1);
+    for (const plan_candidate& c : by_node.best) {
+        CHECK(c.layout.expert_tp() == 1);
+        CHECK(deepep_tuned_for(c.layout.ep) != nullptr);  // a group size DeepEP runs (not 1)
+    }
     // The EP overlap: ep > 1, no full recompute; its extra micro-batch in flight per
     // interleave (memory equal to memory_of's for each). With a multi-token prediction
     // module on the last stage.

@@ -323,6 +323,14 @@ checked_setup training_flags::build() const {
     return checked;
 }
 
+training_setup training_flags::build_for_search() const {
+    training_setup s = assemble();
+    s.model = model.build(seq);
+    s.seq = seq;
+    if (seq == 0) model.default_seq(s.model);
+    return s;
+}
+
 setup_across_frameworks training_flags::build_across() const {
     setup_across_frameworks out;
     out.base = assemble_with(framework_profiles.front());

@@ -67,6 +67,10 @@ struct training_flags {
     // Builds the setup and checks it once; throws usage_error / trainperf::invalid_argument
     // on bad input.
     checked_setup build() const;
+    // The setup a layout search starts from, checked as the search checks its request
+    // (validate(plan_request): the flags apart from the layout, which the search sets;
+    // an MoE run's EP overlap or DeepEP need layouts one GPU does not have), not as one layout.
+    training_setup build_for_search() const;
     // Everything but the model (for a bare parameter count): system, recipe,
     // framework and layout, validated without the model's shape.
     training_setup build_without_model() const;

@@ -18,6 +18,7 @@
 #include "../spec/parallel.hpp"
 #include "../spec/precision.hpp"
 #include "../spec/recompute_modules.hpp"
+#include "dispatcher_buffers.hpp"
 
 namespace trainperf {
 
@@ -216,6 +217,9 @@ struct layer_activations {
     // warm-up (schedules.py@d98e8a64 get_pp_rank_microbatches: "we schedule one extra
     // micro-batch forward step before the 1f1b stages"), a virtual stage's worth: 1/v.
     double extra_in_flight = 0;
+    // What the dispatcher allocates outside the caching allocator on a rank with MoE
+    // layers (cost/dispatcher_buffers.hpp): DeepEP's buffers.
+    bytes dispatcher_buffers = bytes_of(0);
 };
 
 // What an MoE layer keeps for backward on the busiest rank of a sequence-parallel group,
@@ -280,6 +284,7 @@ constexpr layer_activations layer_activations_of(const transformer_config& m, co
     const activation_formats x = activation_formats_of(r);
     const double cp = p.cp;
     if (run.a2a_overlap && p.pp > 1) a.extra_in_flight = 1.0 / p.interleave;
+    a.dispatcher_buffers = dispatcher_buffer_bytes(m, run, p);
     const recompute_module_set modules = recomputed_modules(p);
     if (has_moe(m)) {
         a.moe_kept = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run, modules) / cp;

@@ -229,6 +229,9 @@ struct stage_micro_batch_memory {
     bytes logits = bytes_of(0);
     bytes workspace = bytes_of(0);
     bytes temporaries = bytes_of(0);
+    // The MoE dispatcher's own buffers on a stage with MoE layers, outside the caching
+    // allocator (in the breakdown's buffers, without fragmentation).
+    bytes outside_allocator = bytes_of(0);
 };
 
 // What an MoE or multi-token-prediction model's stage holds beyond its layers counted as
@@ -313,6 +316,9 @@ constexpr stage_micro_batch_memory stage_micro_batches_holding(const transformer
         (first && p.interleave > 1 && p.pp > 1) ? 1.0 + double(p.pp - 1) / (p.pp * p.interleave)
                                                 : 1.0;
     const int moe = v.moe_layers;
+    // DeepEP creates its buffers at a rank's first dispatch (fused_a2a.py get_buffer):
+    // ranks that run an MoE layer (or an MoE model's multi-token prediction module).
+    if (moe > 0 || (v.mtp > 0 && has_moe(m))) mb.outside_allocator = layer.dispatcher_buffers;
     bytes act = in_flight * interleave * (double(stage_layers - moe) * layer.kept + double(moe) * layer.moe_kept);
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
@@ -455,7 +461,8 @@ constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, cons
     mb.logits = held.logits;
     mb.workspace = held.workspace;
     mb.temporaries = held.temporaries;
-    mb.fragmentation = o.fragmentation * mb.peak_allocated();
+    mb.buffers += held.outside_allocator;
+    mb.fragmentation = o.fragmentation * (mb.peak_allocated() - held.outside_allocator);
     return mb;
 }
 
@@ -464,9 +471,9 @@ constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, cons
 constexpr bytes stage_total(const memory_breakdown& state_part, const stage_micro_batch_memory& held,
                             const memory_overheads& o) {
     const bytes peak = memory_breakdown::peak_of(
-        state_part.static_state(), held.workspace, state_part.buffers,
+        state_part.static_state(), held.workspace, state_part.buffers + held.outside_allocator,
         held.weight_copies + held.activations + held.logits + held.temporaries, state_part.optimizer_temporaries);
-    return peak + o.fragmentation * peak;
+    return peak + o.fragmentation * (peak - held.outside_allocator);
 }
 
 constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,

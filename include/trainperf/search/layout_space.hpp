@@ -55,22 +55,28 @@ constexpr bool context_parallel_candidate(int seq, int cp) {
 // Everything but the layout is checked once, as predict() checks it; the search builds
 // only valid layouts and checks again only the layout of each micro-batch it prices
 // (checked_setup::with_layout).
+// The setup a search starts from: everything the search does not set. Its layout is
+// checked as one GPU's, without the conditions only layouts of more GPUs meet (the EP
+// overlap's ep > 1, DeepEP's group sizes: the space holds only layouts that meet them).
+inline void validate_search_base(const training_setup& base) {
+    // The search offers full recompute, ZeRO-3 and offload, which graphs refuse (spec/setup.hpp).
+    require(!base.framework.cuda_graphs, "cuda_graphs", "on",
+            "is not searched: plan without it, then predict the layout with --cuda-graphs on");
+    training_setup one_gpu = base;
+    one_gpu.layout = {};
+    validate_fixed(one_gpu);
+    one_gpu.moe.a2a_overlap = false;
+    if (one_gpu.moe.dispatcher == moe_dispatcher::deepep) one_gpu.moe.dispatcher = moe_dispatcher::alltoall;
+    validate_layout(one_gpu);
+    require_framework_rank_order(base);  // a layout with stages and replicas needs it
+}
+
 inline void validate(const plan_request& r) {
     require(r.gpus >= 1 && r.gpus <= max_gpus, "gpus", r.gpus, "must be between 1 and 2^22");
-    // The search offers full recompute, ZeRO-3 and offload, which graphs refuse (spec/setup.hpp).
-    require(!r.base.framework.cuda_graphs, "cuda_graphs", "on",
-            "is not searched: plan without it, then predict the layout with --cuda-graphs on");
     require(r.global_batch >= 1 && r.global_batch <= max_global_batch, "global_batch", r.global_batch,
             "must be between 1 and 2^40");
     require(r.max_micro_batch >= 0, "max_micro_batch", r.max_micro_batch, "must not be negative (0: no cap)");
-    training_setup one_gpu = r.base;
-    one_gpu.layout = {};
-    validate_fixed(one_gpu);
-    // The EP overlap needs ep > 1, which one GPU lacks: the space holds only such layouts,
-    // without full recompute (its conditions apart from the layout are checked above).
-    one_gpu.moe.a2a_overlap = false;
-    validate_layout(one_gpu);
-    require_framework_rank_order(r.base);  // a layout with stages and replicas needs it
+    validate_search_base(r.base);
 }
 
 namespace planner_detail {
@@ -275,6 +281,8 @@ inline std::vector<expert_choice> expert_choices_for(const plan_request& r, int 
     for (long long ep : divisors(m.moe.experts)) {
         if (ep > r.gpus) break;
         if (ep == 1 && r.base.moe.a2a_overlap) continue;
+        // DeepEP runs only the group sizes it has configurations for (validate refuses others).
+        if (r.base.moe.dispatcher == moe_dispatcher::deepep && deepep_tuned_for(int(ep)) == nullptr) continue;
         for (long long etp : divisors(r.gpus)) {
             if (etp > gpus_per_domain(r.base.cluster) || etp > m.moe.expert_ffn_hidden || ep * etp > r.gpus) break;
             out.push_back({int(ep), etp == tp ? 0 : int(etp)});

@@ -58,6 +58,43 @@ inline constexpr int deepep_max_nvlink_peers = 8;
 // deepseek-ai/DeepEP deep_ep/buffer.py@94a9f8f6, hybrid-ep branch).
 inline constexpr int deepep_sms = 20;
 
+// DeepEP's tuned configurations of its normal kernels by the rank count of the group it
+// dispatches over (Buffer.get_dispatch_config and get_combine_config,
+// deepseek-ai/DeepEP deep_ep/buffers/legacy.py@dd758caf: Config(num_sms,
+// nvl_chunked_send_tokens, nvl_chunked_recv_tokens, rdma_chunked_send_tokens,
+// rdma_chunked_recv_tokens)); DeepEP asserts the group is one of these sizes ("Unsupported
+// number of EP ranks"). Kept: what sizes its buffers (cost/dispatcher_buffers.hpp).
+struct deepep_config {
+    int nvl_recv_tokens = 0;   // per channel, per NVLink peer
+    int rdma_send_tokens = 0;  // the RDMA receive buffer is a whole number of send chunks
+    int rdma_recv_tokens = 0;
+};
+struct deepep_tuned {
+    int ranks = 0;
+    deepep_config dispatch, combine;
+};
+inline constexpr std::array<deepep_tuned, 12> deepep_tuned_configs{{
+    {2, {256, 6, 128}, {256, 6, 128}},
+    {4, {256, 6, 128}, {256, 6, 128}},
+    {8, {256, 6, 128}, {256, 6, 128}},
+    {16, {288, 20, 128}, {288, 12, 128}},
+    {24, {288, 8, 128}, {288, 8, 128}},
+    {32, {288, 8, 128}, {288, 8, 128}},
+    {48, {288, 8, 128}, {288, 8, 128}},
+    {64, {288, 8, 128}, {288, 8, 128}},
+    {96, {480, 12, 128}, {480, 8, 128}},
+    {128, {560, 12, 128}, {560, 8, 128}},
+    {144, {720, 12, 128}, {720, 8, 128}},
+    {160, {720, 12, 128}, {720, 8, 128}},
+}};
+
+// DeepEP's configurations for a group of `ranks`, or none where it has no tuned one.
+constexpr const deepep_tuned* deepep_tuned_for(int ranks) {
+    for (const deepep_tuned& t : deepep_tuned_configs)
+        if (t.ranks == ranks) return &t;
+    return nullptr;
+}
+
 // HybridEP's dispatch and combine: 24 SMs within one NVLink domain, 8 across domains (the
 // num_sms_dispatch_api and num_sms_combine_api defaults, DeepEP's hybrid-ep branch
 // csrc/hybrid_ep/config.cuh@94a9f8f6; Megatron-Core passes none, fused_a2a.py@d98e8a64).

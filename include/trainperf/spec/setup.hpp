@@ -157,6 +157,14 @@ TRAINPERF_NOINLINE inline void validate_moe_layout(const training_setup& s) {
             "hybrid sharding of a mixture-of-experts model's experts is not modelled yet");
     require(l.offload == offload_mode::none, "offload", to_string(l.offload),
             "optimizer offload of a mixture-of-experts model's experts is not modelled yet");
+    // The flex dispatcher's group is etp × ep (Megatron-Core's tp_ep_group; etp 1 with DeepEP).
+    if (s.moe.dispatcher == moe_dispatcher::deepep && deepep_tuned_for(l.ep * l.expert_tp()) == nullptr) {
+        std::string counts;
+        for (const deepep_tuned& t : deepep_tuned_configs) counts += (counts.empty() ? "" : ", ") + std::to_string(t.ranks);
+        detail::fail("ep", l.ep,
+                     "is a group size DeepEP has no configuration for (it runs " + counts +
+                         " ranks: deep_ep/buffers/legacy.py)");
+    }
     if (!expert_ranks_follow_order(l, s.cluster.order))
         detail::fail("ep", l.ep,
                      "with rank order tp-pp-dp and pipeline stages, ep x etp must equal tp x cp (Megatron-Core keeps "
