@@ -254,6 +254,29 @@ TEST_CASE("the GPUs of a node share its host", "[offload]") {
     CHECK(host_share_of(alone).cores == alone.cluster.host.cores);
 }
 
+TEST_CASE("a GeForce card's standard system has a desktop's host", "[offload]") {
+    // Two RTX 3090 Ti share a Ryzen 9 5950X (spec/gpu_catalog.hpp): 8 cores, AVX2 and
+    // 19.2 GB/s each; the CPU step is what the same host described by hand gives, and
+    // slower than on the server default (32 cores, AVX-512, 150 GB/s).
+    training_setup s = offloaded(2, 2, 2, 1);
+    s.cluster = build_cluster({.gpu = rtx_3090_ti::spec, .gpus = 2, .gpus_per_node = 2});
+    s.model = gpt_neo_1_3b::config;
+    const host_share h = host_share_of(s);
+    CHECK(h.cores == 8);
+    CHECK(h.simd_lanes == 8);
+    CHECK(h.memory_bandwidth.value() == Approx(0.75 * 51.2e9 / 2));
+    const optimizer_work w = optimizer_workload(s);
+    training_setup by_hand = s;
+    by_hand.cluster.host = host(16, 8, 3.4, 0.75 * 51.2, host_spec{}.pageable_copy_efficiency);
+    CHECK(host_step_time(w, s).value() == Approx(host_step_time(w, by_hand).value()).epsilon(1e-12));
+    training_setup server = s;
+    server.cluster.host = host_spec{};
+    CHECK(host_step_time(w, s) > 2.0 * host_step_time(w, server));
+    // A data-centre card keeps the server default.
+    CHECK(build_cluster({.gpu = a100_sxm_80gb::spec, .gpus = 2}).host.cores == host_spec{}.cores);
+    CHECK(build_cluster({.gpu = rtx_4090::spec, .gpus = 2}).host.clock.value() == 4.5e9);
+}
+
 TEST_CASE("what offload keeps on the GPU and on the host", "[offload][memory]") {
     // ZeRO-2, one GPU, 4 micro-batches, overlap_comm (DeepSpeed's profile).
     const training_setup s = offloaded(1, 1, 2, 4);

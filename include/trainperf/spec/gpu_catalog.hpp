@@ -41,6 +41,21 @@ namespace trainperf {
 
 namespace hardware_detail {
 constexpr flop_rate tflops(double t) { return tflops_per_second(t); }
+
+// The host of a GeForce card's standard system: a desktop, not a server. ASSUMPTION: the
+// desktop CPU of the card's generation, at its base clock (wide vector code holds no
+// turbo), its DRAM sustained at 75 % as the server default's (spec/host.hpp); the
+// training process may use every core. The other host figures are the defaults.
+//   Ampere (RTX 3090, 3090 Ti): AMD Ryzen 9 5950X (AMD product specifications: 16 cores,
+//   base clock 3.4 GHz, 2 channels of DDR4-3200: 51.2 GB/s), AVX2 (8 fp32 lanes: Zen 3
+//   has no AVX-512, so DeepSpeed's CPU-Adam runs its AVX256 path).
+//   Ada (RTX 4090): AMD Ryzen 9 7950X (16 cores, base 4.5 GHz, 2 channels of DDR5-5200:
+//   83.2 GB/s); Zen 4 runs AVX-512 on 256-bit data paths, two halves per instruction
+//   (ASSUMPTION: AVX2's throughput, 8 lanes a cycle).
+inline constexpr host_spec zen3_desktop{.cores = 16, .simd_lanes = 8, .clock = megahertz(3400.0),
+                                         .memory_bandwidth = gb_per_second(38.4)};  // 75 % of 51.2 GB/s
+inline constexpr host_spec zen4_desktop{.cores = 16, .simd_lanes = 8, .clock = megahertz(4500.0),
+                                         .memory_bandwidth = gb_per_second(62.4)};  // 75 % of 83.2 GB/s
 }  // namespace hardware_detail
 
 // ---------------------------------------------------------------------------------
@@ -258,6 +273,7 @@ struct rtx_3090_ti {
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 450,                                 // product page: 450 W
         .pcie_peer_to_peer = false,                       // GeForce: see the GA102 note above
+        .system = {.host = hardware_detail::zen3_desktop},
     };
 };
 
@@ -285,6 +301,7 @@ struct rtx_3090 {
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 350,                                 // GA102 whitepaper: 350 W
         .pcie_peer_to_peer = false,                       // GeForce: see the GA102 note above
+        .system = {.host = hardware_detail::zen3_desktop},
     };
 };
 
@@ -428,6 +445,7 @@ struct rtx_4090 {
         .host_link = links::pcie(links::pcie4_x16_gb_per_s),  // PCIe Gen4 x16
         .tdp_watts = 450,                                 // Ada whitepaper: 450 W
         .pcie_peer_to_peer = false,                       // GeForce: see the GA102 note above
+        .system = {.host = hardware_detail::zen4_desktop},
     };
 };
 
