@@ -688,20 +688,26 @@ TEST_CASE("DeepEP dispatch: one copy per remote node over the network, forwarded
 
 TEST_CASE("DeepEP's buffers: sized from its tuned configurations, outside the allocator, on ranks with MoE layers",
           "[moe][memory]") {
-    // DeepSeek-V3's 7168-wide bf16 tokens (14336 B) over 64 ranks, 20 SMs (10 channels):
-    // NVLink: 10 channels · 8 peers · 288 tokens (dispatch and combine alike) · (14336 B +
-    // the 2056 B of metadata: an 8 B source, 128 indices of 8 B, 128 weights and 128
-    // scales of 4 B) and 10 · 8 · (2 · 8 + 3) · 4 B of counters, rounded up to 128 B;
-    // RDMA (8 remote nodes): 10 · 8 · 128 tokens · (14336 + 2056 + 16 B) · 2 halves and
-    // 10 · 8 · 18 · 2 · 4 B of counters; and the 32 MiB workspace.
-    const double nvl = 377677824, rdma = 336047360, workspace = 33554432;
-    CHECK(nvl >= 10.0 * 8 * 19 * 4 + 10.0 * 8 * 288 * (14336 + 2056));
-    CHECK(nvl - (10.0 * 8 * 19 * 4 + 10.0 * 8 * 288 * (14336 + 2056)) < 128);
-    CHECK(rdma == 10.0 * 8 * 18 * 2 * 4 + 10.0 * 8 * 128 * (14336 + 2056 + 16) * 2);
+    // DeepSeek-V3's 7168-wide bf16 tokens (14336 B), 20 SMs (10 channels); a token's
+    // slot carries 2056 B of metadata (an 8 B source, 128 indices of 8 B, 128 weights and
+    // 128 scales of 4 B), an RDMA slot 16 B more; each buffer rounded up to 128 B.
+    const auto up128 = [](double b) { return std::ceil(b / 128) * 128; };
+    const double workspace = 33554432, slot = 14336 + 2056;
+    // 64 ranks (8 peers, 8 nodes), 288 NVLink tokens per channel and peer, 128 RDMA ones
+    // (a whole number of 8-token send chunks) in dispatch and combine alike.
+    const double nvl = up128(10.0 * 8 * (2 * 8 + 3) * 4 + 10.0 * 8 * 288 * slot);
+    const double rdma = up128(10.0 * 8 * 18 * 2 * 4 + 10.0 * 8 * 128 * (slot + 16) * 2);
+    CHECK(nvl == 377677824);
+    CHECK(rdma == 336047360);
     CHECK(deepep_buffer_bytes(14336, 64).value() == nvl + rdma + workspace);
-    // Two ranks: no RDMA buffer, 256 tokens a channel for each peer.
-    CHECK(deepep_buffer_bytes(14336, 2).value() == 83927552 + workspace);
-    CHECK(83927552 - (10.0 * 2 * 5 * 4 + 10.0 * 2 * 256 * (14336 + 2056)) < 128);
+    // 16 ranks (2 nodes): the RDMA queue is 128 tokens rounded up to the send chunk,
+    // 140 (7 chunks of 20) for dispatch and 132 (11 of 12) for combine; the larger counts.
+    const double rdma16 = up128(10.0 * 2 * 18 * 2 * 4 + 10.0 * 2 * 140 * (slot + 16) * 2);
+    CHECK(rdma16 > up128(10.0 * 2 * 18 * 2 * 4 + 10.0 * 2 * 132 * (slot + 16) * 2));
+    CHECK(deepep_buffer_bytes(14336, 16).value() ==
+          up128(10.0 * 8 * (2 * 2 + 3) * 4 + 10.0 * 8 * 288 * slot) + rdma16 + workspace);
+    // Two ranks: no RDMA buffer, 256 tokens a channel for each of the 2 peers.
+    CHECK(deepep_buffer_bytes(14336, 2).value() == up128(10.0 * 2 * 5 * 4 + 10.0 * 2 * 256 * slot) + workspace);
 
     // In the memory of a rank: in its buffers, outside the allocator's fragmentation; the
     // other dispatchers hold none.

@@ -388,8 +388,8 @@ TEST_CASE("the op lists price to what the streamed ops price to", "[step][worklo
         CHECK(w.gemms.size() == 21);
         // The layers' tensor-parallel collectives (an all-reduce, or an all-gather and a
         // reduce-scatter), the pipeline send, and the last stage's head: the loss's
-        // all-reduces and the head input's all-gather and reduce-scatter, or its gradient's
-        // all-reduce.
+        // all-reduces and the head input's all-gather (forward and again backward, one op)
+        // and reduce-scatter, or its gradient's all-reduce.
         CHECK(w.collectives.size() == (rc == recompute_mode::full ? 2u + 2u : 3u + 3u));
     }
 }
@@ -437,17 +437,27 @@ TEST_CASE("the stage pricer prices each collective as collective_time does, repe
     // The pricer remembers the collectives it has priced (16 slots, probed from a hash of
     // the buffer, group size and kind): a wrong hit, or a full table answering with a
     // stale slot, would change the sum. Twins differ from a collective in one field the
-    // price reads (kind, buffer, group size, spread over nodes), and a renamed copy in
-    // another pass is the same collective.
+    // price reads (kind, buffer, spread over nodes, an all-to-all's network share), and a
+    // renamed copy in another pass is the same collective.
     const cluster_spec cluster = standard_cluster(h100_sxm::spec, 64);
     const kernel_params k = default_kernel_params(cluster.gpu);
     std::mt19937_64 rng(20261207);
     const std::array<collective, 3> kinds{collective::all_reduce, collective::all_gather, collective::reduce_scatter};
     for (const int distinct : {1, 5, 16, 17, 40}) {
         std::vector<collective_op> ops;
+        bool shares_differ = false;
         while (int(ops.size()) < distinct) {
-            const int size = 2 << (rng() % 4);  // 4 to 32 ranks, on up to 8 nodes of 8
+            const int size = 2 << (rng() % 4);  // 2 to 16 ranks, on up to 4 nodes of 8
             collective_op c{"c", kinds[rng() % 3], bytes_of(double(1 + rng() % (64 << 20))), {size, std::min(size, 8)}};
+            if (ops.size() % 5 == 4) {
+                // An all-to-all, and its twin that sends another share over the network
+                // (DeepEP's node forwarding).
+                c.kind = collective::all_to_all;
+                c.group = {16, 8};  // two nodes: the share crosses the network
+                c.network_share = 0.25;
+                ops.push_back(c);
+                c.network_share = 0.5;
+            }
             ops.push_back(c);
             if (int(ops.size()) + 3 < distinct && ops.size() % 3 == 0) {
                 collective_op twin = c;
@@ -472,6 +482,13 @@ TEST_CASE("the stage pricer prices each collective as collective_time does, repe
             pricer(stage_op<collective_op>{c, 2, 1, step_part::tensor_parallel});
             expected += 3 * collective_time(c, cluster).value();
         }
+        for (const collective_op& c : ops)
+            if (c.kind == collective::all_to_all && c.network_share == 0.5) {
+                collective_op quarter = c;
+                quarter.network_share = 0.25;
+                shares_differ |= collective_time(c, cluster) != collective_time(quarter, cluster);
+            }
+        if (distinct >= 16) CHECK(shares_differ);  // the twins' prices tell them apart
         INFO(distinct << " distinct collectives");
         CHECK(pricer.result().tensor_parallel_comm.value() == Approx(expected).epsilon(1e-12));
     }

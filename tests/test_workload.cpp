@@ -552,30 +552,43 @@ TEST_CASE("the head's input and the embedding's output cross the tensor-parallel
     const double tokens = 4096, hidden = 4096;
     using entry = std::tuple<std::string, collective, double, double>;
     // Sequence parallelism, rotary positions (Megatron-Core reduce-scatters the
-    // embedding): the head's input gathered and its gradient reduce-scattered, the
-    // embedding's output reduce-scattered and its gradient gathered, b·s·h bf16 each; the
-    // loss's three all-reduces. pp = 1: the stage holds both ends.
-    const stage_workload sp = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 4, true));
+    // embedding): the head's input gathered, gathered again in backward for the weight
+    // gradient, and its gradient reduce-scattered; the embedding's output reduce-scattered
+    // and its gradient gathered, b·s·h bf16 each; the loss's three all-reduces. pp = 1:
+    // the stage holds both ends.
+    training_setup with_sp = llama3_8b_on_h100(megatron_core_profile, 4, true);
+    const stage_workload sp = micro_batch_workload(with_sp);
     const double activation = tokens * hidden * 2;
-    CHECK(head_collectives(sp) ==
-          std::vector<entry>{{"loss_all_reduce", collective::all_reduce, tokens * 4, 3.0},
-                             {"head_input_all_gather", collective::all_gather, activation, 1.0},
-                             {"head_input_gradient_reduce_scatter", collective::reduce_scatter, activation, 1.0},
-                             {"embedding_reduce_scatter", collective::reduce_scatter, activation, 1.0},
-                             {"embedding_gradient_all_gather", collective::all_gather, activation, 1.0}});
-    // One Python call each: 3 + 1 + 1 forward, 1 + 1 backward.
+    const std::vector<entry> expected{
+        {"loss_all_reduce", collective::all_reduce, tokens * 4, 3.0},
+        {"head_input_all_gather", collective::all_gather, activation, 2.0},
+        {"head_input_gradient_reduce_scatter", collective::reduce_scatter, activation, 1.0},
+        {"embedding_reduce_scatter", collective::reduce_scatter, activation, 1.0},
+        {"embedding_gradient_all_gather", collective::all_gather, activation, 1.0}};
+    CHECK(head_collectives(sp) == expected);
+    // A frozen head (adapters) computes no weight gradient: gathered once.
+    training_setup frozen = with_sp;
+    frozen.finetune = {.mode = finetune_mode::lora};
+    frozen.framework.finetune_modes = enum_set<finetune_mode>::all();  // a profile that trains adapters
+    std::vector<entry> once = expected;
+    std::get<3>(once[1]) = 1.0;
+    once.pop_back();  // nor the embedding's, whose gradient gather is for its weights
+    CHECK(head_collectives(micro_batch_workload(frozen)) == once);
+    // One Python call each: 3 + 1 + 1 forward, 2 + 1 backward.
     double calls_forward = 0, calls_backward = 0;
     for (const auto& h : sp.host)
         if (!of_layers(h)) (h.part == step_part::forward ? calls_forward : calls_backward) += h.op.count;
     CHECK(calls_forward == 5);
-    CHECK(calls_backward == 2);
+    CHECK(calls_backward == 3);
 
     // Learned positions (VocabParallelEmbedding's all-reduce, then the scatter to the
-    // sequence-parallel region), and no sequence parallelism (the head's gradient
-    // all-reduced; nothing gathered).
-    training_setup learned = llama3_8b_on_h100(megatron_core_profile, 4, true);
+    // sequence-parallel region, whose backward gathers), and no sequence parallelism
+    // (the head's gradient all-reduced; nothing gathered).
+    training_setup learned = with_sp;
     learned.model.positions = position_kind::learned;
-    CHECK(std::get<0>(head_collectives(micro_batch_workload(learned))[3]) == "embedding_all_reduce");
+    std::vector<entry> all_reduced = expected;
+    all_reduced[3] = {"embedding_all_reduce", collective::all_reduce, activation, 1.0};
+    CHECK(head_collectives(micro_batch_workload(learned)) == all_reduced);
     const stage_workload no_sp = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 4, false));
     CHECK(head_collectives(no_sp) ==
           std::vector<entry>{{"loss_all_reduce", collective::all_reduce, tokens * 4, 3.0},

@@ -176,7 +176,7 @@ void run_training_plan(const plan_flags& opt, const CLI::App* sub, std::ostream&
         throw usage_error("--currency: needs --price-per-gpu-hour");
     training_plan_request request;
     request.layouts.base = opt.flags.build_for_search();
-    validate_search_base(request.layouts.base);
+    validate_search_base(request.layouts.base);  // before the checks below read it (the plan checks it again)
     // The node of the system the GPU is sold in unless given (a GB200/GB300 tray holds 4).
     const int node = opt.flags.gpus_per_node > 0 ? opt.flags.gpus_per_node
                                                  : standard_gpus_per_node(request.layouts.base.cluster.gpu);
@@ -420,7 +420,9 @@ void run(const plan_flags& opt, const CLI::App* sub, std::ostream& out) {
     plan_request request;
     if (across) frameworks = opt.flags.build_across();
     request.base = across ? frameworks.base : opt.flags.build_for_search();
-    if (!across) validate_search_base(request.base);  // across: each framework's (framework_search.hpp)
+    // Checked before the batch's checks read it (plan() checks it again); across
+    // frameworks each framework's setup is checked by the search (framework_search.hpp).
+    if (!across) validate_search_base(request.base);
     request.gpus = request.base.layout.gpus();
     require_global_batch(sub, request.base, request.gpus, "the " + gpus_text(request.gpus));
     request.global_batch = opt.global_batch;

@@ -313,20 +313,22 @@ training_setup training_flags::build_without_model() const {
     return s;
 }
 
-checked_setup training_flags::build() const {
+training_setup training_flags::assemble_with_model() const {
     const transformer_config m = model.build(seq);
     training_setup s = assemble();
     s.model = m;
     s.seq = seq;  // 0 without a training length or max_seq is refused by validate (spec/setup.hpp)
-    checked_setup checked(std::move(s));
+    return s;
+}
+
+checked_setup training_flags::build() const {
+    checked_setup checked(assemble_with_model());
     if (seq == 0) model.default_seq(checked->model);  // a file's default said (its value is the setup's)
     return checked;
 }
 
 training_setup training_flags::build_for_search() const {
-    training_setup s = assemble();
-    s.model = model.build(seq);
-    s.seq = seq;
+    training_setup s = assemble_with_model();
     if (seq == 0) model.default_seq(s.model);
     return s;
 }

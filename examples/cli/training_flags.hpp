@@ -90,6 +90,8 @@ struct training_flags {
 
 private:
     training_setup assemble() const;
+    // assemble() with the model and the sequence (the model's flags read first).
+    training_setup assemble_with_model() const;
     // The setup with `fw` in place of --framework / --framework-file.
     training_setup assemble_with(const framework_profile& fw) const;
     // --fp32-grads, --grad-reduce-dtype and the on/off switches applied to s.framework.

@@ -16,13 +16,13 @@ namespace trainperf {
 
 namespace dispatcher_detail {
 // DeepEP's legacy kernels' constants (deepseek-ai/DeepEP@dd758caf): at most 8 NVLink
-// peers (LEGACY_NUM_MAX_NVL_PEERS, csrc/kernels/legacy/compiled.cuh), a 32 MiB workspace
+// peers (spec/moe_run.hpp deepep_max_nvlink_peers), a 32 MiB workspace
 // (LEGACY_NUM_WORKSPACE_BYTES, cudaMalloc'd by the Buffer, csrc/legacy/buffer.hpp); the
 // buffers' per-token metadata slots (Config::get_*_buffer_size_hint,
 // csrc/legacy/config.hpp): a SourceMeta of two ints, 128 top-k indices of 8 B (topk_idx_t
 // is int64_t by default, deep_ep/include/deep_ep/common/compiled.cuh), 128 top-k weights
 // and 128 scales of 4 B.
-inline constexpr int max_nvl_peers = 8;
+inline constexpr int max_nvl_peers = deepep_max_nvlink_peers;
 inline constexpr double workspace_bytes = 32.0 * 1024 * 1024;
 inline constexpr double source_meta_bytes = 8;
 inline constexpr double token_metadata_bytes = source_meta_bytes + 128 * 8 + 128 * 4 + 128 * 4;
@@ -61,9 +61,10 @@ constexpr double rdma_buffer_bytes(const deepep_config& c, double hidden_bytes, 
 // configurations' NVLink and RDMA hints (get_buffer, megatron/core/transformer/moe/
 // fused_a2a.py@d98e8a64) with the Buffer's SM count; the NVLink buffer and the workspace
 // are cudaMalloc'd, the RDMA buffer comes from NVSHMEM's symmetric heap. ASSUMPTION: the
-// heap holds what DeepEP asks for; NVSHMEM's own rounding (DeepEP sets its
-// NVSHMEM_CUMEM_GRANULARITY to 512 MiB, deep_ep/buffers/legacy.py) and bookkeeping are
-// left out, so this is a lower bound across nodes.
+// heap holds what DeepEP asks for; NVSHMEM's own rounding and bookkeeping are left out, so
+// across nodes this is a lower bound: DeepEP sets NVSHMEM_CUMEM_GRANULARITY to 512 MiB
+// (deep_ep/buffers/legacy.py), and if the heap maps whole granules, DeepSeek-V3's 336 MB
+// RDMA buffer at ep 64 takes 537 MB, 201 MB more.
 constexpr bytes deepep_buffer_bytes(double hidden_bytes, int ranks, int sms = deepep_sms) {
     const deepep_tuned* t = deepep_tuned_for(ranks);
     if (t == nullptr) return bytes_of(0);  // validate() refuses such a group

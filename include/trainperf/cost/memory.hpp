@@ -50,7 +50,7 @@ struct memory_breakdown {
     bytes activations = bytes_of(0);      // kept for backward, all micro-batches in flight
     bytes logits = bytes_of(0);           // logits and loss buffers
     bytes workspace = bytes_of(0);
-    bytes buffers = bytes_of(0);          // gradient buckets, ZeRO-3 gathered weights
+    bytes buffers = bytes_of(0);          // gradient buckets, ZeRO-3 gathered weights, DeepEP's buffers
     bytes temporaries = bytes_of(0);      // backward temporaries
     bytes optimizer_temporaries = bytes_of(0);
     bytes fragmentation = bytes_of(0);    // reserved beyond the allocated peak

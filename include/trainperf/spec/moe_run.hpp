@@ -48,8 +48,8 @@ struct enum_names<moe_dispatcher> {
 // and forwarded inside it.
 constexpr bool forwards_by_node(moe_dispatcher d) { return d == moe_dispatcher::deepep || d == moe_dispatcher::hybridep; }
 
-// The NVLink peers DeepEP's normal kernels forward among (NUM_MAX_NVL_PEERS,
-// deepseek-ai/DeepEP csrc/kernels/configs.cuh).
+// The NVLink peers DeepEP's normal kernels forward among (LEGACY_NUM_MAX_NVL_PEERS,
+// deepseek-ai/DeepEP csrc/kernels/legacy/compiled.cuh@dd758caf).
 inline constexpr int deepep_max_nvlink_peers = 8;
 
 // DeepEP's high-throughput dispatch and combine kernels: 20 SMs (Megatron-Core sets

@@ -84,12 +84,16 @@ constexpr loss_kernels loss_kernels_of(loss_implementation impl, double logit, b
 // Head and loss of one micro-batch: the logits GEMM over the vocabulary (split by tp),
 // the loss's kernels (loss_kernels_of), and with tp > 1 the head input's collectives:
 // with sequence parallelism an all-gather of the final norm's b·s·h output before the
-// GEMM and a reduce-scatter of its gradient after (Megatron's ColumnParallelLinear with
-// sequence_parallel, megatron/core/tensor_parallel/layers.py@d98e8a64; torchtitan's
+// GEMM, in backward the same all-gather again for the weight gradient and a
+// reduce-scatter of the input's gradient (Megatron's
+// LinearWithGradAccumulationAndAsyncCommunication with sequence_parallel,
+// megatron/core/tensor_parallel/layers.py@d98e8a64, megatron/mpu/layers.py@28ba253f; as
+// the layers' column-parallel GEMMs, Korthikanti et al. 2022 §4.2.2; torchtitan's
 // ColwiseParallel(input_layouts=Shard(1)), torchtitan/models/llama3/infra/
-// parallelize.py@b0902b29), without it an all-reduce of the gradient
-// (copy_to_tensor_model_parallel_region's backward). b·s/cp tokens per rank with
-// context parallelism.
+// parallelize.py@b0902b29, is taken as the same); without it an all-reduce of the input's
+// gradient (the linear's allreduce_dgrad in Megatron-Core; Megatron-LM 2022's
+// async_grad_allreduce, or copy_to_tensor_model_parallel_region's backward). b·s/cp
+// tokens per rank with context parallelism.
 template <class Sink>
 constexpr void for_each_head_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
                                 Sink&& sink) {
@@ -121,8 +125,12 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
         collective_of("loss_all_reduce", collective::all_reduce, bytes_of(tokens * size_of(dtype::fp32)),
                       op_phase::forward, loss.all_reduces);
         const bytes input = bytes_of(tokens * m.hidden * a);
+        // The weight gradient's gather: none for a frozen head (adapters). One op for the
+        // forward's and the backward's, as the layers' (stage.hpp).
+        const double gathers_again = l.sp && !s.finetune.freezes_base() ? 1 : 0;
         if (l.sp) {
-            collective_of("head_input_all_gather", collective::all_gather, input, op_phase::forward, 1);
+            collective_of("head_input_all_gather", collective::all_gather, input, op_phase::forward,
+                          1 + gathers_again);
             collective_of("head_input_gradient_reduce_scatter", collective::reduce_scatter, input, op_phase::backward,
                           1);
         } else {
@@ -132,8 +140,8 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
         sink(stage_op<host_op>{
             {"head_collective_calls", host_call::collective, loss.all_reduces + (l.sp ? 1 : 0), op_phase::forward},
             1, 0, step_part::forward});
-        sink(stage_op<host_op>{{"head_collective_calls", host_call::collective, 1, op_phase::backward}, 1, 0,
-                               step_part::backward});
+        sink(stage_op<host_op>{{"head_collective_calls", host_call::collective, 1 + gathers_again, op_phase::backward},
+                               1, 0, step_part::backward});
     }
     if (s.precision.autocast) {
         // The logits GEMM's V×h weight cast to 16 bits once per forward (and its
@@ -160,7 +168,8 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
 // Shard(1))), all-reduced otherwise (VocabParallelEmbedding; Megatron-LM 2022 always,
 // megatron/mpu/layers.py@28ba253f); with sequence parallelism the backward all-gathers
 // the output's gradient (the backward of the reduce-scatter, or of the scatter to the
-// sequence-parallel region).
+// sequence-parallel region) for the embedding's weight gradient, which a frozen base
+// (adapters) does not compute.
 template <class Sink>
 constexpr void for_each_embedding_op(const training_setup& s, const layer_context& ctx, const layout_groups& groups,
                                      Sink&& sink) {
@@ -178,7 +187,7 @@ constexpr void for_each_embedding_op(const training_setup& s, const layer_contex
                                  1, 0, step_part::tensor_parallel});
     sink(stage_op<host_op>{{"embedding_collective_calls", host_call::collective, 1, op_phase::forward}, 1, 0,
                            step_part::forward});
-    if (!l.sp) return;
+    if (!l.sp || s.finetune.freezes_base()) return;
     sink(stage_op<collective_op>{{"embedding_gradient_all_gather", collective::all_gather, output, groups.tensor,
                                   op_phase::backward},
                                  1, 0, step_part::tensor_parallel});
