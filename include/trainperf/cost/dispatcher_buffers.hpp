@@ -22,7 +22,6 @@ namespace dispatcher_detail {
 // csrc/legacy/config.hpp): a SourceMeta of two ints, 128 top-k indices of 8 B (topk_idx_t
 // is int64_t by default, deep_ep/include/deep_ep/common/compiled.cuh), 128 top-k weights
 // and 128 scales of 4 B.
-inline constexpr int max_nvl_peers = deepep_max_nvlink_peers;
 inline constexpr double workspace_bytes = 32.0 * 1024 * 1024;
 inline constexpr double source_meta_bytes = 8;
 inline constexpr double token_metadata_bytes = source_meta_bytes + 128 * 8 + 128 * 4 + 128 * 4;
@@ -36,7 +35,8 @@ constexpr double align_up(double v, double to) {
 // receive queue's tokens with their hidden bytes and metadata, and the queues' head and
 // tail counters; rounded up to 128 B.
 constexpr double nvl_buffer_bytes(const deepep_config& c, double hidden_bytes, int ranks, int sms) {
-    const double channels = sms / 2, nvl = std::min(ranks, max_nvl_peers), rdma = std::max(ranks / max_nvl_peers, 1);
+    const double channels = sms / 2, nvl = std::min(ranks, deepep_max_nvlink_peers),
+                 rdma = std::max(ranks / deepep_max_nvlink_peers, 1);
     const double bytes = channels * nvl * (2 * rdma + 3) * 4 +
                          channels * nvl * c.nvl_recv_tokens * (hidden_bytes + token_metadata_bytes);
     return align_up(bytes, 128);
@@ -47,10 +47,10 @@ constexpr double nvl_buffer_bytes(const deepep_config& c, double hidden_bytes, i
 // of send chunks: the Config constructor rounds it up) with the tokens' hidden bytes,
 // metadata and a 16 B tail each, and the counters; rounded up to 128 B.
 constexpr double rdma_buffer_bytes(const deepep_config& c, double hidden_bytes, int ranks, int sms) {
-    if (ranks <= max_nvl_peers) return 0;
-    const double channels = sms / 2, rdma = ranks / max_nvl_peers;
+    if (ranks <= deepep_max_nvlink_peers) return 0;
+    const double channels = sms / 2, rdma = ranks / deepep_max_nvlink_peers;
     const double recv = align_up(c.rdma_recv_tokens, c.rdma_send_tokens);
-    const double bytes = channels * rdma * (max_nvl_peers * 2 + 2) * 2 * 4 +
+    const double bytes = channels * rdma * (deepep_max_nvlink_peers * 2 + 2) * 2 * 4 +
                          channels * rdma * recv * (hidden_bytes + token_metadata_bytes + 16) * 2;
     return align_up(bytes, 128);
 }
