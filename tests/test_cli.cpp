@@ -1195,6 +1195,40 @@ TEST_CASE("predict --precision fp8 reports MFU against the FP8 and the BF16 peak
                              "predict --gpu h100-sxm --model gpt2-medium --precision fp8"});
 }
 
+TEST_CASE("predict --fp8-params: Megatron-Core's FP8 primary weights, on by default with the distributed optimizer",
+          "[cli][fp8]") {
+    const std::string base = "predict --gpu h100-sxm --model llama3-8b --seq 8192 --precision fp8 --framework "
+                             "megatron-core --gpus 8 --tp 1 --cp 2 --batch 1 --grad-accum 32";
+    const auto on = run_json(base + " --zero 1 --json");
+    const auto off = run_json(base + " --zero 1 --fp8-params off --json");
+    CHECK(on["fp8_primary_weights"] == true);
+    CHECK(off["fp8_primary_weights"] == false);
+    // The FP8 data and its transpose (2 B) instead of a 16-bit weight (2 B) and its FP8
+    // copies (2 B) per Linear weight: the 32 layers' 4096·6144 + 4096·4096 + 3·4096·14336
+    // = 218,103,808 each, 6,979,321,856 in all, 2 B less each.
+    const double linear = 32.0 * 218103808;
+    CHECK(off["memory_breakdown"]["weights"] == on["memory_breakdown"]["weights"]);
+    CHECK(off["memory_breakdown"]["weight_copies"].get<double>() == Approx(2 * linear));
+    CHECK(on["memory_breakdown"]["weight_copies"].get<double>() == 0);
+    CHECK(on["fits"] == true);
+    CHECK(off["fits"] == false);
+    // ZeRO 0 has no distributed optimizer: 16-bit weights whatever the flag says.
+    CHECK(run_json(base + " --zero 0 --fp8-params on --json")["fp8_primary_weights"] == false);
+    // The advice's predict lines name it where it differs from the profile (exit code 3:
+    // the layout does not fit).
+    const auto text = run_cli(base + " --zero 1 --fp8-params off");
+    REQUIRE(text.exit_code == 3);
+    CHECK(text.out.find("--fp8-params off") != std::string::npos);
+    const auto bad = run_cli(base + " --fp8-params maybe");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("fp8-params = maybe") != std::string::npos);
+    // A framework that casts its FP8 weights in every forward has none to keep.
+    const auto titan = run_cli("predict --gpu h100-sxm --model llama3-8b --precision fp8 --fp8-scaling current "
+                               "--framework torchtitan --gpus 8 --zero 3 --fp8-params on");
+    CHECK(titan.exit_code == 2);
+    CHECK(titan.err.find("fp8_primary_weights") != std::string::npos);
+}
+
 TEST_CASE("predict --precision nvfp4 runs the Linears in FP4 on Blackwell", "[cli][fp8][nvfp4]") {
     const std::string base = "predict --gpu b200 --model llama3-8b --batch 1 --gpus 8 --tp 2 --sp --framework megatron-core";
     const auto fp4 = run_json(base + " --precision nvfp4 --json");

@@ -468,3 +468,167 @@ TEST_CASE("TE's GEMM speedups on H200 are reproduced within 20 %", "[fp8][valida
     CHECK(current_ratio < delayed_ratio);
     CHECK(delayed_ratio < raw_ratio);
 }
+
+namespace {
+// Megatron-Core with FP8 primary weights on or off, and the tiny model's quantized
+// Linear weights: 49152 per layer (64·192 + 64·64 + 2·64·256), 2 layers, tp 1.
+constexpr double tiny_quantized = 98304;
+
+framework_profile megatron_core_with(bool primary) {
+    framework_profile fw = megatron_core_profile;
+    fw.fp8_primary_weights = primary;
+    return fw;
+}
+
+memory_breakdown tiny_memory(bool primary, const parallel_layout& p, const precision_recipe& r = recipe(precision_kind::fp8),
+                             const gpu_spec& gpu = h100_sxm::spec) {
+    return memory_at(tiny, r, optimizer_kind::adamw, p, 32, megatron_core_with(primary), gpu);
+}
+
+training_setup tiny_megatron_core(bool primary, const parallel_layout& p, const gpu_spec& gpu = h100_sxm::spec) {
+    return trainperf_tests::memory_setup(tiny, recipe(precision_kind::fp8), optimizer_kind::adamw, p, 32,
+                                         megatron_core_with(primary), gpu);
+}
+}  // namespace
+
+TEST_CASE("FP8 primary weights: the Linear weights held in FP8, no 16-bit copy", "[fp8][memory]") {
+    const parallel_layout zero1{.dp = 2, .zero = 1, .micro_batch = 2};
+    const memory_breakdown bf16_weights = tiny_memory(false, zero1), fp8_weights = tiny_memory(true, zero1);
+    // Hopper, per tensor: 2 B of FP8 copies (the data and its transpose) beside each 2 B
+    // Linear weight; as primary weights the FP8 data and its transpose are the weight,
+    // held at every peak: 2 B in `weights`, no copies.
+    CHECK(bf16_weights.weight_copies.value() == 2 * tiny_quantized);
+    CHECK(fp8_weights.weight_copies.value() == 0);
+    CHECK(bf16_weights.weights == fp8_weights.weights);
+    CHECK(bf16_weights.total().value() > fp8_weights.total().value());
+    // Gradients, master and optimizer state do not change.
+    CHECK(fp8_weights.gradients == bf16_weights.gradients);
+    CHECK(fp8_weights.master_weights == bf16_weights.master_weights);
+    CHECK(fp8_weights.optimizer_state == bf16_weights.optimizer_state);
+    // ZeRO 0 has no distributed optimizer to cast and gather them: 16-bit weights.
+    const parallel_layout zero0{.dp = 2, .micro_batch = 2};
+    CHECK(tiny_memory(true, zero0).weights == tiny_memory(false, zero0).weights);
+    CHECK(tiny_memory(true, zero0).weight_copies.value() == 2 * tiny_quantized);
+    // Megatron-FSDP (ZeRO-3) shards the FP8 data with the rest, 1 B less per Linear
+    // weight over 2 shards, and gathers each unit's with its transpose (the 2 gathered
+    // layers of the buffers: 2 B instead of 2 B of 16-bit weight, the same bytes); no
+    // copies held for the step.
+    const parallel_layout zero3{.dp = 2, .zero = 3, .micro_batch = 2};
+    const memory_breakdown fsdp = tiny_memory(true, zero3), fsdp_bf16 = tiny_memory(false, zero3);
+    CHECK(fsdp_bf16.weights.value() - fsdp.weights.value() == tiny_quantized / 2);
+    CHECK(fsdp.weight_copies.value() == 0);
+    CHECK(fsdp.buffers == fsdp_bf16.buffers);
+    // Blackwell reads the FP8 weight in both directions: 1 B, nothing built.
+    const memory_breakdown b200_fp8 = tiny_memory(true, zero1, recipe(precision_kind::fp8), b200::spec);
+    CHECK(b200_fp8.weight_copies.value() == 0);
+    CHECK(tiny_memory(false, zero1, recipe(precision_kind::fp8), b200::spec).weights.value() -
+              b200_fp8.weights.value() ==
+          tiny_quantized);
+    CHECK(tiny_memory(true, zero3, recipe(precision_kind::fp8), b200::spec).buffers.value() <
+          tiny_memory(false, zero3, recipe(precision_kind::fp8), b200::spec).buffers.value());
+    // MXFP8: the parameter keeps both directions with their E8M0 scales, 2·(1 + 1/32) =
+    // 2.0625 B, more than bf16's 2 B, and nothing beside it.
+    precision_recipe mxfp8 = recipe(precision_kind::fp8);
+    mxfp8.scaling = fp8_scaling::mxfp8;
+    const memory_breakdown mx = tiny_memory(true, zero1, mxfp8, b200::spec);
+    CHECK(mx.weight_copies.value() == 0);
+    CHECK(mx.weights.value() - tiny_memory(false, zero1, mxfp8, b200::spec).weights.value() ==
+          0.0625 * tiny_quantized);
+    // 128x128 blocks: the rowwise blocks with an fp32 scale per 128 values each way
+    // (1 + 4/128 = 1.03125 B) and the columnwise ones built after the gather: 2.0625 B.
+    precision_recipe blockwise = recipe(precision_kind::fp8);
+    blockwise.scaling = fp8_scaling::blockwise;
+    const memory_breakdown blocks = tiny_memory(true, zero1, blockwise);
+    CHECK(blocks.weight_copies.value() == 0);
+    CHECK(blocks.weights.value() - tiny_memory(false, zero1, blockwise).weights.value() ==
+          0.0625 * tiny_quantized);
+    // An offloaded optimizer keeps them under delayed scaling only (Megatron-LM's
+    // assertion): current scaling gives them up.
+    const parallel_layout offloaded{.dp = 2, .zero = 1, .offload = offload_mode::optimizer, .micro_batch = 2};
+    CHECK(tiny_memory(true, offloaded).weight_copies.value() == 0);
+    precision_recipe current = recipe(precision_kind::fp8);
+    current.scaling = fp8_scaling::current;
+    CHECK(tiny_memory(true, offloaded, current).weight_copies.value() == 2 * tiny_quantized);
+}
+
+TEST_CASE("FP8 primary weights are all-gathered in FP8 by the distributed optimizer", "[fp8][step]") {
+    const parallel_layout zero1{.dp = 2, .zero = 1, .micro_batch = 2};
+    const auto gathered = [&](bool primary) {
+        for (const auto& op : step_workload(tiny_megatron_core(primary, zero1)).sync)
+            if (op.op.name == "weight_all_gather") return op.op.size.value();
+        return -1.0;
+    };
+    // 2 B per parameter, less 1 B per Linear weight.
+    CHECK(gathered(false) - gathered(true) == tiny_quantized);
+    CHECK(gathered(true) > 0);
+    // MXFP8's are gathered in bf16 through the gradient buffer: 2 B.
+    training_setup mx = tiny_megatron_core(true, zero1, b200::spec);
+    mx.precision.scaling = fp8_scaling::mxfp8;
+    for (const auto& op : step_workload(mx).sync)
+        if (op.op.name == "weight_all_gather") CHECK(op.op.size.value() == gathered(false));
+    // ... and quantized again after it, both directions: 2 B read, 2.0625 B written.
+    CHECK(step_workload(mx).make_fp8_weights.moved.value() == 4.0625 * tiny_quantized);
+}
+
+TEST_CASE("a weight cache makes the FP8 weights once a step, not in every forward", "[fp8][step]") {
+    const parallel_layout zero0{.dp = 2, .micro_batch = 2, .grad_accum = 4};
+    const parallel_layout zero1{.dp = 2, .zero = 1, .micro_batch = 2, .grad_accum = 4};
+    // Megatron-Core tells Transformer Engine its first micro-batch: no weight cast among
+    // the layers' ops, whatever the recompute.
+    training_setup cached = tiny_megatron_core(false, zero0);
+    cached.layout.recompute = recompute_mode::full;
+    for (const auto& op : micro_batch_workload(cached).memory) CHECK(op.op.name != "fp8_quantize_weight");
+    // Once a step instead, in the first micro-batch's forward: 16-bit weights cast as a
+    // forward would (Hopper, delayed: 2 + 1 + 1 = 4 B per element), one launch per
+    // Linear (QKV, output projection, FFN up and down) per layer.
+    const memory_op cast = step_workload(tiny_megatron_core(false, zero0)).make_fp8_weights;
+    CHECK(cast.moved.value() == 4 * tiny_quantized);
+    CHECK(cast.launches == 8);
+    // FP8 primary weights: the gathered FP8 data read and its transpose written, 2 B.
+    const memory_op built = step_workload(tiny_megatron_core(true, zero1)).make_fp8_weights;
+    CHECK(built.moved.value() == 2 * tiny_quantized);
+    CHECK(built.launches == 8);
+    // On Blackwell nothing is built from them.
+    CHECK(step_workload(tiny_megatron_core(true, zero1, b200::spec)).make_fp8_weights.moved.value() == 0);
+    // Megatron-FSDP (ZeRO-3) gathers them for every micro-batch and builds the transpose
+    // after the backward's gather: once in every micro-batch.
+    const parallel_layout zero3{.dp = 2, .zero = 3, .micro_batch = 2, .grad_accum = 4};
+    const training_setup fsdp = tiny_megatron_core(true, zero3);
+    const step_ops fsdp_ops = step_workload(fsdp);
+    CHECK(fsdp_ops.fp8_weights_every_micro_batch);
+    CHECK(fsdp_ops.make_fp8_weights.moved.value() == 2 * tiny_quantized);
+    CHECK(fsdp_ops.make_fp8_weights.launches == 8);
+    const step_prices fsdp_prices = price_step(fsdp_ops, fsdp);
+    CHECK(fsdp_prices.fp8_weights_per_step.value() == 0);
+    const step_report fsdp_report = predict(fsdp);
+    CHECK(fsdp_report.time.forward_backward.value() ==
+          Approx(4 * (fsdp_report.micro_batch.compute().value() + fsdp_prices.fp8_weights_per_micro_batch.value()))
+              .epsilon(1e-12));
+    // A framework without the cache casts in every forward and in recompute.
+    training_setup every = cached;
+    every.framework.fp8_weight_cache = every.framework.fp8_primary_weights = false;
+    double per_forward = 0, recast = 0;
+    for (const auto& op : micro_batch_workload(every).memory)
+        if (op.op.name == "fp8_quantize_weight") {
+            per_forward += op.count * op.op.moved.value();
+            recast += op.recomputed * op.op.moved.value();
+        }
+    CHECK(per_forward == 4 * tiny_quantized);
+    CHECK(recast == 4 * tiny_quantized);
+    CHECK(step_workload(every).make_fp8_weights.launches == 0);
+    // The step runs it once, in the forward-backward time.
+    const training_setup s = tiny_megatron_core(false, zero0);
+    const step_report r = predict(s);
+    const step_prices prices = price_step(step_workload(s), s);
+    CHECK(prices.fp8_weights_per_step.value() > 0);
+    CHECK(r.time.forward_backward.value() ==
+          Approx(4 * r.micro_batch.compute().value() + prices.fp8_weights_per_step.value()).epsilon(1e-12));
+}
+
+TEST_CASE("a profile with FP8 primary weights caches them", "[fp8][framework]") {
+    framework_profile fw = megatron_core_profile;
+    fw.fp8_weight_cache = false;
+    CHECK_THROWS_WITH(validate(fw), Catch::Contains("framework.fp8_primary_weights"));
+    fw.fp8_primary_weights = false;
+    CHECK_NOTHROW(validate(fw));
+}

@@ -174,6 +174,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                     "on|off: each layer compiled with torch.compile (Inductor): its elementwise chains fused into "
                     "one kernel each, one compiled call per pass (frameworks that compile their layers: "
                     "torchtitan --training.compile) (default: the profile's)");
+    sub->add_option("--fp8-params", fp8_params,
+                    "on|off: with --precision fp8, the Linear weights held in FP8 as the parameters, no 16-bit copy, "
+                    "and all-gathered in FP8 by the sharded optimizer (Megatron-Core --fp8-param-gather; ZeRO 1 to "
+                    "3; frameworks that cache FP8 weights) (default: the profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
     auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
@@ -226,7 +230,9 @@ void training_flags::apply_framework_flags(training_setup& s) const {
                                                                    s.framework.reshard_after_forward},
           std::tuple<std::string_view, const std::string&, bool&>{"cuda-graphs", cuda_graphs,
                                                                    s.framework.cuda_graphs},
-          std::tuple<std::string_view, const std::string&, bool&>{"compile", compile, s.framework.compiled}}) {
+          std::tuple<std::string_view, const std::string&, bool&>{"compile", compile, s.framework.compiled},
+          std::tuple<std::string_view, const std::string&, bool&>{"fp8-params", fp8_params,
+                                                                   s.framework.fp8_primary_weights}}) {
         if (value.empty()) continue;
         require(value == "on" || value == "off", name, value, "must be on or off");
         field = value == "on";
@@ -368,7 +374,7 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
 }
 
 // The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather,
-// --reshard-after-forward, --cuda-graphs, --compile) where
+// --reshard-after-forward, --cuda-graphs, --compile, --fp8-params) where
 // the setup's framework differs from `base`, every one of them without a base. An
 // explicit --reshard-after-forward also overrides the profile's pipeline default
 // (keeps_gathered_with_pipeline), so it is printed where that differs too, and not
@@ -386,7 +392,9 @@ std::string framework_switches(const framework_profile& fw, const framework_prof
           std::tuple<std::string_view, bool, bool>{"--overlap-param-gather", fw.overlap_parameter_gather,
                                                     base && base->overlap_parameter_gather},
           std::tuple<std::string_view, bool, bool>{"--cuda-graphs", fw.cuda_graphs, base && base->cuda_graphs},
-          std::tuple<std::string_view, bool, bool>{"--compile", fw.compiled, base && base->compiled}})
+          std::tuple<std::string_view, bool, bool>{"--compile", fw.compiled, base && base->compiled},
+          std::tuple<std::string_view, bool, bool>{"--fp8-params", fw.fp8_primary_weights,
+                                                    base && base->fp8_primary_weights}})
         if (!base || on != was) t += " " + std::string(flag) + (on ? " on" : " off");
     if (reshard_differs) t += std::string(" --reshard-after-forward ") + (fw.reshard_after_forward ? "on" : "off");
     return t;

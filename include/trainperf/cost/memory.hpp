@@ -45,7 +45,7 @@ struct memory_breakdown {
     bytes weights = bytes_of(0);
     bytes gradients = bytes_of(0);
     bytes master_weights = bytes_of(0);
-    bytes weight_copies = bytes_of(0);    // autocast's 16-bit copies of the fp32 weights (forward to backward)
+    bytes weight_copies = bytes_of(0);    // autocast's 16-bit copies (forward to backward), fp8's quantized ones
     bytes optimizer_state = bytes_of(0);
     bytes activations = bytes_of(0);      // kept for backward, all micro-batches in flight
     bytes logits = bytes_of(0);           // logits and loss buffers
@@ -224,6 +224,10 @@ struct stage_micro_batch_memory {
     double local = 0;    // parameters the stage holds, after tp (its routed experts' after ep·etp)
     double expert_local = 0;  // of them, an MoE model's routed experts
     double trained = 0;  // what the optimizer updates of them (before ZeRO): all, or the adapters
+    // fp8, nvfp4: the Linear weights the stage quantizes, after tp (its routed experts'
+    // after ep·etp); the state part (stage_state_memory) counts their quantized copies,
+    // which depend on whether they are FP8 primary weights, that is on the ZeRO stage.
+    double quantized = 0;
     bytes activations = bytes_of(0);
     bytes weight_copies = bytes_of(0);
     bytes logits = bytes_of(0);
@@ -334,17 +338,13 @@ constexpr stage_micro_batch_memory stage_micro_batches_holding(const transformer
     // is its own autocast region, and autograd keeps its copies until that backward).
     // Not sharded by ZeRO-3: the copies are made of the gathered weights.
     // A frozen 16-bit base is not cast; the fp32 adapters are (fine-tuning).
-    // fp8 (Transformer Engine): the FP8 copy of every Linear weight of the stage, and
-    // its transpose on Hopper (fp8_weight_copy_bytes_per_parameter: 1 or 2 B per
-    // parameter), held for the step; the bf16 weights stay. ASSUMPTION: one set (the
-    // module keeps it in a workspace the next micro-batch overwrites), split by tp, not
-    // sharded by ZeRO-3; counted at the forward-backward peak only, though TE keeps
-    // the workspace through the optimizer step too.
+    // fp8 (Transformer Engine): the Linear weights the stage quantizes, whose copies the
+    // state part counts (stage_state_memory).
     if (quantized_linears(r))
-        mb.weight_copies = bytes_of(((stage_layers - moe) * layer_projection_matrix_parameters(m) +
-                                     (moe > 0 ? moe * layer_projection_matrix_parameters(moe_dense_part(m)) : 0.0)) /
-                                        t * fp8_weight_copy_bytes_per_parameter(r) +
-                                    mb.expert_local * fp8_weight_copy_bytes_per_parameter(r));
+        mb.quantized = ((stage_layers - moe) * layer_projection_matrix_parameters(m) +
+                        (moe > 0 ? moe * layer_projection_matrix_parameters(moe_dense_part(m)) : 0.0)) /
+                           t +
+                       mb.expert_local;
     else if (r.autocast && ft.freezes_base())
         mb.weight_copies = bytes_of(in_flight * mb.trained * weight_copy_bytes_per_parameter(r));
     else if (r.autocast)
@@ -434,6 +434,34 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
             p.offload == offload_mode::none)
             mb.weights = bytes_of(0);
     }
+    // fp8 (Transformer Engine): the FP8 copy of every Linear weight of the stage, and
+    // its transpose on Hopper (fp8_weight_copy_bytes_per_parameter: 1 or 2 B per
+    // parameter), held for the step; the bf16 weights stay. ASSUMPTION: one set (the
+    // module keeps it in a workspace the next micro-batch overwrites), split by tp, not
+    // sharded by ZeRO-3; counted at the forward-backward peak only, though TE keeps
+    // the workspace through the optimizer step too.
+    // FP8 primary weights (spec/setup.hpp fp8_primary_weights) are the parameters
+    // themselves, without a 16-bit copy. Under ZeRO 1 and 2 `weights` holds their quantized
+    // data and what is built beside it after the gather, fp8_weight_copy_bytes_per_parameter
+    // in all, at every peak: Megatron-Core keeps the transpose through the optimizer step
+    // (manual_post_all_gather_processing, megatron/core/fp8_utils.py@d98e8a64). Under
+    // ZeRO-3 (Megatron-FSDP) the shard holds the quantized data
+    // (fp8_primary_weight_bytes_per_parameter; the routed experts' over their own shards)
+    // and the gathered units hold it with the transpose, which Megatron-FSDP drops with the
+    // unit (keep_fp8_transpose_cache off, megatron/core/distributed/fsdp/src/megatron_fsdp/
+    // megatron_fsdp.py@d98e8a64): in the buffers below. (A ZeRO-3 whose fp32 shard is the
+    // master holds no other shard.)
+    const bool primary = held.quantized > 0 && fp8_primary_weights(r, p, fw, ft);
+    const double sixteen = size_of(r.weights), quantized_copies = fp8_weight_copy_bytes_per_parameter(r);
+    if (primary && p.zero >= 3) {
+        const double shard = (held.quantized - held.expert_local) / p.shard_size() + held.expert_local / p.expert_dp();
+        const double saved = sixteen - fp8_primary_weight_bytes_per_parameter(r);
+        if (mb.weights.value() > 0) mb.weights -= bytes_of(shard * saved);
+    } else if (primary) {
+        mb.weights -= bytes_of(held.quantized * (sixteen - quantized_copies));
+    } else if (held.quantized > 0) {
+        mb.weight_copies = bytes_of(held.quantized * quantized_copies);
+    }
     // Communication buckets when dp > 1; DDP's copy of every gradient into them only
     // while gradients are whole (ZeRO 0/1): sharded gradients (ZeRO 2/3) are
     // reduce-scattered from the buckets, which hold no second copy.
@@ -443,9 +471,13 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
         mb.buffers = o.gradient_buckets + (p.zero <= 1 ? o.gradient_bucket_copy * mb.gradients : bytes_of(0));
     // ZeRO-3's gathered weights: the layer in use and the one prefetched, or, kept from
     // forward to backward (reshard_after_forward off), every layer of the stage.
-    if (p.zero == 3 && p.shard_size() > 1)
-        mb.buffers += bytes_of((reshards_after_forward(fw, p) ? 2.0 : held.layers) * state.layer_parameters / t *
-                               (ft.freezes_base() ? frozen_weight_bytes(r) : size_of(r.weights)));
+    // FP8 primary weights: a layer's Linear weights gathered quantized, with the transpose.
+    if (p.zero == 3 && p.shard_size() > 1) {
+        const double linear = primary ? layer_projection_matrix_parameters(m) : 0.0;
+        const double unit = ft.freezes_base() ? state.layer_parameters * frozen_weight_bytes(r)
+                                              : (state.layer_parameters - linear) * sixteen + linear * quantized_copies;
+        mb.buffers += bytes_of((reshards_after_forward(fw, p) ? 2.0 : held.layers) * unit / t);
+    }
     if (p.offload == offload_mode::none)
         mb.optimizer_temporaries = bytes_of(o.optimizer_temporaries * trained * fp32 / zero_optimizer);
     return mb;
@@ -457,7 +489,7 @@ constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, cons
                                         const memory_overheads& o) {
     memory_breakdown mb = state_part;
     mb.activations = held.activations;
-    mb.weight_copies = held.weight_copies;
+    mb.weight_copies = state_part.weight_copies + held.weight_copies;
     mb.logits = held.logits;
     mb.workspace = held.workspace;
     mb.temporaries = held.temporaries;
@@ -472,7 +504,8 @@ constexpr bytes stage_total(const memory_breakdown& state_part, const stage_micr
                             const memory_overheads& o) {
     const bytes peak = memory_breakdown::peak_of(
         state_part.static_state(), held.workspace, state_part.buffers + held.outside_allocator,
-        held.weight_copies + held.activations + held.logits + held.temporaries, state_part.optimizer_temporaries);
+        state_part.weight_copies + held.weight_copies + held.activations + held.logits + held.temporaries,
+        state_part.optimizer_temporaries);
     return peak + o.fragmentation * (peak - held.outside_allocator);
 }
 

@@ -286,7 +286,9 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
     const micro_batch_times& mb = stages.bottleneck;
     step_time_breakdown time;
     const double m = s.layout.grad_accum;
-    time.forward_backward = m * mb.compute();
+    // The quantized weights made once a step run in the first micro-batch's forward (after
+    // ZeRO-3's gathers, in every micro-batch's).
+    time.forward_backward = m * (mb.compute() + prices.fp8_weights_per_micro_batch) + prices.fp8_weights_per_step;
     time.bubble = pipeline_bubble(s.layout, stages);
     const data_parallel_sync& sync = prices.sync;
     const seconds zero = seconds_of(0.0);

@@ -59,6 +59,11 @@ struct step_prices {
     offload_copies gradient_copies{};      // offloaded: during backward
     seconds host_step = seconds_of(0.0);   // offloaded: the CPU's part of `optimizer`
     seconds weights_up = seconds_of(0.0);  // offloaded: the copy back, part of `optimizer`
+    // fp8: the quantized weights made once a step, in the first micro-batch's forward, or
+    // in every micro-batch after ZeRO-3's gathers (workload/fp8.hpp make_fp8_weights_op,
+    // step_ops::fp8_weights_every_micro_batch).
+    seconds fp8_weights_per_step = seconds_of(0.0);
+    seconds fp8_weights_per_micro_batch = seconds_of(0.0);
 };
 
 // Work on the host's CPU with the share of it one GPU gets: the slower of its SIMD
@@ -109,6 +114,15 @@ constexpr seconds offloaded_optimizer_time(seconds host_step, seconds weights_up
     return host_step + weights_up + s.framework.per_step_overhead;
 }
 
+// A memory-bound op of the step whose kernels are issued from Python (the optimizer's
+// per-tensor loop launches each one): like a pass, the larger of the GPU's time and the
+// host's.
+inline seconds step_memory_op_time(const memory_op& op, const training_setup& s) {
+    const seconds gpu = kernel_detail::memory_op_time(s.cluster.gpu, op, kernel_params_of(s));
+    const seconds host = op.launches * s.framework.host.op * s.cluster.host.eager_op_time;
+    return std::max(gpu, host);
+}
+
 // The optimizer step: on the GPU, or offloaded: the CPU's step, then the copy back
 // (ZeRO-Offload without the delayed parameter update runs them in order, before the
 // next forward). Plus the framework's per-step host overhead.
@@ -117,11 +131,7 @@ inline seconds price_optimizer(const optimizer_work& w, checked_view c) {
     if (w.offloaded)
         return offloaded_optimizer_time(host_step_time(w, s),
                                         host_transfer_time(w.weights_up, s.cluster.gpu, s.cluster.host), s);
-    // The update's kernels are issued from Python (a per-tensor loop launches each one);
-    // like a pass, it takes the larger of the GPU's time and the host's.
-    const seconds gpu = kernel_detail::memory_op_time(s.cluster.gpu, w.update, kernel_params_of(s));
-    const seconds host = w.update.launches * s.framework.host.op * s.cluster.host.eager_op_time;
-    return std::max(gpu, host) + s.framework.per_step_overhead;
+    return step_memory_op_time(w.update, s) + s.framework.per_step_overhead;
 }
 
 // The step's own ops (step_workload of the setup) priced: data-parallel
@@ -156,7 +166,13 @@ inline step_prices price_step(const step_ops& w, checked_view c) {
             .offloaded = offloaded,
             .gradient_copies = gradient_copies,
             .host_step = host_step,
-            .weights_up = weights_up};
+            .weights_up = weights_up,
+            .fp8_weights_per_step = w.make_fp8_weights.launches > 0 && !w.fp8_weights_every_micro_batch
+                                       ? step_memory_op_time(w.make_fp8_weights, s)
+                                       : seconds_of(0.0),
+            .fp8_weights_per_micro_batch = w.make_fp8_weights.launches > 0 && w.fp8_weights_every_micro_batch
+                                             ? step_memory_op_time(w.make_fp8_weights, s)
+                                             : seconds_of(0.0)};
 }
 
 // The optimizer step on one GPU (or on its host when offloaded).

@@ -53,6 +53,8 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"overlap_parameter_gather", f.overlap_parameter_gather},
             {"reshard_after_forward", f.reshard_after_forward},
             {"tensor_parallel_overlap", f.tensor_parallel_overlap},
+            {"fp8_weight_cache", f.fp8_weight_cache},
+            {"fp8_primary_weights", f.fp8_primary_weights},
             {"software", std::string(f.software)},
             {"tensor_parallel", f.tensor_parallel},
             {"sequence_parallel", f.sequence_parallel},
@@ -136,7 +138,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "context_parallel", "pipeline_parallel", "interleaved_pipeline", "optimizer_offload",
                    "optimizers", "precisions", "finetune_modes", "host_optimizers", "fp8_scalings", "rank_orders", "moe_dispatchers", "recompute_modes",
                    "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
-                   "fp32_sharded_parameters", "ring_merge", "loss"});
+                   "fp32_sharded_parameters", "ring_merge", "loss", "fp8_weight_cache",
+                   "fp8_primary_weights"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -164,7 +167,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     // Optional too (absent: Megatron's recompute modes, no torch.compile, the generators'
     // states saved around a checkpoint, reshard_after_forward with pipeline stages too,
     // a 16-bit ZeRO-3 shard beside the fp32 master, the context-parallel ring's merges
-    // fused, the loss PyTorch's cross-entropy).
+    // fused, the loss PyTorch's cross-entropy, fp8 weights cast in every forward and
+    // kept beside 16-bit ones).
     if (j.contains("ring_merge")) f.ring_merge = dd::enum_value<kv_ring_merge>(j, "", "ring_merge");
     if (j.contains("loss")) f.loss = dd::enum_value<loss_implementation>(j, "", "loss");
     if (j.contains("recompute_modes"))
@@ -173,7 +177,9 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                                      {"compiled", &f.compiled},
                                      {"checkpoint_rng_state", &f.checkpoint_rng_state},
                                      {"keeps_gathered_with_pipeline", &f.keeps_gathered_with_pipeline},
-                                     {"fp32_sharded_parameters", &f.fp32_sharded_parameters}})
+                                     {"fp32_sharded_parameters", &f.fp32_sharded_parameters},
+                                     {"fp8_weight_cache", &f.fp8_weight_cache},
+                                     {"fp8_primary_weights", &f.fp8_primary_weights}})
         if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
     if (j.contains("scales_gradients_every_step"))
         f.scales_gradients_every_step = dd::boolean(j, "", "scales_gradients_every_step");

@@ -108,6 +108,7 @@ inline nlohmann::json to_json(const training_setup& s, const step_report& r) {
     if (r.low_precision) {
         // mfu/hfu above are against the FP8 or FP4 peak (the recipe's math).
         j["fp8_scaling"] = std::string(to_string(s.precision.scaling));
+        j["fp8_primary_weights"] = fp8_primary_weights(s);
         j["mfu_bf16_peak"] = r.mfu_bf16_peak;
         j["hfu_bf16_peak"] = r.hfu_bf16_peak;
     }

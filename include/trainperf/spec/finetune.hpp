@@ -163,6 +163,15 @@ constexpr double layer_projection_matrix_parameters(const transformer_config& m)
     return h * (q + 2 * kv) + q * h + ffn;
 }
 
+// The projection matrices' parameters of all the model's layers: the dense layers', and
+// of the MoE layers their dense part's (attention, shared experts; spec/model.hpp
+// moe_dense_part), not the routed experts'.
+constexpr double model_projection_matrix_parameters(const transformer_config& m) {
+    const double moe = moe_layers(m);
+    return (m.layers - moe) * layer_projection_matrix_parameters(m) +
+           (moe > 0 ? moe * layer_projection_matrix_parameters(moe_dense_part(m)) : 0.0);
+}
+
 constexpr double layer_projection_matrices(const transformer_config& m) {
     return 4.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
 }

@@ -271,6 +271,13 @@ inline constexpr framework_profile megatron_core_profile{
     .fp32_gradient_accumulation = true,
     .overlap_parameter_gather = true,
     .tensor_parallel_overlap = true,
+    .fp8_weight_cache = true,
+    // As its FP8 recipes run: Megatron-LM's own Llama 3 8B FP8 example passes
+    // --fp8-param-gather (examples/llama/train_llama3_8b_h100_fp8.sh@d98e8a64), and so do
+    // Megatron Bridge's delayed, per-tensor current and MXFP8 recipes (fp8_param_gather =
+    // True; NVIDIA-NeMo/Megatron-Bridge@d9f7643b src/megatron/bridge/training/
+    // mixed_precision.py; its 128x128-block recipe sets it False).
+    .fp8_primary_weights = true,
     // NVIDIA/Megatron-LM@d98e8a64: tensor, sequence, context and pipeline parallelism
     // (megatron/core/model_parallel_config.py), virtual stages
     // (--num-layers-per-virtual-pipeline-stage), the distributed optimizer, Megatron-FSDP

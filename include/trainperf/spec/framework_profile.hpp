@@ -330,6 +330,20 @@ struct framework_profile {
     // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core
     // --tp-comm-overlap; needs sequence parallelism). cost/stage_pricer.hpp prices it.
     bool tensor_parallel_overlap = false;
+    // fp8 (Transformer Engine): each Linear's quantized weight cast once per step, at the
+    // step's first micro-batch, and reused by the others and by recompute. TE caches it
+    // when told which micro-batch is first ("during FP8 training, it allows caching of
+    // the FP8 versions of the weights", is_first_microbatch, transformer_engine/pytorch/
+    // module/linear.py@d0067d0d); Megatron-Core tells it (set_is_first_microbatch,
+    // megatron/core/pipeline_parallel/schedules.py and extensions/transformer_engine.py
+    // @d98e8a64). Off: cast in every forward (workload/fp8.hpp).
+    bool fp8_weight_cache = false;
+    // fp8: the Linear weights held in FP8 as the parameters themselves, no 16-bit copy,
+    // and all-gathered in FP8 by the distributed optimizer (spec/precision.hpp
+    // fp8_primary_weight_bytes_per_parameter; Megatron-Core --fp8-param-gather, which
+    // needs sharded parameters' optimizer, ZeRO 1 to 3 here; spec/setup.hpp
+    // fp8_primary_weights says where it applies).
+    bool fp8_primary_weights = false;
     // --- what the software can run: validate(training_setup) refuses a layout that asks
     // for anything else (spec/setup.hpp require_framework_runs), and the planner and the
     // advice search only these. A profile says which software and version it describes.
@@ -458,6 +472,8 @@ constexpr void validate(const framework_profile& fw) {
             "needs a framework that compiles its layers (layer_compile)");
     require(!(fw.compiled && fw.cuda_graphs), "framework.compiled", "true",
             "and cuda_graphs cannot both be on (Megatron-Core's graphs capture eager layers)");
+    require(!fw.fp8_primary_weights || fw.fp8_weight_cache, "framework.fp8_primary_weights", "true",
+            "needs fp8_weight_cache (FP8 primary weights are made once a step, as a cached cast is)");
     require(fw.per_step_overhead.value() >= 0 && fw.per_step_overhead.value() <= 3600,
             "framework.per_step_overhead_s", fw.per_step_overhead.value(), "must be in [0, 3600] s");
 }

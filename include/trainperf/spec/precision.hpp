@@ -269,10 +269,55 @@ inline constexpr double fp8_backward_scaled_tensors_per_gemm = 2;
 // needs it; 0 for other recipes.
 // Block-scaled: both copies (the weight is read rowwise by the forward GEMM and
 // columnwise by the data gradient's), each with its scales (NVFP4: 2·(1/2 + 1/16) B).
+constexpr double fp8_weight_copy_bytes_per_parameter(fp8_scaling scaling, bool transposes) {
+    if (block_scaled(scaling)) return 2.0 * quantized_bytes_per_element(scaling);
+    return size_of(dtype::fp8) * (transposes ? 2.0 : 1.0);
+}
+
 constexpr double fp8_weight_copy_bytes_per_parameter(const precision_recipe& r) {
-    if (!quantized_linears(r)) return 0.0;
-    if (block_scaled(r.scaling)) return 2.0 * quantized_bytes_per_element(r.scaling);
-    return size_of(dtype::fp8) * (r.fp8_transposes ? 2.0 : 1.0);
+    return quantized_linears(r) ? fp8_weight_copy_bytes_per_parameter(r.scaling, r.fp8_transposes) : 0.0;
+}
+
+// FP8 primary weights (framework_profile::fp8_primary_weights; Megatron-Core
+// --fp8-param-gather: "Keep the compute param in fp8 (do not use any other intermediate
+// dtype) and perform the param all-gather in fp8", megatron/training/arguments.py
+// @d98e8a64): each Linear weight is a quantized tensor of Transformer Engine, with no
+// 16-bit copy; the distributed optimizer casts its fp32 main shard into it
+// (cast_master_weights_to_fp8, megatron/core/fp8_utils.py@d98e8a64) and all-gathers it,
+// after which TE's post_all_gather_processing builds what the backward's GEMM reads
+// (transformer_engine/pytorch/tensor/utils.py@d0067d0d): the transpose of a
+// per-tensor-scaled weight where the GPU's FP8 GEMM is TN-only (Hopper), the columnwise
+// copy of a 128×128-block-scaled one. An MXFP8 weight keeps both directions itself, but TE
+// cannot map it into the gather's buffer (replace_raw_data), so Megatron-Core gathers it
+// in bf16 through the gradient buffer and quantizes it again into the parameter
+// (_post_param_sync, copy_tensors_to_quantized_params, megatron/core/distributed/
+// param_and_grad_buffer.py@d98e8a64). Bytes per parameter:
+//   held                per tensor 1 (the rowwise data); blockwise the rowwise blocks
+//                       with their scales, 1 + 4/128; mxfp8 both directions with their
+//                       scales, 2·(1 + 1/32)
+//   gathered            as held; mxfp8 2 (bf16)
+//   built after it      the rest of fp8_weight_copy_bytes_per_parameter, held beside it:
+//                       the transpose (1 on Hopper, 0 on Blackwell), the columnwise
+//                       blocks (1 + 4/128), 0 for mxfp8 (whose held data is written again)
+// NVFP4 has its own switch in Megatron-Core (--fp4-param-gather), not modelled: 0.
+constexpr double fp8_primary_weight_bytes_per_parameter(fp8_scaling scaling, bool transposes) {
+    if (scaling == fp8_scaling::nvfp4) return 0.0;
+    if (scaling == fp8_scaling::mxfp8) return fp8_weight_copy_bytes_per_parameter(scaling, transposes);
+    return block_scaled(scaling) ? quantized_bytes_per_element(scaling) : size_of(dtype::fp8);
+}
+
+constexpr double fp8_primary_weight_bytes_per_parameter(const precision_recipe& r) {
+    return quantized_linears(r) ? fp8_primary_weight_bytes_per_parameter(r.scaling, r.fp8_transposes) : 0.0;
+}
+
+constexpr double fp8_primary_weight_gathered_bytes(fp8_scaling scaling, bool transposes) {
+    if (scaling == fp8_scaling::mxfp8) return size_of(dtype::bf16);
+    return fp8_primary_weight_bytes_per_parameter(scaling, transposes);
+}
+
+constexpr double fp8_weight_bytes_built_after_gather(fp8_scaling scaling, bool transposes) {
+    return fp8_weight_copy_bytes_per_parameter(scaling, transposes) -
+           fp8_primary_weight_bytes_per_parameter(scaling, transposes);
 }
 
 // The format of each kind of activation a layer produces. Without autocast every

@@ -76,6 +76,27 @@ constexpr void set_gradient_format(training_setup& s, dtype gradients) {
     s.framework.fp32_gradient_accumulation = gradients == dtype::fp32;
 }
 
+// Whether the Linear weights are FP8 primary weights (framework_profile::
+// fp8_primary_weights; spec/precision.hpp fp8_primary_weight_bytes_per_parameter): an
+// FP8 recipe (NVFP4 has its own switch), a sharded optimizer (Megatron-LM asserts
+// "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron
+// fsdp", megatron/training/arguments.py@d98e8a64, and turns it off under FSDP2 with
+// Transformer Engine 2: ZeRO 1 and 2 are the distributed optimizer, ZeRO-3
+// Megatron-FSDP), with the optimizer offloaded only under delayed scaling (it asserts
+// "When `--fp8-param-gather` is enabled, the optimizer cpu offload must be used in
+// conjunction with `--fp8-recipe delayed`": 16-bit weights otherwise, as a run must turn
+// them off), every weight trained. Offloaded, the copy of the updated weights to the GPU
+// stays counted in 16 bits (ASSUMPTION, the larger).
+constexpr bool fp8_primary_weights(const precision_recipe& r, const parallel_layout& p, const framework_profile& fw,
+                                   const finetune_spec& ft) {
+    return fw.fp8_primary_weights && fp8_primary_weight_bytes_per_parameter(r) > 0 && p.zero >= 1 &&
+           (p.offload == offload_mode::none || r.scaling == fp8_scaling::delayed) && !ft.freezes_base();
+}
+
+constexpr bool fp8_primary_weights(const training_setup& s) {
+    return fp8_primary_weights(s.precision, s.layout, s.framework, s.finetune);
+}
+
 // Whether data-parallel gradient sync overlaps backward: the layout's choice, or the
 // framework's habit. With optimizer offload this is DeepSpeed's overlap_comm: the
 // gradient copies to the host overlap backward too, and it keeps two reduce buckets.

@@ -1,5 +1,6 @@
 // FP8 (NVIDIA Transformer Engine) ops of one layer: the casts of its Linear GEMMs'
-// inputs, weights and output gradients, and delayed scaling's amax-history update.
+// inputs, weights and output gradients, and delayed scaling's amax-history update; and
+// the quantized weights a framework makes once a step instead.
 #pragma once
 
 #include <array>
@@ -36,34 +37,19 @@ constexpr double fp8_linear_modules_per_layer(const transformer_config& m, model
 
 using fp8_quantization_list = op_list<memory_op, 6>;
 
-// The FP8 casts of one layer's Linear GEMMs (NVIDIA Transformer Engine,
-// docs/features/low_precision_training, @d0067d0d), memory-bound ops of
-// fp8_quantization_bytes_per_element each (read the 16-bit tensor once, twice with
-// current scaling; write the FP8 copy and on Hopper its transpose). Per Linear of
-// forward GEMM X[m×k]·W[k×n]:
-//   forward: X quantized to E4M3 (m·k elements), and W (k·n, the bf16 weight on this
-//     rank) once per forward of every micro-batch (ASSUMPTION: no FP8 weight cache
-//     across micro-batches; TE can keep one with is_first_microbatch, which would make
-//     it once per step);
-//   backward: the output gradient dY quantized to E5M2 (m·n) for the dgrad (dY·Wᵀ,
-//     with the Wᵀ copy made in forward) and the wgrad (Xᵀ·dY, with the saved Xᵀ).
-// A Linear whose input another already quantized shares its cast (Megatron's fused
-// gate and up: one Linear). Summed per block: input, weight and output-gradient casts
-// of the attention block, then of the MLP block; launches count the casts.
-inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config& m, const layer_context& c) {
-    fp8_quantization_list ops;
-    if (!c.quantized_linears) return ops;
-    const auto gemms = layer_forward_gemms(m, c);  // validates the context
-    // Activations and the working weights are 16-bit (bf16 under the fp8 recipe).
-    const double per = fp8_quantization_bytes_per_element(c.scaling, c.fp8_transposes, size_of(c.activations));
-    const double launches = fp8_quantization_launches(c.scaling);
-    const double gradient_launches = fp8_quantization_launches(c.scaling, true);
-    struct casts {
-        double inputs = 0, weights = 0, gradients = 0, modules = 0, input_casts = 0;
-    };
+namespace fp8_detail {
+// What one layer's quantized Linears cast, per block (attention, MLP): elements of their
+// inputs, weights (on this rank) and output gradients, the Linear modules, and the
+// input casts. A Linear whose input another already quantized shares its cast
+// (Megatron's fused gate and up: one Linear).
+struct casts {
+    double inputs = 0, weights = 0, gradients = 0, modules = 0, input_casts = 0;
+};
+
+inline std::array<casts, 2> layer_casts(const transformer_config& m, const layer_context& c) {
     std::array<casts, 2> block{};  // attention, MLP
     std::string_view previous;
-    for (const auto& g : gemms) {
+    for (const auto& g : layer_forward_gemms(m, c)) {  // validates the context
         if (!quantized_format(g.shape.math)) continue;
         casts& b = block[g.block == layer_block::mlp ? 1 : 0];
         const bool fused_with_previous = c.code == model_code::generic && g.name == "ffn_up" && previous == "ffn_gate";
@@ -76,17 +62,79 @@ inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config
         b.gradients += g.shape.m * g.shape.n * g.shape.batch;
         previous = g.name;
     }
+    return block;
+}
+}  // namespace fp8_detail
+
+// The FP8 casts of one layer's Linear GEMMs (NVIDIA Transformer Engine,
+// docs/features/low_precision_training, @d0067d0d), memory-bound ops of
+// fp8_quantization_bytes_per_element each (read the 16-bit tensor once, twice with
+// current scaling; write the FP8 copy and on Hopper its transpose). Per Linear of
+// forward GEMM X[m×k]·W[k×n]:
+//   forward: X quantized to E4M3 (m·k elements), and W (k·n, the bf16 weight on this
+//     rank) in every forward, unless the framework makes the weights once a step
+//     (layer_context::weights_once_a_step: make_fp8_weights_op below, a step op);
+//   backward: the output gradient dY quantized to E5M2 (m·n) for the dgrad (dY·Wᵀ,
+//     with the Wᵀ copy made in forward) and the wgrad (Xᵀ·dY, with the saved Xᵀ).
+// Summed per block: input, weight and output-gradient casts of the attention block, then
+// of the MLP block; launches count the casts.
+inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config& m, const layer_context& c) {
+    fp8_quantization_list ops;
+    if (!c.quantized_linears) return ops;
+    const std::array<fp8_detail::casts, 2> block = fp8_detail::layer_casts(m, c);
+    // Activations and the working weights are 16-bit (bf16 under the fp8 recipe).
+    const double per = fp8_quantization_bytes_per_element(c.scaling, c.fp8_transposes, size_of(c.activations));
+    const double launches = fp8_quantization_launches(c.scaling);
+    const double gradient_launches = fp8_quantization_launches(c.scaling, true);
     for (std::size_t i = 0; i < block.size(); ++i) {
-        const casts& b = block[i];
+        const fp8_detail::casts& b = block[i];
         const layer_block where = i == 0 ? layer_block::attention : layer_block::mlp;
         const auto cast = [&](std::string_view name, double elements, op_phase phase, double count) {
             ops.push_back({name, bytes_of(elements * per), phase, op_region::other, count, where, true});
         };
         cast("fp8_quantize_input", b.inputs, op_phase::forward, b.input_casts * launches);
-        cast("fp8_quantize_weight", b.weights, op_phase::forward, b.modules * launches);
+        if (!c.weights_once_a_step) cast("fp8_quantize_weight", b.weights, op_phase::forward, b.modules * launches);
         cast("fp8_quantize_output_gradient", b.gradients, op_phase::backward, b.modules * gradient_launches);
     }
     return ops;
+}
+
+// The quantized weights of `layers` layers made outside the layers' forwards
+// (layer_context::weights_once_a_step): once a step, in the step's first micro-batch,
+// which casts them as a forward would (TE's weight cache: the other micro-batches and
+// recompute reuse them), or, FP8 primary weights (`primary`, spec/setup.hpp
+// fp8_primary_weights), after their all-gather (the optimizer's, or ZeRO-3's:
+// workload/step_ops.hpp), the copy the backward reads built from the gathered data
+// (spec/precision.hpp fp8_weight_bytes_built_after_gather: the transpose on Hopper, the
+// columnwise blocks; TE's post_all_gather_processing), or an MXFP8 weight quantized again
+// from its bf16 gather (both directions written); ASSUMPTION: one read of the gathered
+// data and one write, one launch per Linear; nothing where nothing is written. The routed
+// experts' weights are cast with their inputs in every forward (workload/moe_layer.hpp
+// expert_quantize; ASSUMPTION, the larger count).
+inline memory_op make_fp8_weights_op(const transformer_config& m, const layer_context& c, double layers,
+                                     bool primary) {
+    memory_op op{"fp8_make_weights", bytes_of(0.0), op_phase::forward, op_region::other, 0,
+                 layer_block::other, true};
+    if (!c.quantized_linears || !c.weights_once_a_step) return op;
+    double weights = 0, modules = 0;
+    for (const fp8_detail::casts& b : fp8_detail::layer_casts(m, c)) {
+        weights += layers * b.weights;
+        modules += layers * b.modules;
+    }
+    if (!primary) {
+        op.moved = bytes_of(weights * fp8_quantization_bytes_per_element(c.scaling, c.fp8_transposes,
+                                                                         size_of(c.activations)));
+        op.launches = modules * fp8_quantization_launches(c.scaling);
+    } else {
+        const double written = c.scaling == fp8_scaling::mxfp8
+                                   ? fp8_primary_weight_bytes_per_parameter(c.scaling, c.fp8_transposes)
+                                   : fp8_weight_bytes_built_after_gather(c.scaling, c.fp8_transposes);
+        if (written > 0) {
+            op.moved = bytes_of(weights * (fp8_primary_weight_gathered_bytes(c.scaling, c.fp8_transposes) + written));
+            op.launches = modules;
+        }
+    }
+    return op;
 }
 
 // Delayed scaling's per-region update: at the exit of each fp8_autocast region (every

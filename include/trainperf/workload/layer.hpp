@@ -56,6 +56,10 @@ struct layer_context {
     bool quantized_linears = false;
     fp8_scaling scaling = fp8_scaling::delayed;
     bool fp8_transposes = true;
+    // The quantized Linear weights made once a step, not in every forward (a weight
+    // cache, framework_profile::fp8_weight_cache): the step's ops make them
+    // (workload/fp8.hpp make_fp8_weights_op), the layer's do not.
+    bool weights_once_a_step = false;
 };
 
 // The context of the setup's layers, run by its framework on its GPU.
@@ -66,7 +70,8 @@ constexpr layer_context layer_context_of(const training_setup& s) {
             .math = high_precision_math(r), .activations = r.activations, .autocast = r.autocast,
             .code = code_run(s.model, s.framework),
             .frozen_16bit_weights = s.finetune.freezes_base() && frozen_weight_bytes(r) < size_of(dtype::fp32),
-            .quantized_linears = quantized_linears(r), .scaling = r.scaling, .fp8_transposes = r.fp8_transposes};
+            .quantized_linears = quantized_linears(r), .scaling = r.scaling, .fp8_transposes = r.fp8_transposes,
+            .weights_once_a_step = s.framework.fp8_weight_cache};
 }
 
 constexpr void validate(const layer_context& c, const transformer_config& m) {

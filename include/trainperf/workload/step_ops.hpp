@@ -3,6 +3,7 @@
 // GPU or its offload to the host (copies and CPU work). step_workload() lists them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -18,6 +19,8 @@
 #include "../spec/precision.hpp"
 #include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
+#include "fp8.hpp"
+#include "layer.hpp"
 #include "ops.hpp"
 #include "placement.hpp"
 #include "stage.hpp"
@@ -103,6 +106,11 @@ struct optimizer_work {
 struct step_ops {
     op_list<sync_op, 8> sync;
     optimizer_work optimizer{};
+    // fp8: the quantized weights made once a step (workload/fp8.hpp
+    // make_fp8_weights_op); no bytes, no launches otherwise. FP8 primary weights under
+    // ZeRO-3 build their copies after its gathers instead: once in every micro-batch.
+    memory_op make_fp8_weights{"fp8_make_weights", bytes_of(0.0), op_phase::forward, op_region::other, 0};
+    bool fp8_weights_every_micro_batch = false;
 };
 
 // Bytes the update touches per parameter: it reads the gradient, reads and writes the
@@ -256,7 +264,18 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
     const bool frozen = s.finetune.freezes_base();
     const bytes gradients =
         bytes_of(params * (frozen ? size_of(adapter_dtype) : size_of(stored_precision(s).gradients)));
-    const bytes weights = bytes_of(params * (frozen ? size_of(adapter_dtype) : size_of(s.precision.weights)));
+    // FP8 primary weights (spec/setup.hpp fp8_primary_weights): the Linear weights'
+    // quantized data is what the distributed optimizer gathers (spec/precision.hpp
+    // fp8_primary_weight_gathered_bytes; MXFP8's in bf16), the rest in the recipe's format.
+    // ASSUMPTION: every stage holds 1/pp of the projections, as of the parameters.
+    const precision_recipe recipe = stored_precision(s);
+    const bool primary = fp8_primary_weights(s);
+    const double gathered_linear =
+        primary ? fp8_primary_weight_gathered_bytes(recipe.scaling, recipe.fp8_transposes) : 0.0;
+    const double quantized = primary ? model_projection_matrix_parameters(s.model) / (double(l.tp) * l.pp) : 0.0;
+    const bytes weights = frozen ? bytes_of(params * size_of(adapter_dtype))
+                                 : bytes_of((params - quantized) * size_of(s.precision.weights) +
+                                            quantized * gathered_linear);
     // The cp ranks of a replica hold the same weights: gradients reduce, and ZeRO
     // shards, over the data-parallel group with cp (Megatron-Core reduces over
     // get_data_parallel_group(with_context_parallel=True)).
@@ -337,10 +356,30 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                               sync_point::end_of_backward});
         } else {
             w.sync.push_back({reduce, sync_point::end_of_backward});
-            w.sync.push_back({{"expert_weight_all_gather", collective::all_gather,
-                               bytes_of(experts * size_of(s.precision.weights)), groups.expert_data},
+            const double expert_weight = primary ? gathered_linear : size_of(s.precision.weights);
+            w.sync.push_back({{"expert_weight_all_gather", collective::all_gather, bytes_of(experts * expert_weight),
+                               groups.expert_data},
                               sync_point::after_optimizer});
         }
+    }
+    // The quantized weights made once a step (workload/fp8.hpp), of the first stage's
+    // layers (an MoE model's dense layers first). FP8 primary weights under ZeRO-3
+    // (Megatron-FSDP) are gathered for every micro-batch, and the transpose is built
+    // after the backward's gather (fp8_create_transpose_cache on bwd, megatron/core/
+    // distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py@d98e8a64): once per
+    // micro-batch. ASSUMPTION: the other recipes' copies likewise.
+    if (s.framework.fp8_weight_cache && quantized_linears(s.precision)) {
+        const layer_context ctx = layer_context_of(s);
+        const int layers = stage_layers(s);
+        const int dense = std::min(layers, s.model.layers - moe_layers(s.model));
+        memory_op& made = w.make_fp8_weights;
+        made = make_fp8_weights_op(s.model, ctx, dense, primary);
+        if (layers > dense) {
+            const memory_op moe = make_fp8_weights_op(moe_dense_part(s.model), ctx, layers - dense, primary);
+            made.moved += moe.moved;
+            made.launches += moe.launches;
+        }
+        w.fp8_weights_every_micro_batch = primary && l.zero >= 3;
     }
     if (l.pp > 1 && s.model.tied_embeddings && !frozen) {
         const bytes embedding = bytes_of(double(s.model.vocab) * s.model.hidden / l.tp *
