@@ -34,7 +34,7 @@ struct plan_flags {
     int max_micro_batch = 0;
     unsigned threads = 0;
     std::size_t top = 10;
-    bool offload = false, json = false, csv = false, wide = false, no_fold = false;
+    bool offload = false, json = false, csv = false, wide = false, no_fold = false, borderline = false;
     std::string train_tokens;
     double deadline_days = 0, price_per_gpu_hour = 0;
     std::string currency = "USD";
@@ -370,8 +370,16 @@ void print_plan(const plan_flags& opt, const plan_request& request, const Result
     for (const std::string& l : framework_lines(result)) line(l);
     line(std::to_string(result.candidates) + " candidate layouts: " + std::to_string(result.evaluated) +
          " predicted, " + std::to_string(result.pruned) + " skipped by a bound (cannot fit or cannot enter the top " +
-         std::to_string(opt.top) + "), " + std::to_string(result.fitting) + " of the predicted fit in memory; " +
-         fixed(result.wall.value(), 3) + " s");
+         std::to_string(opt.top) + "), " + std::to_string(result.fitting) + " of the predicted fit in memory" +
+         (result.borderline > 0 && !result.only_borderline
+              ? " (" + std::to_string(result.borderline) +
+                    " of them borderline, set aside: they fit only while the caching allocator's slack stays "
+                    "under twice its assumed share; --borderline ranks them too)"
+              : std::string()) +
+         "; " + fixed(result.wall.value(), 3) + " s");
+    if (result.only_borderline)
+        line("Every layout that fits is borderline: it fits only while the caching allocator's slack stays under "
+             "twice its assumed share (docs/memory.md §6); they are listed.");
     out << "\n";
     if (result.best.empty()) {
         if (result.candidates == 0)
@@ -395,6 +403,7 @@ plan_options options_of(const plan_flags& opt, bool& progress_shown) {
     options.top = opt.top;
     options.threads = opt.threads;
     options.fold_variants = !opt.no_fold;
+    options.firm_fit = !opt.borderline;
     if (isatty(fileno(stderr)))
         options.progress = [&progress_shown](double fraction) {
             std::fprintf(stderr, "\rtrainperf plan: %3.0f %% of the layouts searched", 100.0 * fraction);
@@ -466,6 +475,9 @@ const command_registration plan_registration{32, [](CLI::App& app, std::ostream&
                   "narrow columns within 120)")
         ->excludes(json)
         ->excludes(csv);
+    sub->add_flag("--borderline", opt->borderline,
+                  "Rank borderline layouts too: those that fit only while the caching allocator's slack stays under "
+                  "twice its assumed share (default: set aside, counted)");
     sub->add_flag("--no-fold", opt->no_fold,
                   "List every layout (default: of layouts that differ only in interleave, schedule, stage split, "
                   "shard group, overlaps or rank order, only the fastest)");

@@ -45,7 +45,7 @@ def test_threads_change_the_counts_not_the_layouts(cli):
     one, two = (trainperf.plan(**args, threads=n) for n in (1, 2))
     # Each thread prunes with the bound it has reached: how many layouts are evaluated
     # and pruned depends on the split (one thread: always the same), what is found does not.
-    counts = ("evaluated", "pruned", "fitting", "wall_seconds")
+    counts = ("evaluated", "pruned", "fitting", "borderline", "wall_seconds")
     assert {k: v for k, v in one.items() if k not in counts} == {k: v for k, v in two.items() if k not in counts}
     assert one["best"] and one["evaluated"] + one["pruned"] == two["evaluated"] + two["pruned"] == one["candidates"]
     expected = cli("plan", *(f"--{k.replace('_', '-')}={v}" for k, v in args.items()), "--threads=1",

@@ -48,6 +48,8 @@ nlohmann::json plan_document(const plan_request& request, const Result& result, 
             {"evaluated", result.evaluated},
             {"pruned", result.pruned},
             {"fitting", result.fitting},
+            {"borderline", result.borderline},
+            {"only_borderline", result.only_borderline},
             {"folded", result.folded},
             {"wall_seconds", result.wall.value()},
             {"best", std::move(best)}};

@@ -59,6 +59,8 @@ struct framework_plan_result {
     long long evaluated = 0;
     long long pruned = 0;
     long long fitting = 0;
+    long long borderline = 0;
+    bool only_borderline = false;             // every layout that fits is (plan_result::only_borderline)
     bool folded = false;                      // at most one layout per (framework, family)
     seconds wall = seconds_of(0.0);           // time the whole search took
 
@@ -125,6 +127,8 @@ inline framework_plan_result plan_across(const plan_request& request, std::span<
     framework_plan_result out;
     out.folded = options.fold_variants;
     std::vector<std::pair<plan_candidate, std::size_t>> all;
+    std::vector<std::size_t> borderline_only;  // of `searched`: the frameworks whose fits are all borderline
+    bool any_firm = false;
     for (std::size_t i = 0; i < frameworks.size(); ++i) {
         const framework_profile& fw = frameworks[i];
         if (std::string why = refusal(request, fw); !why.empty()) {
@@ -135,14 +139,24 @@ inline framework_plan_result plan_across(const plan_request& request, std::span<
         if (options.progress)
             each.progress = [&options, i, n = frameworks.size()](double f) { options.progress((double(i) + f) / double(n)); };
         plan_result r = plan(with_framework(request, fw), each);
+        // A framework whose every fitting layout is borderline competes only where no
+        // other has a firm one (plan_options::firm_fit).
+        if (r.only_borderline) borderline_only.push_back(out.searched.size());
+        else if (!r.best.empty()) any_firm = true;
         out.candidates += r.candidates;
         out.evaluated += r.evaluated;
         out.pruned += r.pruned;
         out.fitting += r.fitting;
+        out.borderline += r.borderline;
         for (plan_candidate& c : r.best) all.emplace_back(std::move(c), out.searched.size());
         out.searched.push_back(fw);
     }
     if (out.searched.empty()) fail_no_framework_runs(out.skipped);
+    if (any_firm)
+        std::erase_if(all, [&](const auto& c) {
+            return std::find(borderline_only.begin(), borderline_only.end(), c.second) != borderline_only.end();
+        });
+    out.only_borderline = !any_firm && !borderline_only.empty();
     merge(all, options.top, out);
     out.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return out;

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../cost/fit_margin.hpp"
 #include "../cost/memory.hpp"
 #include "../cost/step.hpp"
 #include "../spec/parallel.hpp"
@@ -62,6 +63,13 @@ struct plan_options {
     // distinct families. Off: every layout, variants of one family side by side.
     bool fold_variants = false;
     long long max_candidates = max_plan_candidates;  // a larger space is refused before searching
+    // Rank only layouts whose fit does not rest on an assumption (cost/fit_margin.hpp): that
+    // would still fit with twice the caching allocator's assumed slack and CUDA context.
+    // A layout with less headroom is counted (plan_result::borderline) and set aside:
+    // what the allocator really reserves beyond the allocated peak is not derived here
+    // (cost/fit_margin.hpp), and a run that close to the capacity is one a practitioner
+    // would not choose. Off: every layout that fits.
+    bool firm_fit = true;
     // Called from the calling thread about ten times a second with the fraction of the
     // space done, once the search has run for a second.
     std::function<void(double fraction)> progress;
@@ -73,6 +81,8 @@ struct plan_result {
     long long evaluated = 0;           // of those, predicted
     long long pruned = 0;              // skipped by a bound (cannot fit / cannot enter the top)
     long long fitting = 0;             // of the evaluated, layouts that fit in memory
+    long long borderline = 0;          // of those, set aside as borderline (plan_options::firm_fit)
+    bool only_borderline = false;      // every layout that fits is: `best` holds them
     bool folded = false;               // best holds one layout per family (plan_options::fold_variants)
     seconds wall = seconds_of(0.0);    // time the search took
 };
@@ -81,7 +91,7 @@ namespace planner_detail {
 
 struct worker_result {
     top_k best;
-    long long evaluated = 0, pruned = 0, fitting = 0;
+    long long evaluated = 0, pruned = 0, fitting = 0, borderline = 0;
 };
 
 // A unit's stage parts, priced per micro-batch when first needed: for the unit's
@@ -292,6 +302,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
             const std::array<int, 3> blocks = state_parts.blocks_of(held);
             std::size_t step_config = 0, config = pi * per_pipeline;
             memory_report at_overlap;  // of the (ZeRO configuration, offload, overlap) below
+            bool firm = true;          // its verdict rests on no assumption (plan_options::firm_fit)
             for (const zero_config& z : choices.zeros) {
                 const int zero = z.zero;
                 s.layout.zero = zero;
@@ -327,7 +338,11 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                         }
                         at_overlap = memory_report_of(
                             memory_detail::busiest_stage(held, state_part, s.framework.memory), capacity);
-                        return at_overlap.fits;
+                        // A borderline fit grows no firmer with the micro-batch: pruned as
+                        // one that does not fit.
+                        firm = !options.firm_fit || !at_overlap.fits ||
+                               !margin_of(at_overlap, s.framework.memory).borderline();
+                        return at_overlap.fits && firm;
                     };
                     // Offloaded, the GPU's buckets depend on the overlap (DeepSpeed's
                     // overlap_comm keeps two): memory per overlap choice, and the
@@ -349,6 +364,10 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                                 // is the verdict (as in every report).
                                 if (!at_overlap.fits) continue;
                                 ++out.fitting;
+                                if (!firm) {
+                                    ++out.borderline;
+                                    continue;
+                                }
                                 // The whole report only for a candidate that can enter the top k.
                                 const seconds step_time = step_times(s, stages(), costs).total();
                                 if (out.best.full() && step_time > out.best.worst()) continue;
@@ -452,6 +471,7 @@ inline plan_result plan(const plan_request& request, const plan_options& options
         result.evaluated += w.evaluated;
         result.pruned += w.pruned;
         result.fitting += w.fitting;
+        result.borderline += w.borderline;
         all.insert(all.end(), w.best.items().begin(), w.best.items().end());
     }
     result.folded = options.fold_variants;
@@ -470,6 +490,16 @@ inline plan_result plan(const plan_request& request, const plan_options& options
         result.best = std::move(all);
     }
     result.wall = seconds_of(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    // Where every layout that fits is borderline, those are the answer, said so.
+    if (options.firm_fit && result.best.empty() && result.borderline > 0) {
+        plan_options every = options;
+        every.firm_fit = false;
+        plan_result borderline = plan(request, every);
+        borderline.borderline = result.borderline;
+        borderline.only_borderline = true;
+        borderline.wall += result.wall;
+        return borderline;
+    }
     return result;
 }
 
