@@ -956,3 +956,33 @@ TEST_CASE("Shared-expert overlap: the dispatch behind the shared experts' first 
     CHECK_THROWS_WITH(validate(dense), Catch::StartsWith("moe_shared_expert_overlap = on") &&
                                            Catch::Contains("mixture-of-experts"));
 }
+
+TEST_CASE("a weight cache makes the local experts' FP8 weights once a step", "[moe][fp8]") {
+    // small_moe's 4 MoE layers on ep 4: 2 local experts of width 512 (etp 1), SwiGLU: fc1
+    // 1024·1024 and fc2 512·1024 each, 3,145,728 weights per layer, 12,582,912 on the stage.
+    training_setup s = small_moe_setup();
+    s.precision = recipe(precision_kind::fp8);
+    const double weights = 4 * 2 * 3.0 * 1024 * 512;
+    // The layer's cast keeps only the tokens': 2·2 B read and 2 B written per element
+    // (Hopper's transpose) less for the weights, 2 kernels.
+    const auto cast = find_op(micro_batch_workload(s).memory, "expert_quantize");
+    training_setup every = s;
+    every.framework.fp8_weight_cache = every.framework.fp8_primary_weights = false;
+    const auto every_forward = find_op(micro_batch_workload(every).memory, "expert_quantize");
+    CHECK(every_forward.op.moved.value() - cast.op.moved.value() == weights / 4 * 6);
+    CHECK(cast.op.launches == 2);
+    CHECK(every_forward.op.launches == 4);
+    // Once a step instead: FP8 primary weights (ZeRO 1) read the gathered 1 B and write the
+    // 1 B transpose, one launch per grouped GEMM and layer; 16-bit ones (ZeRO 0) are cast.
+    const layer_context ctx = layer_context_of(s);
+    const moe_layer_extent e = moe_layer_extent_of(s.model, s.layout, s.moe, ctx);
+    const memory_op primary = expert_fp8_weights_op(s.model, e, ctx, 4, true);
+    CHECK(primary.moved.value() == 2 * weights);
+    CHECK(primary.launches == 8);
+    CHECK(expert_fp8_weights_op(s.model, e, ctx, 4, false).moved.value() == 6 * weights);
+    // In the step's op beside the layers' dense parts.
+    const memory_op step = step_workload(s).make_fp8_weights;
+    const memory_op dense = make_fp8_weights_op(moe_dense_part(s.model), ctx, 4, true);
+    CHECK(step.moved.value() == Approx(dense.moved.value() + 2 * weights).epsilon(1e-12));
+    CHECK(step.launches == dense.launches + 8);
+}

@@ -320,6 +320,15 @@ constexpr double fp8_weight_bytes_built_after_gather(fp8_scaling scaling, bool t
            fp8_primary_weight_bytes_per_parameter(scaling, transposes);
 }
 
+// What the processing after the gather moves per parameter: the gathered data read and
+// what is built written (an MXFP8 weight written whole, quantized again from its bf16
+// gather; ASSUMPTION: one read and one write); 0 where nothing is built.
+constexpr double fp8_primary_weight_rebuild_bytes(fp8_scaling scaling, bool transposes) {
+    const double written = scaling == fp8_scaling::mxfp8 ? fp8_primary_weight_bytes_per_parameter(scaling, transposes)
+                                                         : fp8_weight_bytes_built_after_gather(scaling, transposes);
+    return written > 0 ? fp8_primary_weight_gathered_bytes(scaling, transposes) + written : 0.0;
+}
+
 // The format of each kind of activation a layer produces. Without autocast every
 // activation has the recipe's one format. Under torch.autocast (PyTorch
 // docs/source/amp.rst@0137a5f1, aten/src/ATen/autocast_mode.cpp@008ec6b1), applied to

@@ -109,8 +109,7 @@ inline fp8_quantization_list layer_fp8_quantization_ops(const transformer_config
 // columnwise blocks; TE's post_all_gather_processing), or an MXFP8 weight quantized again
 // from its bf16 gather (both directions written); ASSUMPTION: one read of the gathered
 // data and one write, one launch per Linear; nothing where nothing is written. The routed
-// experts' weights are cast with their inputs in every forward (workload/moe_layer.hpp
-// expert_quantize; ASSUMPTION, the larger count).
+// experts' weights: workload/moe_layer.hpp expert_fp8_weights_op.
 inline memory_op make_fp8_weights_op(const transformer_config& m, const layer_context& c, double layers,
                                      bool primary) {
     memory_op op{"fp8_make_weights", bytes_of(0.0), op_phase::forward, op_region::other, 0,
@@ -125,14 +124,9 @@ inline memory_op make_fp8_weights_op(const transformer_config& m, const layer_co
         op.moved = bytes_of(weights * fp8_quantization_bytes_per_element(c.scaling, c.fp8_transposes,
                                                                          size_of(c.activations)));
         op.launches = modules * fp8_quantization_launches(c.scaling);
-    } else {
-        const double written = c.scaling == fp8_scaling::mxfp8
-                                   ? fp8_primary_weight_bytes_per_parameter(c.scaling, c.fp8_transposes)
-                                   : fp8_weight_bytes_built_after_gather(c.scaling, c.fp8_transposes);
-        if (written > 0) {
-            op.moved = bytes_of(weights * (fp8_primary_weight_gathered_bytes(c.scaling, c.fp8_transposes) + written));
-            op.launches = modules;
-        }
+    } else if (const double moved = fp8_primary_weight_rebuild_bytes(c.scaling, c.fp8_transposes); moved > 0) {
+        op.moved = bytes_of(weights * moved);
+        op.launches = modules;
     }
     return op;
 }

@@ -215,7 +215,43 @@ constexpr void for_each_dispatch_collective(const transformer_config& m, const p
 //                   grouped GEMMs cast to the quantized format once per forward, and as
 //                   many output-gradient elements in backward: ASSUMPTION an amax pass and
 //                   a cast, reading a twice and writing the quantized bytes (with the
-//                   transpose where the GPU needs one), 4 kernels.
+//                   transpose where the GPU needs one), 4 kernels. Where the framework makes
+//                   the quantized weights once a step (layer_context::weights_once_a_step:
+//                   Megatron-Core's TEGroupedLinear passes is_first_microbatch too,
+//                   megatron/core/extensions/transformer_engine.py@d98e8a64), the inputs only, 2
+//                   kernels (ASSUMPTION), and the weights in the step's ops
+//                   (expert_fp8_weights_op).
+// The weights of the rank's local experts in one MoE layer: both grouped GEMMs' (fc1 of
+// width in·w, SwiGLU's gate and up, and fc2).
+constexpr double local_expert_weights(const transformer_config& m, const moe_layer_extent& e) {
+    const double in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
+    return e.local * (in + 1) * m.hidden * e.width;
+}
+
+// The local experts' quantized weights of `layers` MoE layers made once a step
+// (layer_context::weights_once_a_step): cast as expert_quantize casts them (2 launches per
+// layer, ASSUMPTION), or, FP8 primary weights, what is built after their gather as for a
+// Linear (workload/fp8.hpp make_fp8_weights_op), one launch per grouped GEMM.
+constexpr memory_op expert_fp8_weights_op(const transformer_config& m, const moe_layer_extent& e,
+                                          const layer_context& ctx, double layers, bool primary) {
+    memory_op op{"fp8_make_expert_weights", bytes_of(0.0), op_phase::forward, op_region::other, 0,
+                 layer_block::mlp, true};
+    if (!ctx.quantized_linears || !ctx.weights_once_a_step) return op;
+    const double weights = layers * local_expert_weights(m, e);
+    if (!primary) {
+        const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
+        const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
+        op.moved = bytes_of(weights * (2 * a + q));
+        op.launches = 2 * layers;
+        return op;
+    }
+    if (const double moved = fp8_primary_weight_rebuild_bytes(ctx.scaling, ctx.fp8_transposes); moved > 0) {
+        op.moved = bytes_of(weights * moved);
+        op.launches = 2 * layers;
+    }
+    return op;
+}
+
 template <class Sink>
 constexpr void for_each_routed_memory_op(const transformer_config& m, const parallel_layout& l, const moe_run& run,
                                          const moe_layer_extent& e, const layer_context& ctx, Sink&& sink) {
@@ -236,10 +272,10 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
     if (sorts) sink(op("sort_chunks", 2 * e.computed * h * a, 2));
     if (ctx.quantized_linears) {
         const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
-        const double in = m.ffn == ffn_kind::swiglu ? 2.0 : 1.0;
-        const double weights = e.local * (in + 1) * h * e.width;
+        const double weights = ctx.weights_once_a_step ? 0.0 : local_expert_weights(m, e);
         sink(memory_op{"expert_quantize", bytes_of((e.computed * (h + e.width) + weights) * (2 * a + q)),
-                       op_phase::forward, op_region::other, 4, layer_block::mlp, true});
+                       op_phase::forward, op_region::other, ctx.weights_once_a_step ? 2.0 : 4.0, layer_block::mlp,
+                       true});
     }
     sink(op("expert_activation", ((m.ffn == ffn_kind::swiglu ? 3.0 : 2.0) * e.width + 1) * e.computed * a, 1));
     if (sorts) sink(op("unsort_chunks", 2 * e.computed * h * a, 2));

@@ -21,6 +21,7 @@
 #include "../spec/setup.hpp"
 #include "fp8.hpp"
 #include "layer.hpp"
+#include "moe_layer.hpp"
 #include "ops.hpp"
 #include "placement.hpp"
 #include "stage.hpp"
@@ -363,7 +364,8 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
         }
     }
     // The quantized weights made once a step (workload/fp8.hpp), of the first stage's
-    // layers (an MoE model's dense layers first). FP8 primary weights under ZeRO-3
+    // layers (an MoE model's dense layers first; of an MoE layer its dense part's and its
+    // local experts', workload/moe_layer.hpp expert_fp8_weights_op). FP8 primary weights under ZeRO-3
     // (Megatron-FSDP) are gathered for every micro-batch, and the transpose is built
     // after the backward's gather (fp8_create_transpose_cache on bwd, megatron/core/
     // distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py@d98e8a64): once per
@@ -376,8 +378,10 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
         made = make_fp8_weights_op(s.model, ctx, dense, primary);
         if (layers > dense) {
             const memory_op moe = make_fp8_weights_op(moe_dense_part(s.model), ctx, layers - dense, primary);
-            made.moved += moe.moved;
-            made.launches += moe.launches;
+            const moe_layer_extent extent = moe_layer_extent_of(s.model, l, s.moe, ctx);
+            const memory_op experts = expert_fp8_weights_op(s.model, extent, ctx, layers - dense, primary);
+            made.moved += moe.moved + experts.moved;
+            made.launches += moe.launches + experts.launches;
         }
         w.fp8_weights_every_micro_batch = primary && l.zero >= 3;
     }
