@@ -213,9 +213,8 @@ constexpr void for_each_dispatch_collective(const transformer_config& m, const p
 //   unsort_chunks, unpermute  the mirror of sort and permute (the copies summed back);
 //   expert_quantize (fp8, nvfp4) the inputs and the local experts' weights of both
 //                   grouped GEMMs cast to the quantized format once per forward, and as
-//                   many output-gradient elements in backward: ASSUMPTION an amax pass and
-//                   a cast, reading a twice and writing the quantized bytes (with the
-//                   transpose where the GPU needs one), 4 kernels. Where the framework makes
+//                   many output-gradient elements in backward (expert_cast_bytes_per_element
+//                   each), 4 kernels. Where the framework makes
 //                   the quantized weights once a step (layer_context::weights_once_a_step:
 //                   Megatron-Core's TEGroupedLinear passes is_first_microbatch too,
 //                   megatron/core/extensions/transformer_engine.py@d98e8a64), the inputs only, 2
@@ -228,6 +227,14 @@ constexpr double local_expert_weights(const transformer_config& m, const moe_lay
     return e.local * (in + 1) * m.hidden * e.width;
 }
 
+// Bytes per element of expert_quantize's cast: ASSUMPTION an amax pass and a cast, reading
+// the 16-bit tensor twice and writing the quantized bytes (with the transpose where the GPU
+// needs one).
+constexpr double expert_cast_bytes_per_element(const layer_context& ctx) {
+    const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
+    return 2 * a + size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
+}
+
 // The local experts' quantized weights of `layers` MoE layers made once a step
 // (layer_context::weights_once_a_step): cast as expert_quantize casts them (2 launches per
 // layer, ASSUMPTION), or, FP8 primary weights, what is built after their gather as for a
@@ -237,16 +244,10 @@ constexpr memory_op expert_fp8_weights_op(const transformer_config& m, const moe
     memory_op op{"fp8_make_expert_weights", bytes_of(0.0), op_phase::forward, op_region::other, 0,
                  layer_block::mlp, true};
     if (!ctx.quantized_linears || !ctx.weights_once_a_step) return op;
-    const double weights = layers * local_expert_weights(m, e);
-    if (!primary) {
-        const double a = size_of(activation_formats_of(ctx.activations, ctx.autocast).gemm_inputs);
-        const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
-        op.moved = bytes_of(weights * (2 * a + q));
-        op.launches = 2 * layers;
-        return op;
-    }
-    if (const double moved = fp8_primary_weight_rebuild_bytes(ctx.scaling, ctx.fp8_transposes); moved > 0) {
-        op.moved = bytes_of(weights * moved);
+    const double per = primary ? fp8_primary_weight_rebuild_bytes(ctx.scaling, ctx.fp8_transposes)
+                               : expert_cast_bytes_per_element(ctx);
+    if (per > 0) {
+        op.moved = bytes_of(layers * local_expert_weights(m, e) * per);
         op.launches = 2 * layers;
     }
     return op;
@@ -271,9 +272,9 @@ constexpr void for_each_routed_memory_op(const transformer_config& m, const para
     const bool sorts = !local_permute && e.local > 1;
     if (sorts) sink(op("sort_chunks", 2 * e.computed * h * a, 2));
     if (ctx.quantized_linears) {
-        const double q = size_of(quantized_dtype(ctx.scaling)) * (ctx.fp8_transposes ? 2.0 : 1.0);
         const double weights = ctx.weights_once_a_step ? 0.0 : local_expert_weights(m, e);
-        sink(memory_op{"expert_quantize", bytes_of((e.computed * (h + e.width) + weights) * (2 * a + q)),
+        sink(memory_op{"expert_quantize",
+                       bytes_of((e.computed * (h + e.width) + weights) * expert_cast_bytes_per_element(ctx)),
                        op_phase::forward, op_region::other, ctx.weights_once_a_step ? 2.0 : 4.0, layer_block::mlp,
                        true});
     }
