@@ -99,10 +99,73 @@ TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the n
     const micro_batch_times mb = price_micro_batch(with);
     const seconds gather = prices.sync.after_optimizer;
     REQUIRE(gather.value() > 0);
-    // Hidden: min(gather, 0.8 · forward); the rest of the step is the same.
-    const double hidden = std::min(gather.value(), 0.8 * mb.forward.value());
+    // NCCL's ring on 8 H100 of one node runs 12 channels, one CTA (SM) each, of the 132
+    // SMs: hidden behind the forward, the gather still takes 12/132 of its time from it.
+    const seconds held = prices.sync_sm_time.after_optimizer;
+    CHECK(held.value() == Approx(gather.value() * 12 / 132).epsilon(1e-12));
+    // Exposed: max(gather − 0.8 · forward, its SMs' share); the rest of the step is the same.
+    const double exposed = std::max(gather.value() - 0.8 * mb.forward.value(), held.value());
     CHECK(predict(without).time.communication.value() - predict(with).time.communication.value() ==
-          Approx(hidden).epsilon(1e-9));
+          Approx(gather.value() - exposed).epsilon(1e-9));
+}
+
+TEST_CASE("compute beside a hidden data-parallel collective runs on the SMs it leaves", "[overlap]") {
+    // Llama 3 8B, ZeRO 2 on 8 H100: every micro-batch's gradients reduce-scattered during
+    // its backward, on NCCL's 12 ring channels of 132 SMs (cost/comm_sms.hpp).
+    parallel_layout l{.dp = 8, .zero = 2, .micro_batch = 1, .grad_accum = 4};
+    training_setup s = on_h100(l, megatron_core_profile);
+    s.framework.overlap_parameter_gather = false;  // the parameters' gather alone, after the update
+    const step_prices prices = price_step(step_workload(s), s);
+    const micro_batch_times mb = price_micro_batch(s);
+    const double t = prices.sync.per_micro_batch.value();
+    REQUIRE(t > 0);
+    CHECK(prices.sync_sm_time.per_micro_batch.value() == Approx(t * 12 / 132).epsilon(1e-12));
+    // Hidden behind 0.8 of the backward, each micro-batch still pays 12/132 of it: the
+    // pass runs on the other SMs while the collective runs (max(T − C, f·T), f·T here).
+    REQUIRE(t < 0.8 * mb.backward.value());
+    const step_time_breakdown with = step_times(s, price_pipeline(s), prices);
+    step_prices free = prices;
+    free.sync_sm_time = {};
+    const step_time_breakdown without = step_times(s, price_pipeline(s), free);
+    CHECK(with.communication.value() - without.communication.value() == Approx(4 * t * 12 / 132).epsilon(1e-9));
+    // Not overlapped, the collective runs alone: its SMs take nothing from compute.
+    s.layout.dp_overlap = dp_overlap_mode::off;
+    const step_prices alone = price_step(step_workload(s), s);
+    free = alone;
+    free.sync_sm_time = {};
+    CHECK(step_times(s, price_pipeline(s), alone).communication ==
+          step_times(s, price_pipeline(s), free).communication);
+}
+
+TEST_CASE("a ZeRO-3 pass's first unit runs alone, the hidden rest takes its SMs' share", "[overlap]") {
+    // llama3-8b, DeepSpeed ZeRO-3 on 16 H100 (2 nodes): 33 units gathered before forward,
+    // again before backward, and reduce-scattered; across nodes NCCL's ring runs 8
+    // channels, 8 of the 132 SMs.
+    const training_setup s = on_h100({.dp = 16, .zero = 3, .micro_batch = 1}, deepspeed_profile);
+    const step_prices prices = price_step(step_workload(s), s);
+    const micro_batch_times mb = price_micro_batch(s);
+    const data_parallel_sync& t = prices.sync;
+    const data_parallel_sync& held = prices.sync_sm_time;
+    CHECK(held.per_forward.value() == Approx(t.per_forward.value() * 8 / 132).epsilon(1e-12));
+    // Each pass: the first unit alone, then max(what outlasts 0.8 of the pass, the rest's
+    // share of its SMs), never less than the unit.
+    const auto pass = [](double comm, double unit, double sm_time, double window) {
+        return std::max({unit, comm - window, unit + sm_time * (comm - unit) / comm});
+    };
+    const double forward = pass(t.per_forward.value(), t.forward_unit.value(), held.per_forward.value(),
+                                0.8 * mb.forward.value());
+    const double backward = pass(t.per_micro_batch.value(), t.backward_unit.value(), held.per_micro_batch.value(),
+                                 0.8 * (mb.backward + mb.recompute).value());
+    step_prices free = prices;
+    free.sync_sm_time = {};
+    const double before = std::max(t.forward_unit.value(), t.per_forward.value() - 0.8 * mb.forward.value()) +
+                          std::max(t.backward_unit.value(),
+                                   t.per_micro_batch.value() - 0.8 * (mb.backward + mb.recompute).value());
+    // Hidden behind their passes here: each pass pays its first unit and the SMs' share.
+    REQUIRE(forward > std::max(t.forward_unit.value(), t.per_forward.value() - 0.8 * mb.forward.value()));
+    const pipeline_times stages = price_pipeline(s);
+    CHECK(step_times(s, stages, prices).communication.value() - step_times(s, stages, free).communication.value() ==
+          Approx(forward + backward - before).epsilon(1e-9));
 }
 
 TEST_CASE("tensor-parallel communication hides behind the chunked GEMMs it feeds") {

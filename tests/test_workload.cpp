@@ -217,6 +217,73 @@ TEST_CASE("LLaMA's RMSNorm and rotary embedding run as PyTorch ops in eager mode
     CHECK(find_op(ops, "repeat_kv") == nullptr);
 }
 
+TEST_CASE("a framework's own layer applies RoPE and the query-key norms on the GPU too", "[workload]") {
+    const auto& m = llama3_8b::config;  // h = 4096, 32 heads, 8 kv heads of 128
+    const layer_context c{.micro_batch = 1, .seq = 4096, .tp = 2, .math = dtype::bf16, .activations = dtype::bf16};
+    // This rank's queries and keys: 4096 tokens × (4096 + 1024) / 2.
+    const double query_key = 4096.0 * 5120 / 2, keys = 4096.0 * 1024 / 2, queries = 4096.0 * 4096 / 2;
+    // Megatron-Core: Transformer Engine's fused RoPE, one kernel per tensor reading and
+    // writing it (2 + 2 B); its backward rotates the gradient back, the same bytes.
+    // The op `name` of `ops`, its bytes and launches as expected.
+    const auto expect = [](const layer_memory_list& ops, std::string_view name, double moved, double launches) {
+        const auto* op = find_op(ops, name);
+        REQUIRE(op != nullptr);
+        CHECK(op->moved.value() == moved);
+        CHECK(op->launches == launches);
+        return *op;
+    };
+    const auto core = layer_forward_memory_ops(m, c, megatron_core_profile);
+    const memory_op rope = expect(core, "rotary", query_key * 4, 2);
+    CHECK(backward_of(rope, megatron_core_profile).moved == rope.moved);
+    CHECK(find_op(core, "qk_norm") == nullptr);  // Llama 3 has no query-key norms
+    // Without the fusion (Megatron-Core's unfused code; the megatron profile runs it too):
+    // neg over half (1), cat (2), × cos (2), × sin (2), + (3), cat (2): 12 accesses of
+    // 2 B per element, 6 kernels per tensor and 6 on the frequencies; backward at the
+    // elementwise ratio.
+    const auto eager = layer_forward_memory_ops(m, c, megatron_profile);
+    const memory_op unfused = expect(eager, "rotary", query_key * 24, 24);
+    CHECK(backward_of(unfused, megatron_profile).moved.value() == query_key * 36);
+    // Query-key norms (Qwen3's per head): one Transformer Engine norm kernel each, reading
+    // and writing every element, after the copy of the strided key (the grouped query was
+    // copied by its reshape); the copy's gradient is a view: no backward.
+    transformer_config normed = m;
+    normed.qk_norm = qk_norm_kind::per_head;
+    const auto normed_core = layer_forward_memory_ops(normed, c, megatron_core_profile);
+    expect(normed_core, "qk_norm", query_key * 4, 2);
+    const memory_op copy = expect(normed_core, "qk_norm_input_copy", keys * 4, 1);
+    const memory_op copy_back = backward_of(copy, megatron_core_profile);
+    CHECK(copy_back.moved.value() == 0);
+    CHECK(copy_back.launches == 0);
+    // Without grouping (Llama 2 7B's 32 kv heads) the query is a view too: both copied.
+    transformer_config mha = llama2_7b::config;
+    mha.qk_norm = qk_norm_kind::per_head;
+    expect(layer_forward_memory_ops(mha, c, megatron_core_profile), "qk_norm_input_copy", 2 * queries * 4, 2);
+    // The model's code (the Hugging Face Trainer): its RMSNorm, 8 kernels each, 36 B per
+    // element in bf16, and its 5-kernel RoPE.
+    layer_context hf = c;
+    hf.code = model_code::llama;
+    const auto normed_hf = layer_forward_memory_ops(normed, hf, pytorch_eager_profile);
+    expect(normed_hf, "qk_rmsnorm", query_key * 36, 16);
+    expect(normed_hf, "rotary", query_key * 20, 10);
+    // Compiled (torchtitan --compile on): RoPE one kernel over q and k, a rotation whose
+    // backward moves the same; with the query-key norms in the chain, the elementwise ratio.
+    framework_profile compiled = torchtitan_profile;
+    compiled.compiled = true;
+    const memory_op chain = expect(layer_forward_memory_ops(m, hf, compiled), "compiled_rotary", query_key * 4, 1);
+    CHECK(backward_of(chain, compiled).moved == chain.moved);
+    const auto titan_normed = layer_forward_memory_ops(normed, hf, compiled);
+    CHECK(backward_of(*find_op(titan_normed, "compiled_rotary"), compiled).moved.value() == query_key * 6);
+    // Learned positions: no RoPE; latent attention applies it in its own assembly.
+    transformer_config learned = m;
+    learned.positions = position_kind::learned;
+    const auto unrotated = layer_forward_memory_ops(learned, c, megatron_core_profile);
+    CHECK(find_op(unrotated, "rotary") == nullptr);
+    const layer_context one{.micro_batch = 1, .seq = 4096, .tp = 1, .math = dtype::bf16, .activations = dtype::bf16};
+    const auto latent = layer_forward_memory_ops(deepseek_v3::config, one, megatron_core_profile);
+    CHECK(find_op(latent, "rotary") == nullptr);
+    CHECK(find_op(latent, "mla_rope_assemble") != nullptr);
+}
+
 TEST_CASE("the workload lists the host's calls per layer", "[workload]") {
     training_setup s;
     s.model = bert_large::config;
@@ -513,10 +580,32 @@ TEST_CASE("the loss's kernels as each framework's code runs them, with their byt
     // then 8 fp32 passes (max; −= max; exp; sum; /= sum); backward the softmax scaled in
     // place (4 + 4 B) and cast back to bf16 (4 + 2 B). 5 + 12 per-token kernels and the
     // upcast forward, 7 and the cast backward.
-    stage_workload w = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 1, false));
+    training_setup core = llama3_8b_on_h100(megatron_core_profile, 1, false);
+    core.framework.loss = loss_implementation::vocab_parallel;
+    stage_workload w = micro_batch_workload(core);
     CHECK(loss_op(w, step_part::forward) == std::pair{tokens * vocab * (6 + 32), 18.0});
     CHECK(loss_op(w, step_part::backward) == std::pair{tokens * vocab * (8 + 6), 8.0});
     CHECK(head_collectives(w).empty());  // one rank holds the vocabulary
+
+    // Its fused form (the profile's, --cross-entropy-loss-fusion): the upcast stored with
+    // the max (2 + 4 B), −= max and exp with their sum (4 + 4 B), /= sum (4 + 4 B); 3
+    // kernels over the logits and 2 per-token ones. Backward the softmax scaled in place
+    // and cast to bf16 in one kernel (4 + 4 + 2 B) after the targets' update: 2 kernels.
+    w = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 1, false));
+    CHECK(loss_op(w, step_part::forward) == std::pair{tokens * vocab * (6 + 16), 5.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{tokens * vocab * 10, 2.0});
+    // fp32 logits: the max reads them (4 B), no copy; the bf16 gradient is cast back to
+    // fp32 by autograd (2 + 4 B, one more kernel).
+    core.framework.loss = loss_implementation::vocab_parallel_fused;
+    core.precision = recipe(precision_kind::fp32);
+    w = micro_batch_workload(core);
+    CHECK(loss_op(w, step_part::forward) == std::pair{tokens * vocab * 20, 5.0});
+    CHECK(loss_op(w, step_part::backward) == std::pair{tokens * vocab * 16, 3.0});
+    // With tp 2: the max all-reduced alone, the target's logit and the sum of exponentials
+    // in one: 2 all-reduces of 1.5 fp32 values per token on average.
+    const auto fused_tp = head_collectives(micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 2, true)));
+    REQUIRE_FALSE(fused_tp.empty());
+    CHECK(fused_tp[0] == std::tuple{std::string("loss_all_reduce"), collective::all_reduce, tokens * 6, 2.0});
 
     // PyTorch's cross_entropy (the Hugging Face Trainer): the upcast, log_softmax's 3 reads
     // and a write, nll_loss; backward nll's zero fill, log_softmax's backward (3 reads,
@@ -554,9 +643,10 @@ TEST_CASE("the head's input and the embedding's output cross the tensor-parallel
     // Sequence parallelism, rotary positions (Megatron-Core reduce-scatters the
     // embedding): the head's input gathered, gathered again in backward for the weight
     // gradient, and its gradient reduce-scattered; the embedding's output reduce-scattered
-    // and its gradient gathered, b·s·h bf16 each; the loss's three all-reduces. pp = 1:
-    // the stage holds both ends.
+    // and its gradient gathered, b·s·h bf16 each; the unfused loss's three all-reduces.
+    // pp = 1: the stage holds both ends.
     training_setup with_sp = llama3_8b_on_h100(megatron_core_profile, 4, true);
+    with_sp.framework.loss = loss_implementation::vocab_parallel;
     const stage_workload sp = micro_batch_workload(with_sp);
     const double activation = tokens * hidden * 2;
     const std::vector<entry> expected{
@@ -589,7 +679,9 @@ TEST_CASE("the head's input and the embedding's output cross the tensor-parallel
     std::vector<entry> all_reduced = expected;
     all_reduced[3] = {"embedding_all_reduce", collective::all_reduce, activation, 1.0};
     CHECK(head_collectives(micro_batch_workload(learned)) == all_reduced);
-    const stage_workload no_sp = micro_batch_workload(llama3_8b_on_h100(megatron_core_profile, 4, false));
+    training_setup without_sp = llama3_8b_on_h100(megatron_core_profile, 4, false);
+    without_sp.framework.loss = loss_implementation::vocab_parallel;
+    const stage_workload no_sp = micro_batch_workload(without_sp);
     CHECK(head_collectives(no_sp) ==
           std::vector<entry>{{"loss_all_reduce", collective::all_reduce, tokens * 4, 3.0},
                              {"head_input_gradient_all_reduce", collective::all_reduce, activation, 1.0},

@@ -291,18 +291,32 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
     time.forward_backward = m * (mb.compute() + prices.fp8_weights_per_micro_batch) + prices.fp8_weights_per_step;
     time.bubble = pipeline_bubble(s.layout, stages);
     const data_parallel_sync& sync = prices.sync;
+    const data_parallel_sync& held = prices.sync_sm_time;
     const seconds zero = seconds_of(0.0);
     const seconds hideable = overlaps_data_parallel_sync(s)
                                  ? s.framework.overlappable_backward_fraction * (mb.backward + mb.recompute)
                                  : zero;
-    const auto exposed = [zero](seconds comm, seconds hidden) { return std::max(zero, comm - hidden); };
+    // What a window's collectives add to the step: the part that outlasts the compute
+    // they hide behind, and at least the compute their SMs take from it. Compute C beside
+    // a collective of time T holding a share f of the SMs runs at 1 − f while both run:
+    // it ends at C + f·T where T < C/(1 − f), else the collective ends last at T, so the
+    // pass grows by max(T − C, f·T) (`sm_time` is f·T). A part that runs alone (`alone`:
+    // a pass's first unit, gathered before any compute) adds its whole time, the rest its
+    // share of f·T. ASSUMPTION: the collective's own time does not change, and the compute
+    // loses SMs only (not memory bandwidth).
+    const auto exposed = [zero](seconds comm, seconds hidden, seconds sm_time = seconds_of(0.0),
+                                seconds alone = seconds_of(0.0)) {
+        const seconds beside = comm > zero ? alone + sm_time * ((comm - alone) / comm) : zero;
+        return std::max({zero, comm - hidden, beside});
+    };
     // The sharded optimizer's parameter all-gather: after the update, or bucket by
     // bucket during the next step's first forward (Megatron-Core
     // --overlap-param-gather: each bucket's gather is waited on by its first use and
     // prefetches the next; ASSUMPTION: the same overlappable share of the forward).
     const seconds after_optimizer =
         s.framework.overlap_parameter_gather
-            ? exposed(sync.after_optimizer, s.framework.overlappable_backward_fraction * mb.forward)
+            ? exposed(sync.after_optimizer, s.framework.overlappable_backward_fraction * mb.forward,
+                      held.after_optimizer)
             : sync.after_optimizer;
     // ZeRO-3: a pass's gathers are prefetched one unit ahead behind the compute of the
     // unit before (FSDP's implicit forward prefetch and BACKWARD_PRE, PyTorch
@@ -310,11 +324,15 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
     const seconds hideable_forward =
         overlaps_data_parallel_sync(s) ? s.framework.overlappable_backward_fraction * mb.forward : zero;
     const seconds exposed_forward =
-        sync.per_forward > zero ? std::max(sync.forward_unit, exposed(sync.per_forward, hideable_forward)) : zero;
-    const seconds exposed_backward = std::max(sync.backward_unit, exposed(sync.per_micro_batch, hideable));
-    seconds exposed_sync = m * (exposed_forward + exposed_backward) +
-                           exposed(sync.end_of_backward, exposed(hideable, sync.per_micro_batch)) +
-                           after_optimizer + sync.end_of_step;
+        sync.per_forward > zero ? std::max(sync.forward_unit, exposed(sync.per_forward, hideable_forward,
+                                                                      held.per_forward, sync.forward_unit))
+                                : zero;
+    const seconds exposed_backward = std::max(
+        sync.backward_unit, exposed(sync.per_micro_batch, hideable, held.per_micro_batch, sync.backward_unit));
+    seconds exposed_sync =
+        m * (exposed_forward + exposed_backward) +
+        exposed(sync.end_of_backward, exposed(hideable, sync.per_micro_batch), held.end_of_backward) +
+        after_optimizer + sync.end_of_step;
     if (prices.offloaded) {
         // ZeRO-Offload: a micro-batch's reductions and its gradient copies to and from
         // the host run on one stream ("copy_grad_stream is disabled because of race
@@ -323,12 +341,19 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
         // The micro-batches differ: the first copies its gradients down, the middle ones
         // also bring the accumulated ones up, the last brings them up and copies fp32.
         const offload_copies& g = prices.gradient_copies;
-        const auto exposed_offload = [&](seconds load) { return std::max(g.last_bucket_share * load, load - hideable); };
+        // The last bucket runs alone; the rest beside the backward, its collectives' SMs
+        // taken from it (the copies hold none).
+        const auto exposed_offload = [&](seconds load, seconds sm_time) {
+            const double share = g.last_bucket_share;
+            return std::max({share * load + (1 - share) * sm_time, load - hideable});
+        };
         const seconds first = sync.per_micro_batch + g.all_but_last;
         const seconds middle = sync.per_micro_batch + g.all_but_last + g.all_but_first;
         const seconds last = sync.per_micro_batch + (m > 1 ? g.all_but_first : zero) + g.last + sync.end_of_backward;
-        exposed_sync = m * exposed_forward + (m > 1 ? exposed_offload(first) : zero) + std::max(0.0, m - 2) * exposed_offload(middle) +
-                       exposed_offload(last) + after_optimizer + sync.end_of_step;
+        const seconds each = held.per_micro_batch;
+        exposed_sync = m * exposed_forward + (m > 1 ? exposed_offload(first, each) : zero) +
+                       std::max(0.0, m - 2) * exposed_offload(middle, each) +
+                       exposed_offload(last, each + held.end_of_backward) + after_optimizer + sync.end_of_step;
     }
     time.communication = m * (mb.tensor_parallel_comm + mb.pipeline_comm + mb.context_parallel_comm) +
                          exposed_expert_parallel_comm(s, mb) + exposed_sync;

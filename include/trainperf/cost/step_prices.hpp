@@ -20,6 +20,7 @@
 #include "../workload/ops.hpp"
 #include "../workload/step_ops.hpp"
 #include "comm.hpp"
+#include "comm_sms.hpp"
 #include "kernel_model.hpp"
 #include "stage_pricer.hpp"
 
@@ -54,6 +55,11 @@ struct offload_copies {
 
 struct step_prices {
     data_parallel_sync sync{};
+    // The compute the same collectives take from what runs beside them, by window:
+    // Σ time × the share of the GPU's SMs their kernels hold (cost/comm_sms.hpp). Where a
+    // window's collectives are hidden behind compute, that compute runs on the other SMs
+    // and the pass lasts this much longer (cost/step.hpp).
+    data_parallel_sync sync_sm_time{};
     seconds optimizer = seconds_of(0.0);   // the whole optimizer step, per-step overhead included
     bool offloaded = false;
     offload_copies gradient_copies{};      // offloaded: during backward
@@ -143,25 +149,36 @@ inline step_prices price_step(const step_ops& w, checked_view c) {
     const seconds host_step = offloaded ? host_step_time(w.optimizer, s) : seconds_of(0.0);
     const seconds weights_up = offloaded ? host_transfer_time(w.optimizer.weights_up, s.cluster.gpu, s.cluster.host)
                                          : seconds_of(0.0);
-    data_parallel_sync sync;
+    data_parallel_sync sync, held;
+    const double sms = s.cluster.gpu.sm_count;
     for (const auto& op : w.sync) {
         const seconds one = collective_time(op.op, s.cluster);
         const seconds t = op.count * one;
+        const seconds sm_time = t * std::min(1.0, collective_sms(op.op, s.cluster) / sms);
         switch (op.when) {
             case sync_point::every_forward:
                 sync.per_forward += t;
+                held.per_forward += sm_time;
                 if (op.per_unit && op.op.kind == collective::all_gather) sync.forward_unit = one;
                 break;
             case sync_point::every_micro_batch:
                 sync.per_micro_batch += t;
+                held.per_micro_batch += sm_time;
                 if (op.per_unit && op.op.kind == collective::all_gather) sync.backward_unit = one;
                 break;
-            case sync_point::end_of_backward: sync.end_of_backward += t; break;
-            case sync_point::after_optimizer: sync.after_optimizer += t; break;
-            case sync_point::end_of_step: sync.end_of_step += t; break;
+            case sync_point::end_of_backward:
+                sync.end_of_backward += t;
+                held.end_of_backward += sm_time;
+                break;
+            case sync_point::after_optimizer:
+                sync.after_optimizer += t;
+                held.after_optimizer += sm_time;
+                break;
+            case sync_point::end_of_step: sync.end_of_step += t; break;  // never beside compute
         }
     }
     return {.sync = sync,
+            .sync_sm_time = held,
             .optimizer = offloaded ? offloaded_optimizer_time(host_step, weights_up, s) : price_optimizer(w.optimizer, c),
             .offloaded = offloaded,
             .gradient_copies = gradient_copies,

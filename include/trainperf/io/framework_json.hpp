@@ -41,6 +41,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"flash_kernel", std::string(to_string(f.flash_kernel))},
             {"runs_model_code", f.runs_model_code},
             {"head_layout_copies", f.head_layout_copies},
+            {"fused_rope", f.fused_rope},
             {"backward_traffic_ratio", f.backward_traffic_ratio},
             {"loss", std::string(to_string(f.loss))},
             {"fused_optimizer", f.fused_optimizer},
@@ -139,7 +140,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "optimizers", "precisions", "finetune_modes", "host_optimizers", "fp8_scalings", "rank_orders", "moe_dispatchers", "recompute_modes",
                    "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
                    "fp32_sharded_parameters", "ring_merge", "loss", "fp8_weight_cache",
-                   "fp8_primary_weights"});
+                   "fp8_primary_weights", "fused_rope"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -168,7 +169,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     // states saved around a checkpoint, reshard_after_forward with pipeline stages too,
     // a 16-bit ZeRO-3 shard beside the fp32 master, the context-parallel ring's merges
     // fused, the loss PyTorch's cross-entropy, fp8 weights cast in every forward and
-    // kept beside 16-bit ones).
+    // kept beside 16-bit ones, RoPE as PyTorch ops).
     if (j.contains("ring_merge")) f.ring_merge = dd::enum_value<kv_ring_merge>(j, "", "ring_merge");
     if (j.contains("loss")) f.loss = dd::enum_value<loss_implementation>(j, "", "loss");
     if (j.contains("recompute_modes"))
@@ -179,7 +180,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                                      {"keeps_gathered_with_pipeline", &f.keeps_gathered_with_pipeline},
                                      {"fp32_sharded_parameters", &f.fp32_sharded_parameters},
                                      {"fp8_weight_cache", &f.fp8_weight_cache},
-                                     {"fp8_primary_weights", &f.fp8_primary_weights}})
+                                     {"fp8_primary_weights", &f.fp8_primary_weights},
+                                     {"fused_rope", &f.fused_rope}})
         if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
     if (j.contains("scales_gradients_every_step"))
         f.scales_gradients_every_step = dd::boolean(j, "", "scales_gradients_every_step");

@@ -264,7 +264,19 @@ inline constexpr framework_profile megatron_core_profile{
     .flash_kernel = attention_kernel::flash3,
     .runs_model_code = false,
     .head_layout_copies = false,
-    .loss = loss_implementation::vocab_parallel,  // megatron/core/tensor_parallel/cross_entropy.py@d98e8a64
+    // apply_rope_fusion: False in TransformerConfig (transformer_config.py@d98e8a64), True
+    // as Megatron-LM trains (--no-rope-fusion turns it off, megatron/training/
+    // arguments.py@d98e8a64) and in Megatron Bridge's Llama models (src/megatron/bridge/
+    // models/llama/llama_bridge.py@067f987d).
+    .fused_rope = true,
+    // --cross-entropy-loss-fusion (native), as its recipes run: off in ModelParallelConfig
+    // (model_parallel_config.py@d98e8a64), but passed by Megatron-LM's Llama 3 8B examples
+    // (examples/llama/train_llama3_8b_h100_fp8.sh, examples/megatron_fsdp/
+    // train_llama3_8b_fsdp_h100_fp8.sh@d98e8a64) and on by default in Megatron Bridge's
+    // GPTModelProvider (NVIDIA-NeMo/Megatron-Bridge@067f987d src/megatron/bridge/models/
+    // gpt_provider.py). Its Transformer Engine implementation is refused by Megatron-LM's
+    // argument checks (megatron/training/arguments.py@d98e8a64) and not modelled.
+    .loss = loss_implementation::vocab_parallel_fused,
     .fused_optimizer = true,
     .overlap_data_parallel_sync = true,
     .overlappable_backward_fraction = 0.8,

@@ -51,14 +51,20 @@ struct enum_names<kv_ring_merge> {
 //   - vocab-parallel: Megatron's VocabParallelCrossEntropy, unfused (Megatron-Core's
 //     default, cross_entropy_loss_fusion off; megatron/core/tensor_parallel/
 //     cross_entropy.py@d98e8a64, the same algorithm as Megatron-LM 2022's): one eager op
-//     per step over the vocabulary shard, three all-reduces over tp.
-enum class loss_implementation { cross_entropy, vocab_parallel };
+//     per step over the vocabulary shard, three all-reduces over tp;
+//   - vocab-parallel-fused: the same algorithm in Megatron-Core's fused functions
+//     (--cross-entropy-loss-fusion with its default native implementation,
+//     megatron/core/fusions/fused_cross_entropy.py@d98e8a64, each compiled by
+//     torch.compile, megatron/core/jit.py@d98e8a64): fewer passes, two all-reduces
+//     over tp.
+enum class loss_implementation { cross_entropy, vocab_parallel, vocab_parallel_fused };
 
 template <>
 struct enum_names<loss_implementation> {
-    static constexpr std::array<enum_name<loss_implementation>, 2> table{
+    static constexpr std::array<enum_name<loss_implementation>, 3> table{
         {{loss_implementation::cross_entropy, "cross-entropy"},
-         {loss_implementation::vocab_parallel, "vocab-parallel"}}};
+         {loss_implementation::vocab_parallel, "vocab-parallel"},
+         {loss_implementation::vocab_parallel_fused, "vocab-parallel-fused"}}};
 };
 
 // What a framework holds on top of the model's own tensors (peak allocated). The
@@ -292,6 +298,9 @@ struct framework_profile {
     // framework's own layer (unfused ops are one kernel each).
     bool runs_model_code = false;
     bool head_layout_copies = false;  // split/merge-heads permute + contiguous copies (HF eager)
+    // The framework's own layer applies rotary positions with one fused kernel per tensor
+    // (Transformer Engine's fused RoPE); otherwise as PyTorch ops (workload/layer.hpp).
+    bool fused_rope = false;
     double backward_traffic_ratio = 1.5;  // bytes of an elementwise backward / its forward
                                           // (reads output grad and saved input, writes input grad)
     loss_implementation loss = loss_implementation::cross_entropy;  // the loss's code (above)

@@ -20,7 +20,7 @@ namespace trainperf {
 
 // What the loss's kernels move per element of the rank's b·s·V/t logits (global-memory
 // bytes, forward and backward), how many kernels each pass launches, and how many
-// all-reduces of one fp32 value per token it runs over tp in forward. Counted from each
+// all-reduces of fp32 values per token it runs over tp in forward. Counted from each
 // implementation's code (framework_profile::loss), one kernel per eager tensor op.
 // ASSUMPTION: every pass over the logits goes to DRAM: a CTA's second and third pass
 // over its row (PyTorch's log-softmax) would hit L2 only where the rows in flight fit
@@ -31,12 +31,14 @@ struct loss_kernels {
     double forward_launches = 0;
     double backward_launches = 0;
     double all_reduces = 0;
+    double values_per_all_reduce = 1;  // fp32 values per token in each (on average)
 };
 
-// `logit`: the bytes of a logit as the head's GEMM writes it; `vocab_split`: the
-// vocabulary split over tp > 1 ranks; `compiled`: the loss compiled with torch.compile.
-constexpr loss_kernels loss_kernels_of(loss_implementation impl, double logit, bool vocab_split, bool compiled) {
+// `logits`: the format the head's GEMM writes them in; `vocab_split`: the vocabulary
+// split over tp > 1 ranks; `compiled`: the loss compiled with torch.compile.
+constexpr loss_kernels loss_kernels_of(loss_implementation impl, dtype logits, bool vocab_split, bool compiled) {
     constexpr double f32 = 4;
+    const double logit = size_of(logits);
     // Every implementation upcasts the logits to fp32 (a copy unless they are fp32
     // already), and its backward casts the fp32 gradient back.
     const double upcast = logit != f32 ? logit + f32 : 0.0;
@@ -52,6 +54,28 @@ constexpr loss_kernels loss_kernels_of(loss_implementation impl, double logit, b
         // updated (arange, 1 − mask as float, index, subtract, index_put: 6 per-token
         // kernels) and the softmax scaled by the loss's gradient in place (read, write).
         return {upcast + 8 * f32, 2 * f32 + upcast, 17 + cast, 7 + cast, all_reduces};
+    if (impl == loss_implementation::vocab_parallel_fused)
+        // Megatron-Core's fused VocabParallelCrossEntropy (megatron/core/fusions/
+        // fused_cross_entropy.py@d98e8a64): the same steps in three compiled functions.
+        // ASSUMPTION: Inductor makes one kernel of each function's passes over the logits
+        // (a reduction storing its elementwise result as it goes; an input mutated in place
+        // written back in the same kernel) and one more of the predicted logits' per-token
+        // work and one of the loss's: the upcast with the max (a + 4 B), −= max and exp
+        // with their sum (read and write fp32, 8 B), /= sum in place (8 B): 3 + 2 kernels;
+        // the max all-reduced alone, the target's logit and the sum in one (torch.cat): 2
+        // all-reduces of 1.5 values on average. Backward, one compiled function: the
+        // targets' entries updated (a per-token kernel), the softmax scaled in place and
+        // cast to bf16 in one kernel (read 4, write 4 back and the 16-bit gradient): no
+        // separate cast. The function casts to bf16 whatever the logits' format: autograd
+        // casts that to the logits' own where it differs (one more kernel); fp32 logits
+        // need no upcast (.float() returns them).
+        {
+            constexpr double bf16 = 2;
+            const double recast = logits != dtype::bf16 ? 1.0 : 0.0;
+            const double first = logit != f32 ? logit + f32 : f32;  // the upcast stored, or the max's read
+            return {first + 4 * f32, 2 * f32 + bf16 + recast * (bf16 + logit), 5, 2 + recast,
+                    vocab_split ? 2.0 : 0.0, 1.5};
+        }
     if (compiled)
         // ASSUMPTION: Inductor fuses the upcast into the reductions: forward reads the
         // 16-bit row twice (its max; then its sum of exponentials and the target's logit),
@@ -109,7 +133,7 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
     if (!s.finetune.freezes_base())  // the output head is frozen too when fine-tuning with adapters
         sink(stage_op<gemm_op>{{"logits", wgrad_of(logits), op_phase::backward_weight}, 1, 0, step_part::backward});
     const double elements = tokens * double(m.vocab) / l.tp;
-    const loss_kernels loss = loss_kernels_of(fw.loss, a, l.tp > 1, fw.compiled);
+    const loss_kernels loss = loss_kernels_of(fw.loss, s.precision.activations, l.tp > 1, fw.compiled);
     sink(stage_op<memory_op>{{"loss", bytes_of(elements * loss.forward_bytes), op_phase::forward, op_region::other,
                               loss.forward_launches},
                              1, 0, step_part::forward});
@@ -122,8 +146,9 @@ constexpr void for_each_head_op(const training_setup& s, const layer_context& ct
             sink(stage_op<collective_op>{{name, kind, size, groups.tensor, phase}, count, 0,
                                          step_part::tensor_parallel});
         };
-        collective_of("loss_all_reduce", collective::all_reduce, bytes_of(tokens * size_of(dtype::fp32)),
-                      op_phase::forward, loss.all_reduces);
+        collective_of("loss_all_reduce", collective::all_reduce,
+                      bytes_of(tokens * loss.values_per_all_reduce * size_of(dtype::fp32)), op_phase::forward,
+                      loss.all_reduces);
         const bytes input = bytes_of(tokens * m.hidden * a);
         // The weight gradient's gather: none for a frozen head (adapters). One op for the
         // forward's and the backward's, as the layers' (stage.hpp).

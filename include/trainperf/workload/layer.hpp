@@ -300,6 +300,10 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
     const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
     const double kv_tp = tokens * m.kv_width() / c.tp;
+    const double query_key = hidden_tp + kv_tp;
+    // Rotary positions as their own pass (latent attention applies them in its own
+    // assembly, below).
+    const bool rotary = m.positions == position_kind::rotary && !m.mla.enabled();
     const double ffn = tokens * m.ffn_hidden / c.tp;
     const attention_core_extent core_extent = attention_core_shape(m, c);
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * core_extent.queries * core_extent.keys;
@@ -337,11 +341,15 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         // it (its 1-byte mask written); each chain is one kernel (Inductor may split a
         // chain it cannot tile as one, and fuses horizontally across q and k).
         sink(op("compiled_norm", hidden * (res + a)));
-        if (code == model_code::llama && m.positions == position_kind::rotary) {
-            sink(op("compiled_rotary", 2 * (hidden_tp + kv_tp) * a));
-            if (m.effective_kv_heads() < m.heads)
-                sink(op("compiled_repeat_kv", 2 * (kv_tp + hidden_tp) * a));
+        // The query and key norms (where the model has them) join RoPE's chain; a chain of
+        // RoPE alone is a rotation, whose backward moves what its forward does.
+        if (rotary || m.qk_norm != qk_norm_kind::none) {
+            memory_op chain = op("compiled_rotary", 2 * query_key * a);
+            if (m.qk_norm == qk_norm_kind::none) chain.backward = op_backward::mirrored;
+            sink(chain);
         }
+        if (code == model_code::llama && rotary && m.effective_kv_heads() < m.heads)
+            sink(op("compiled_repeat_kv", 2 * (kv_tp + hidden_tp) * a));
         if (!fw.flash_attention)
             sink(op("compiled_softmax", scores * (2 * a + (m.dropout ? mask : 0.0)), op_region::attention_core));
         const double dropped = m.dropout ? hidden * mask : 0.0;
@@ -385,13 +393,55 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     if (normed != a) sink(cast("autocast_cast_qkv_input", qkv_inputs * hidden, normed, a, op_region::other, qkv_inputs));
     // Q, K and V into the head layout: matmul copies each permuted operand (3 copies).
     if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, op_region::other, 3));
-    if (code == model_code::llama && m.positions == position_kind::rotary) {
-        // apply_rotary_pos_emb on q and k: neg and cat (rotate_half), × cos, × sin, +:
-        // 5 kernels over each, ~10 element accesses (10·a bytes) per element; the cos/sin
-        // tables are small.
-        sink(op("rotary", 10 * (hidden_tp + kv_tp) * a, op_region::other, 10));
-        // repeat_kv: grouped K and V expanded to every head (a copy each).
-        if (m.effective_kv_heads() < m.heads) sink(op("repeat_kv", 2 * 2 * hidden_tp * a, op_region::other, 2));
+    // The queries' and keys' own passes before the core (q + k elements of this rank).
+    // Their norms (Qwen3's per head, OLMoE's over the projection): the model's RMSNorm code
+    // as the layer's own norm (above), or in the framework's own layer a Transformer Engine
+    // norm kernel per tensor (Megatron-Core's q_layernorm and k_layernorm, TENorm:
+    // megatron/core/transformer/attention.py@d98e8a64), reading and writing each element
+    // (the per-row rsigma left out), after the copy TE's RMSNorm makes of a strided input
+    // (input_.contiguous(), transformer_engine/pytorch/ops/basic/rmsnorm.py@d0067d0d): the
+    // key is a view into the QKV GEMM's output (SplitAlongDim), and so is the query
+    // unless grouped-query attention's reshape copied it already. The copy's gradient
+    // passes through as a view.
+    if (m.qk_norm != qk_norm_kind::none && !m.mla.enabled()) {
+        if (fw.runs_model_code) {
+            sink(op("qk_rmsnorm", query_key * (28 + 4 * a), op_region::other, 16));
+        } else {
+            const double strided = kv_tp + (m.effective_kv_heads() < m.heads ? 0.0 : hidden_tp);
+            memory_op copy = op("qk_norm_input_copy", 2 * strided * a, op_region::other,
+                                m.effective_kv_heads() < m.heads ? 1 : 2);
+            copy.backward = op_backward::none;
+            sink(copy);
+            sink(op("qk_norm", query_key * 2 * a, op_region::other, 2));
+        }
+    }
+    if (rotary) {
+        if (fw.runs_model_code) {
+            // The model's code (Hugging Face apply_rotary_pos_emb): rotate_half (neg, cat),
+            // × cos, × sin, +: 5 kernels over each tensor, ~10 element accesses (10·a bytes)
+            // per element; the cos/sin tables are small.
+            sink(op("rotary", 10 * query_key * a, op_region::other, 10));
+        } else if (fw.fused_rope) {
+            // Transformer Engine's fused RoPE (FusedRoPEFunc, transformer_engine/pytorch/
+            // attention/rope.py@d0067d0d): one kernel per tensor reads it and writes the
+            // rotated copy; backward rotates the gradient back the same way.
+            memory_op rope = op("rotary", 2 * query_key * a, op_region::other, 2);
+            rope.backward = op_backward::mirrored;
+            sink(rope);
+        } else {
+            // Megatron-Core's unfused RoPE (_apply_rotary_pos_emb_bshd, megatron/core/models/
+            // common/embeddings/rope_utils.py@d98e8a64): rotate_half (neg over half, cat),
+            // × cos, × sin, +, and the cat with the unrotated part (a copy even when that is
+            // empty): 12 element accesses (12·a bytes) per element over 6 kernels per
+            // tensor, and 6 small ones on the frequencies (cos, sin, × mscale, .to, each
+            // twice). ASSUMPTION: Megatron-LM 2022 (the megatron profile) has no rotary
+            // code; a rotary model under it runs these ops.
+            sink(op("rotary", 12 * query_key * a, op_region::other, 24));
+        }
+        // repeat_kv (the LLaMA code): grouped K and V expanded to every head (a copy
+        // each); Megatron's attention takes the groups as they are.
+        if (code == model_code::llama && m.effective_kv_heads() < m.heads)
+            sink(op("repeat_kv", 2 * 2 * hidden_tp * a, op_region::other, 2));
     }
     if (!fw.flash_attention) {
         const auto core = op_region::attention_core;
@@ -546,8 +596,11 @@ inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, c
 
 // The elementwise backward of a forward memory op, and of each op of a list.
 constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
-    return {f.name, (f.cast ? 1.0 : fw.backward_traffic_ratio) * f.moved, op_phase::backward, f.region, f.launches,
-            f.block, f.cast};
+    const double ratio = f.backward == op_backward::none ? 0.0
+                         : f.cast || f.backward == op_backward::mirrored ? 1.0
+                                                                         : fw.backward_traffic_ratio;
+    return {f.name, ratio * f.moved, op_phase::backward, f.region, ratio > 0 ? f.launches : 0.0,
+            f.block, f.cast, f.backward};
 }
 
 inline layer_memory_list backward_of(const layer_memory_list& forward, const framework_profile& fw) {

@@ -148,7 +148,12 @@ constexpr void validate(const attention_op& a) {
 // A memory-bound kernel (elementwise, normalisation, softmax, optimizer update):
 // `moved` bytes read plus written over `launches` kernel launches. A cast converts a
 // tensor to another format (autocast); its backward converts the gradient back,
-// moving the same bytes.
+// moving the same bytes. `backward` says what a layer op's backward moves
+// (workload/layer.hpp backward_of): the framework's elementwise ratio of its bytes, the
+// same bytes (a cast; a rotation, whose backward rotates the gradient back), or nothing
+// (a copy into a contiguous layout: its gradient passes through as a view).
+enum class op_backward : unsigned char { elementwise, mirrored, none };
+
 struct memory_op {
     std::string_view name;
     bytes moved = bytes_of(0.0);
@@ -157,6 +162,7 @@ struct memory_op {
     double launches = 1;
     layer_block block = layer_block::other;
     bool cast = false;
+    op_backward backward = op_backward::elementwise;
 };
 
 // ---- Collectives -------------------------------------------------------------------
