@@ -137,3 +137,29 @@ TEST_CASE("bad micro-benchmark input is refused naming the field", "[microbench]
     CHECK_THROWS_WITH(predict_bench({bench_kind::layer_forward, dtype::fp16, 0, 0, 128, bert_large::config}, sys),
                       Catch::Contains("batch"));
 }
+
+TEST_CASE("a layer benchmark's forward runs no kernel for a backward-only op", "[microbench]") {
+    // Llama 3 8B's layer as Megatron-Core runs it on an H100: the split of the QKV output
+    // is views in forward, its gradients' concat a backward-only op (workload/layer.hpp).
+    bench_system sys;
+    sys.gpu = h100_sxm::spec;
+    sys.kernels = default_kernel_params(sys.gpu);
+    sys.framework = megatron_core_profile;
+    const bench_case layer{bench_kind::layer_forward, dtype::bf16, 0, 1, 4096, llama3_8b::config};
+    const layer_context ctx{.micro_batch = 1, .seq = 4096, .math = dtype::bf16, .activations = dtype::bf16,
+                            .padding_mask = false};
+    const auto ops = layer_forward_memory_ops(llama3_8b::config, ctx, megatron_core_profile);
+    const kernel_cost_model k(sys.gpu, sys.kernels);
+    // The forward's GPU time: its GEMMs, the attention kernel and the memory ops that run
+    // in forward; the concat's bytes are not among them.
+    double gpu = 0, concat = 0;
+    for (const auto& g : layer_forward_gemms(llama3_8b::config, ctx))
+        if (runs_as_gemm(g, megatron_core_profile)) gpu += k.gemm_time(g.shape).value();  // not the core's
+    gpu += k.attention_time(attention_core_ops(llama3_8b::config, ctx, megatron_core_profile).forward).value();
+    for (const auto& op : ops) {
+        const double t = k.memory_time(op.moved, op.launches).value();
+        (has_forward_kernel(op) ? gpu : concat) += t;
+    }
+    REQUIRE(concat > 0);
+    CHECK(predict_bench(layer, sys).gpu.value() == Approx(gpu).epsilon(1e-9));
+}

@@ -284,6 +284,71 @@ TEST_CASE("a framework's own layer applies RoPE and the query-key norms on the G
     CHECK(find_op(latent, "mla_rope_assemble") != nullptr);
 }
 
+TEST_CASE("the framework's own layer: the split of the QKV output, its regrouping and its gradients' concat",
+          "[workload]") {
+    const layer_context c{.micro_batch = 1, .seq = 4096, .tp = 2, .math = dtype::bf16, .activations = dtype::bf16};
+    const double queries = 4096.0 * 4096 / 2, keys = 4096.0 * 1024 / 2;  // Llama 3 8B on this rank
+    // The op `name` of `ops` and what its backward moves, or a failed check.
+    const auto backward_bytes = [](const layer_memory_list& ops, std::string_view name) {
+        const auto* op = find_op(ops, name);
+        REQUIRE(op != nullptr);
+        return backward_of(*op, megatron_core_profile).moved.value();
+    };
+    const auto ops = layer_forward_memory_ops(llama3_8b::config, c, megatron_core_profile);
+    // Grouped-query attention with 4 kv groups on the rank: the query's reshape copies it
+    // (2 + 2 B per element), and its gradient reshapes back as a view.
+    const auto* regroup = find_op(ops, "query_regroup_copy");
+    REQUIRE(regroup != nullptr);
+    CHECK(regroup->moved.value() == queries * 4);
+    CHECK(backward_bytes(ops, "query_regroup_copy") == 0);
+    // RoPE replaced q and k: the fused attention copies v, still a view, into a tensor.
+    CHECK(find_op(ops, "attention_input_copy")->moved.value() == keys * 4);
+    CHECK(backward_bytes(ops, "attention_input_copy") == 0);
+    // The split runs no kernel; its backward copies the q, k and v gradients into one
+    // (2 + 2 B per element of q, k and v).
+    const auto* concat = find_op(ops, "qkv_gradient_concat");
+    REQUIRE(concat != nullptr);
+    CHECK_FALSE(has_forward_kernel(*concat));
+    CHECK(backward_bytes(ops, "qkv_gradient_concat") == (queries + 2 * keys) * 4);
+    CHECK(backward_of(*concat, megatron_core_profile).launches == 1);
+    // One kv group per rank (tp 8 = 8 kv heads): the reshape is a view; 128 kv elements
+    // per token on each rank.
+    layer_context one_group = c;
+    one_group.tp = 8;
+    const auto wide = layer_forward_memory_ops(llama3_8b::config, one_group, megatron_core_profile);
+    CHECK(find_op(wide, "query_regroup_copy") == nullptr);
+    CHECK(backward_bytes(wide, "qkv_gradient_concat") == 4096.0 * (512 + 2 * 128) * 4);
+    // In a step: backward only, once per layer.
+    training_setup s;
+    s.cluster = standard_cluster(h100_sxm::spec, 2);
+    s.model = llama3_8b::config;
+    s.precision = recipe(precision_kind::bf16);
+    s.layout = {.tp = 2, .sp = true};
+    s.seq = 4096;
+    s.framework = megatron_core_profile;
+    int forward = 0, backward = 0;
+    for (const auto& op : micro_batch_workload(s).memory)
+        if (op.op.name == "qkv_gradient_concat") (op.part == step_part::forward ? forward : backward) += 1;
+    CHECK(forward == 0);
+    CHECK(backward == 1);
+    // GPT-3 under Megatron-Core (learned positions, every head its own kv, fused
+    // attention): q, k and v stay views of one buffer and come back in one; nothing copied.
+    const auto plain = layer_forward_memory_ops(gpt3_175b::config, c, megatron_core_profile);
+    for (std::string_view name : {"query_regroup_copy", "attention_input_copy", "qkv_gradient_concat"})
+        CHECK(find_op(plain, name) == nullptr);
+    // With context parallelism (cp 2: 2048 tokens a rank) the fused attention makes all
+    // three contiguous, and its ring returns dq apart.
+    layer_context ring = c;
+    ring.cp = 2;
+    const double third = 2048.0 * 12288 / 2;  // q, k or v elements on the rank
+    const auto split = layer_forward_memory_ops(gpt3_175b::config, ring, megatron_core_profile);
+    CHECK(find_op(split, "attention_input_copy")->moved.value() == 3 * third * 4);
+    CHECK(backward_bytes(split, "qkv_gradient_concat") == 3 * third * 4);
+    // Megatron-LM 2022's unfused core returns them apart: torch.split's backward copies.
+    const auto legacy = layer_forward_memory_ops(gpt3_175b::config, c, megatron_profile);
+    CHECK(backward_bytes(legacy, "qkv_gradient_concat") == 4096.0 * 3 * 12288 / 2 * 4);
+}
+
 TEST_CASE("the workload lists the host's calls per layer", "[workload]") {
     training_setup s;
     s.model = bert_large::config;

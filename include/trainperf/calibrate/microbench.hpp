@@ -179,8 +179,10 @@ inline bench_prediction predict_bench(const bench_case& c, const bench_system& s
     }
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
         if (!wanted(op.block, op.name)) return;
-        pricer(stage_op<memory_op>{op, 1, 0, step_part::forward});
-        launches += op.launches;
+        if (has_forward_kernel(op)) {
+            pricer(stage_op<memory_op>{op, 1, 0, step_part::forward});
+            launches += op.launches;
+        }
         if (backward) pricer(stage_op<memory_op>{backward_of(op, fw), 1, 0, step_part::backward});
     });
 

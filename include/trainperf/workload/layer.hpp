@@ -299,11 +299,15 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double tokens = rank_tokens(c);
     const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
     const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
-    const double kv_tp = tokens * m.kv_width() / c.tp;
+    // K (or V) elements on this rank: fewer kv heads than t leave one replicated head each.
+    const double kv_tp = tokens * (m.effective_kv_heads() >= c.tp ? m.kv_width() / c.tp : m.head_dim());
     const double query_key = hidden_tp + kv_tp;
     // Rotary positions as their own pass (latent attention applies them in its own
     // assembly, below).
     const bool rotary = m.positions == position_kind::rotary && !m.mla.enabled();
+    // The framework's own layer copies the query when it regroups it: grouped-query
+    // attention with two or more kv groups on the rank (below).
+    const bool regrouped = m.effective_kv_heads() < m.heads && m.effective_kv_heads() > c.tp;
     const double ffn = tokens * m.ffn_hidden / c.tp;
     const attention_core_extent core_extent = attention_core_shape(m, c);
     const double scores = double(c.micro_batch) * (m.heads / c.tp) * core_extent.queries * core_extent.keys;
@@ -393,6 +397,43 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     if (normed != a) sink(cast("autocast_cast_qkv_input", qkv_inputs * hidden, normed, a, op_region::other, qkv_inputs));
     // Q, K and V into the head layout: matmul copies each permuted operand (3 copies).
     if (fw.head_layout_copies) sink(op("split_heads_copy", 2 * 3 * hidden_tp * a, op_region::other, 3));
+    // The framework's own layer splits the QKV GEMM's output into q, k and v as views
+    // (Megatron-Core's SplitAlongDim, transformer_engine/pytorch/utils.py@d0067d0d, and
+    // get_query_key_value_tensors, megatron/core/transformer/attention.py@d98e8a64;
+    // Megatron-LM 2022's split_tensor_along_last_dim, megatron/mpu/utils.py@28ba253f).
+    // With grouped-query attention and two or more kv groups on the rank, a group's query
+    // heads are not contiguous there: reshaping them to one head each copies the query
+    // (its gradient reshapes back as a view; with one group per rank it is a view).
+    // Transformer Engine's fused attention recognises q, k and v as views of one buffer
+    // (get_qkv_layout, transformer_engine/pytorch/attention/dot_product_attention/
+    // utils.py@d0067d0d); where RoPE or a query-key norm has replaced q and k it does not,
+    // and copies what is still a view (v) into a contiguous tensor, and with context
+    // parallelism it makes every view contiguous (FusedAttention, backends.py@d0067d0d);
+    // those copies' gradients pass through. In backward the split copies the q, k and v
+    // gradients into the QKV output's (torch.cat) unless they lie in one buffer in its
+    // layout: ASSUMPTION, only where the fused kernel returns them together, which it
+    // does when nothing came between the split and it (no RoPE, query-key norm or
+    // regrouping) and without context parallelism (its ring returns dq apart);
+    // Megatron-LM 2022's unfused core hands them back apart.
+    if (!fw.runs_model_code && !m.mla.enabled()) {
+        const bool replaced = rotary || m.qk_norm != qk_norm_kind::none;  // q and k new tensors
+        if (regrouped) {
+            memory_op regroup = op("query_regroup_copy", 2 * hidden_tp * a);
+            regroup.backward = op_backward::none;
+            sink(regroup);
+        }
+        if (fw.flash_attention && (replaced || c.cp > 1)) {
+            const double views = kv_tp + (replaced ? 0.0 : kv_tp + (regrouped ? 0.0 : hidden_tp));
+            memory_op copy = op("attention_input_copy", 2 * views * a);
+            copy.backward = op_backward::none;
+            sink(copy);
+        }
+        if (!fw.flash_attention || replaced || regrouped || c.cp > 1) {
+            memory_op concat = op("qkv_gradient_concat", 2 * (hidden_tp + 2 * kv_tp) * a);
+            concat.backward = op_backward::only;
+            sink(concat);
+        }
+    }
     // The queries' and keys' own passes before the core (q + k elements of this rank).
     // Their norms (Qwen3's per head, OLMoE's over the projection): the model's RMSNorm code
     // as the layer's own norm (above), or in the framework's own layer a Transformer Engine
@@ -407,9 +448,8 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
         if (fw.runs_model_code) {
             sink(op("qk_rmsnorm", query_key * (28 + 4 * a), op_region::other, 16));
         } else {
-            const double strided = kv_tp + (m.effective_kv_heads() < m.heads ? 0.0 : hidden_tp);
-            memory_op copy = op("qk_norm_input_copy", 2 * strided * a, op_region::other,
-                                m.effective_kv_heads() < m.heads ? 1 : 2);
+            memory_op copy = op("qk_norm_input_copy", 2 * (kv_tp + (regrouped ? 0.0 : hidden_tp)) * a,
+                                op_region::other, regrouped ? 1 : 2);
             copy.backward = op_backward::none;
             sink(copy);
             sink(op("qk_norm", query_key * 2 * a, op_region::other, 2));
@@ -597,8 +637,9 @@ inline layer_memory_list layer_forward_memory_ops(const transformer_config& m, c
 // The elementwise backward of a forward memory op, and of each op of a list.
 constexpr memory_op backward_of(const memory_op& f, const framework_profile& fw) {
     const double ratio = f.backward == op_backward::none ? 0.0
-                         : f.cast || f.backward == op_backward::mirrored ? 1.0
-                                                                         : fw.backward_traffic_ratio;
+                         : f.cast || f.backward == op_backward::mirrored || f.backward == op_backward::only
+                             ? 1.0
+                             : fw.backward_traffic_ratio;
     return {f.name, ratio * f.moved, op_phase::backward, f.region, ratio > 0 ? f.launches : 0.0,
             f.block, f.cast, f.backward};
 }

@@ -150,9 +150,11 @@ constexpr void validate(const attention_op& a) {
 // tensor to another format (autocast); its backward converts the gradient back,
 // moving the same bytes. `backward` says what a layer op's backward moves
 // (workload/layer.hpp backward_of): the framework's elementwise ratio of its bytes, the
-// same bytes (a cast; a rotation, whose backward rotates the gradient back), or nothing
-// (a copy into a contiguous layout: its gradient passes through as a view).
-enum class op_backward : unsigned char { elementwise, mirrored, none };
+// same bytes (a cast; a rotation, whose backward rotates the gradient back), nothing (a
+// copy into a contiguous layout: its gradient passes through as a view), or only a
+// backward (a split into views runs no kernel, its backward copies the gradients into
+// one tensor: `moved` and `launches` are the backward's; has_forward_kernel).
+enum class op_backward : unsigned char { elementwise, mirrored, none, only };
 
 struct memory_op {
     std::string_view name;
@@ -164,6 +166,9 @@ struct memory_op {
     bool cast = false;
     op_backward backward = op_backward::elementwise;
 };
+
+// Whether a layer's memory op runs a kernel in forward (every one but a backward-only op).
+constexpr bool has_forward_kernel(const memory_op& op) { return op.backward != op_backward::only; }
 
 // ---- Collectives -------------------------------------------------------------------
 

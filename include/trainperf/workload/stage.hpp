@@ -446,8 +446,10 @@ constexpr void for_each_layer_op(const training_setup& s, const layer_context& c
         forward_launches += 1;
     }
     for_each_layer_forward_memory_op(m, ctx, fw, [&](const memory_op& op) {
-        forward_launches += op.launches;
-        sink(stage_op<memory_op>{op, layers, recomputed_memory(op), step_part::forward});
+        if (has_forward_kernel(op)) {
+            forward_launches += op.launches;
+            sink(stage_op<memory_op>{op, layers, recomputed_memory(op), step_part::forward});
+        }
         sink(stage_op<memory_op>{backward_of(op, fw), layers, 0, step_part::backward});
     });
     if (frozen) forward_launches += for_each_adapter_op(s, ctx, layers, recomputed(op_region::other), sink);
