@@ -344,8 +344,7 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
         // The last bucket runs alone; the rest beside the backward, its collectives' SMs
         // taken from it (the copies hold none).
         const auto exposed_offload = [&](seconds load, seconds sm_time) {
-            const double share = g.last_bucket_share;
-            return std::max({share * load + (1 - share) * sm_time, load - hideable});
+            return exposed(load, hideable, sm_time, g.last_bucket_share * load);
         };
         const seconds first = sync.per_micro_batch + g.all_but_last;
         const seconds middle = sync.per_micro_batch + g.all_but_last + g.all_but_first;

@@ -88,6 +88,12 @@ constexpr void validate(const layer_context& c, const transformer_config& m) {
 // b·s/cp of them with context parallelism.
 constexpr double rank_tokens(const layer_context& c) { return double(c.micro_batch) * c.seq / c.cp; }
 
+// K (or V) width per token on one of tp ranks: grouped-query attention's kv heads shard
+// over tp, or each rank keeps one (replicated) where there are fewer than tp.
+constexpr double kv_width_per_rank(const transformer_config& m, int tp) {
+    return m.effective_kv_heads() >= tp ? m.kv_width() / tp : m.head_dim();
+}
+
 // The attention core of one rank: its queries against the keys they attend to, and
 // the share of the layer's attention-core work (causal or not) it does.
 // Context parallelism (Megatron-Core docs/user-guide/features/context_parallel.md@d98e8a64;
@@ -121,9 +127,7 @@ inline layer_gemm_list layer_forward_gemms(const transformer_config& m, const la
     const double tokens = rank_tokens(c);
     const attention_core_extent core = attention_core_shape(m, c);
     const double h = m.hidden, t = c.tp, d = m.head_dim(), q = m.q_width();
-    // Grouped-query attention: kv heads shard over tp, or are replicated when fewer.
-    const double kv = m.kv_width();
-    const double kv_per_rank = m.effective_kv_heads() >= c.tp ? kv / t : d;
+    const double kv_per_rank = kv_width_per_rank(m, c.tp);
     const double attention_batch = double(c.micro_batch) * m.heads / t;
     const double f = m.ffn_hidden / t;
     const dtype x = c.math;                                   // the attention core
@@ -299,8 +303,7 @@ constexpr void for_each_layer_forward_memory_op(const transformer_config& m, con
     const double tokens = rank_tokens(c);
     const double hidden = tokens * m.hidden / (c.sp ? c.tp : 1);     // norms, dropout, residual
     const double hidden_tp = tokens * m.q_width() / c.tp;            // attention, inside the TP region
-    // K (or V) elements on this rank: fewer kv heads than t leave one replicated head each.
-    const double kv_tp = tokens * (m.effective_kv_heads() >= c.tp ? m.kv_width() / c.tp : m.head_dim());
+    const double kv_tp = tokens * kv_width_per_rank(m, c.tp);  // K (or V) elements on this rank
     const double query_key = hidden_tp + kv_tp;
     // Rotary positions as their own pass (latent attention applies them in its own
     // assembly, below).

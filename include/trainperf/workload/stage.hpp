@@ -105,8 +105,7 @@ constexpr void for_each_kv_ring_op(const training_setup& s, const layout_groups&
     // K and V per token on this rank (latent attention: every head's key of d_qk and value
     // of d_v after the up projection).
     const double kv_per_rank = m.mla.enabled() ? m.heads / double(l.tp) * (m.qk_head_dim() + m.v_head_dim()) / 2
-                               : m.effective_kv_heads() >= l.tp ? m.kv_width() / l.tp
-                                                                : m.head_dim();
+                                               : kv_width_per_rank(m, l.tp);
     const double a = size_of(activation_formats_of(s.precision).gemm_inputs);
     const bytes chunk = bytes_of(2 * tokens * kv_per_rank * a);
     const double sends = l.cp - 1.0;
