@@ -107,6 +107,12 @@ TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the n
     const double exposed = std::max(gather.value() - 0.8 * mb.forward.value(), held.value());
     CHECK(predict(without).time.communication.value() - predict(with).time.communication.value() ==
           Approx(gather.value() - exposed).epsilon(1e-9));
+    // Megatron-LM asserts --overlap-grad-reduce with --overlap-param-gather: without the
+    // gradient sync's overlap the gather follows the update, switch or not.
+    with.layout.dp_overlap = without.layout.dp_overlap = dp_overlap_mode::off;
+    CHECK_FALSE(overlaps_parameter_gather(with));
+    CHECK(predict(with).step_time == predict(without).step_time);
+    CHECK(predict(with).time.communication.value() - predict(without).time.communication.value() == 0);
 }
 
 TEST_CASE("compute beside a hidden data-parallel collective runs on the SMs it leaves", "[overlap]") {

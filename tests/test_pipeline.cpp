@@ -321,9 +321,10 @@ TEST_CASE("the planner searches stage splits and the profile's switches: the spa
     // Pipelines: the even split, each interleave v ≥ 2 with pp·v | 32 (pp | grad-accum),
     // and every (first, last) ≥ 1 leaving the pp − 2 others an even share of at least 1
     // (pp 2: first + last = 32), the even split (32/pp each) not twice.
-    // Per pipeline with dp > 1: ZeRO 0, 1 and 2 (parameter-gather overlap on and off) and
-    // 3, ZeRO 1, 2 and 3 each over all dp ranks or, hybrid, over each shard group S | dp
-    // with 2 ≤ S < dp; x 2 offloads x 2 dp-overlaps; dp = 1: ZeRO 0 x 2 offloads.
+    // Per pipeline with dp > 1: ZeRO 0, 1 and 2 (parameter-gather overlap on and off with
+    // the dp-overlap on; off only with it off, when the gather cannot overlap) and 3, ZeRO
+    // 1, 2 and 3 each over all dp ranks or, hybrid, over each shard group S | dp with
+    // 2 ≤ S < dp; x 2 offloads; dp = 1: ZeRO 0 x 2 offloads.
     // Per (tp, pp): sp off/on (tp > 1) x 3 recomputes x FlashAttention on/off x tp-comm-
     // overlap on/off (with sp).
     const auto uneven = [](int pp) {
@@ -344,7 +345,9 @@ TEST_CASE("the planner searches stage splits and the profile's switches: the spa
             const int dp = 8 / (tp * pp);
             int shardings = 1;
             for (int shard = 2; shard < dp; ++shard) shardings += dp % shard == 0;
-            const int inner = dp > 1 ? (1 + 2 * shardings + 2 * shardings + shardings) * 2 * 2 : 2;
+            const int overlap_on = 1 + 2 * shardings + 2 * shardings + shardings;
+            const int overlap_off = 1 + shardings + shardings + shardings;
+            const int inner = dp > 1 ? (overlap_on + overlap_off) * 2 : 2;
             const int units = tp > 1 ? 3 * 2 * (1 + 2) : 3 * 2;  // sp off: 1 tp-overlap value, sp on: 2
             for (int b = 1; b <= 8 / dp; ++b) {
                 if ((8 / dp) % b != 0) continue;

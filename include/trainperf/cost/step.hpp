@@ -314,7 +314,7 @@ inline step_time_breakdown step_times(const training_setup& s, const pipeline_ti
     // --overlap-param-gather: each bucket's gather is waited on by its first use and
     // prefetches the next; ASSUMPTION: the same overlappable share of the forward).
     const seconds after_optimizer =
-        s.framework.overlap_parameter_gather
+        overlaps_parameter_gather(s)
             ? exposed(sync.after_optimizer, s.framework.overlappable_backward_fraction * mb.forward,
                       held.after_optimizer)
             : sync.after_optimizer;

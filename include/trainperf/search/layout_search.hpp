@@ -309,8 +309,7 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                 s.layout.shard_group = z.shard_group;
                 for (offload_mode offload : choices.offloads) {
                     s.layout.offload = offload;
-                    const long long variants = static_cast<long long>(choices.overlaps.size() *
-                                                                      choices.gathers(zero) * schedules);
+                    const long long variants = static_cast<long long>(choices.gathers(zero) * schedules);
                     const std::size_t zero_offload = step_config++;  // (ZeRO configuration, offload)
                     const step_prices& costs = step_costs[zero_offload];
                     char& failed = did_not_fit[config++];
@@ -353,9 +352,9 @@ inline void search_pipeline_depth(const plan_request& r, const unit& u, int pp, 
                     for (std::size_t o = 0; o < choices.overlaps.size(); ++o) {
                         s.layout.dp_overlap = choices.overlaps[o];
                         if (per_overlap && o > 0) any_fits = fits_at(o) || any_fits;
-                        for (std::size_t g = 0; g < choices.gathers(zero); ++g) {
+                        for (std::size_t g = 0; g < choices.gathers(zero, s.layout.dp_overlap); ++g) {
                             s.framework.overlap_parameter_gather =
-                                zero == 1 || zero == 2 ? bool(choices.parameter_gathers[g])
+                                zero == 1 || zero == 2 ? choices.gather(g, s.layout.dp_overlap)
                                                        : r.base.framework.overlap_parameter_gather;
                             for (std::size_t k = 0; k < schedules; ++k) {
                                 s.layout.schedule = choices.schedules[k];

@@ -185,15 +185,29 @@ struct inner_choices {
     std::vector<zero_config> zeros;
     std::vector<offload_mode> offloads;
     std::vector<dp_overlap_mode> overlaps;
-    std::vector<bool> parameter_gathers;       // with ZeRO 1 and 2
+    std::vector<bool> parameter_gathers;       // with ZeRO 1 and 2 (switch_values: on first)
 
-    std::size_t gathers(int zero) const { return zero == 1 || zero == 2 ? parameter_gathers.size() : 1; }
+    // The parameter-gather switches with ZeRO `zero` and overlap `o`: without the gradient
+    // sync's overlap the gather is not overlapped either (overlaps_parameter_gather), so
+    // there only its off switch (the last value) is offered.
+    std::size_t gathers(int zero, dp_overlap_mode o) const {
+        if (zero != 1 && zero != 2) return 1;
+        return o == dp_overlap_mode::off ? 1 : parameter_gathers.size();
+    }
+    bool gather(std::size_t g, dp_overlap_mode o) const {
+        return o == dp_overlap_mode::off ? parameter_gathers.back() : parameter_gathers[g];
+    }
+    std::size_t gathers(int zero) const {
+        std::size_t n = 0;
+        for (dp_overlap_mode o : overlaps) n += gathers(zero, o);
+        return n;
+    }
     std::size_t schedules_for(const pipeline_config& p) const { return p.interleave == 1 ? schedules.size() : 1; }
     // Per pipeline configuration and schedule: every (ZeRO, offload, overlap, gather).
     std::size_t per_schedule() const {
         std::size_t n = 0;
         for (const zero_config& z : zeros) n += gathers(z.zero);
-        return n * offloads.size() * overlaps.size();
+        return n * offloads.size();
     }
     // With `interleaving`: whether the micro-batches per step allow the interleaved ones.
     std::size_t count(bool interleaving) const {

@@ -113,6 +113,14 @@ constexpr bool overlaps_data_parallel_sync(const training_setup& s) {
     return overlaps_data_parallel_sync(s.layout, s.framework);
 }
 
+// Whether the sharded optimizer's parameter all-gather runs during the next forward:
+// the framework's switch, where the gradient sync overlaps backward too (Megatron-LM
+// asserts --overlap-grad-reduce with --overlap-param-gather, megatron/training/
+// arguments.py@d98e8a64). Otherwise the gather runs after the optimizer step.
+constexpr bool overlaps_parameter_gather(const training_setup& s) {
+    return s.framework.overlap_parameter_gather && overlaps_data_parallel_sync(s);
+}
+
 // Whether tensor-parallel communication overlaps the GEMMs (the framework's
 // tensor_parallel_overlap): Megatron-Core requires sequence parallelism for it
 // (--tp-comm-overlap asserts --sequence-parallel), and it needs tp > 1. ASSUMPTION: only
