@@ -1175,6 +1175,22 @@ TEST_CASE("the flash-attention flag overrides the profile, and advice turns it o
     CHECK(bad.err.find("flash-attention = maybe") != std::string::npos);
 }
 
+TEST_CASE("the expandable-segments flag sets the allocator's slack to its partly used pages", "[cli][memory]") {
+    // gpt2 on one H100 in pytorch-eager (plain segments, 5 % of the peak): with expandable
+    // segments the slack is one 20 MiB and one 2 MiB page, whatever the peak.
+    const std::string base = "memory --gpu h100-sxm --model gpt2 --batch 8 --json";
+    const auto plain = run_json(base);
+    const auto expandable = run_json(base + " --expandable-segments on");
+    CHECK(expandable["peak_allocated_bytes"] == plain["peak_allocated_bytes"]);
+    const double peak = plain["peak_allocated_bytes"].get<double>();
+    CHECK(plain["total_bytes"].get<double>() == Approx(1.05 * peak).epsilon(1e-12));
+    CHECK(expandable["total_bytes"].get<double>() == Approx(peak + 22.0 * 1048576).epsilon(1e-12));
+    CHECK(run_json(base + " --expandable-segments off")["total_bytes"] == plain["total_bytes"]);
+    const auto bad = run_cli(base + " --expandable-segments maybe");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("expandable-segments = maybe") != std::string::npos);
+}
+
 TEST_CASE("predict --precision fp8 reports MFU against the FP8 and the BF16 peak", "[cli][fp8]") {
     const std::string base = "predict --gpu h100-sxm --model gpt2-medium --batch 8 --framework megatron-core";
     const auto j = run_json(base + " --precision fp8 --json");

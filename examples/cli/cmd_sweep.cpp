@@ -30,7 +30,7 @@ enum class sweep_parameter {
     overlap_param_gather, reshard_after_forward, cuda_graphs, first_stage_layers, last_stage_layers, rank_order,
     inter_node_bandwidth, sockets_per_node, adapters_per_node, data_ms, pcie_ms, prefetch, compile, nvlink_domain,
     ep, etp, moe_dispatcher, moe_imbalance, moe_capacity_factor, pipeline_layout, moe_a2a_overlap, recompute_modules,
-    moe_shared_expert_overlap, fp8_params
+    moe_shared_expert_overlap, fp8_params, expandable_segments
 };
 }  // namespace trainperf::cli
 
@@ -38,7 +38,7 @@ namespace trainperf {
 template <>
 struct enum_names<cli::sweep_parameter> {
     using p = cli::sweep_parameter;
-    static constexpr std::array<enum_name<p>, 55> table{{{p::batch, "batch"},
+    static constexpr std::array<enum_name<p>, 56> table{{{p::batch, "batch"},
                                                           {p::grad_accum, "grad-accum"},
                                                           {p::seq, "seq"},
                                                           {p::gpus, "gpus"},
@@ -92,7 +92,8 @@ struct enum_names<cli::sweep_parameter> {
                                                           {p::moe_a2a_overlap, "moe-a2a-overlap"},
                                                           {p::recompute_modules, "recompute-modules"},
                                                           {p::moe_shared_expert_overlap, "moe-shared-expert-overlap"},
-                                                          {p::fp8_params, "fp8-params"}}};
+                                                          {p::fp8_params, "fp8-params"},
+                                                          {p::expandable_segments, "expandable-segments"}}};
     static constexpr std::array<enum_name<p>, 1> aliases{{{p::batch, "micro-batch"}}};
 };
 }  // namespace trainperf
@@ -227,6 +228,7 @@ void apply(training_flags& f, std::optional<int>& dp, const axis& a, const std::
         case sweep_parameter::cuda_graphs: f.cuda_graphs = v; break;
         case sweep_parameter::compile: f.compile = v; break;
         case sweep_parameter::fp8_params: f.fp8_params = v; break;
+        case sweep_parameter::expandable_segments: f.expandable_segments = v; break;
         case sweep_parameter::first_stage_layers: f.first_stage_layers = parse_int(a, v); break;
         case sweep_parameter::last_stage_layers: f.last_stage_layers = parse_int(a, v); break;
         case sweep_parameter::rank_order: f.rank_order = v; break;

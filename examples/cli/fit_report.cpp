@@ -58,7 +58,9 @@ std::string borderline_text(const fit_margin& m, const memory_overheads& o) {
         case deciding_assumption::none: break;
         case deciding_assumption::allocator_slack:
             return "borderline: the verdict rests on the allocator's slack, " + gb_and_gib(m.assumed) + " (" +
-                   fixed(100 * o.fragmentation, 0) + " % of the peak, an ASSUMPTION): " +
+                   (o.expandable_segments ? std::string("the partly used pages of expandable segments")
+                                          : fixed(100 * o.fragmentation, 0) + " % of the peak") +
+                   ", an ASSUMPTION): " +
                    (fits ? "twice that and it would not fit" : "with none (e.g. expandable segments) it would fit") +
                    "\n";
         case deciding_assumption::cuda_context:

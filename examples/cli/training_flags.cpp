@@ -178,6 +178,10 @@ void training_flags::add_to(CLI::App* sub, bool require_model, flag_set set) {
                     "on|off: with --precision fp8, the Linear weights held in FP8 as the parameters, no 16-bit copy, "
                     "and all-gathered in FP8 by the sharded optimizer (Megatron-Core --fp8-param-gather; ZeRO 1 to "
                     "3; frameworks that cache FP8 weights) (default: the profile's)");
+    sub->add_option("--expandable-segments", expandable_segments,
+                    "on|off: PyTorch's caching allocator with expandable segments "
+                    "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): its slack is the partly used pages of its "
+                    "pools instead of the profile's fragmentation share (default: the profile's)");
     auto* link_opt = sub->add_option("--link", link, "GPU-GPU link inside a node: " + enum_name_list<link_kind>() +
                                                           " (default: the GPU's)");
     auto* link_bw = sub->add_option("--link-bandwidth", link_bandwidth,
@@ -232,7 +236,9 @@ void training_flags::apply_framework_flags(training_setup& s) const {
                                                                    s.framework.cuda_graphs},
           std::tuple<std::string_view, const std::string&, bool&>{"compile", compile, s.framework.compiled},
           std::tuple<std::string_view, const std::string&, bool&>{"fp8-params", fp8_params,
-                                                                   s.framework.fp8_primary_weights}}) {
+                                                                   s.framework.fp8_primary_weights},
+          std::tuple<std::string_view, const std::string&, bool&>{"expandable-segments", expandable_segments,
+                                                                   s.framework.memory.expandable_segments}}) {
         if (value.empty()) continue;
         require(value == "on" || value == "off", name, value, "must be on or off");
         field = value == "on";
@@ -374,7 +380,7 @@ std::string setup_text(const training_setup& s, const std::string& gpu, const st
 }
 
 // The on/off flags (--flash-attention, --tp-comm-overlap, --overlap-param-gather,
-// --reshard-after-forward, --cuda-graphs, --compile, --fp8-params) where
+// --reshard-after-forward, --cuda-graphs, --compile, --fp8-params, --expandable-segments) where
 // the setup's framework differs from `base`, every one of them without a base. An
 // explicit --reshard-after-forward also overrides the profile's pipeline default
 // (keeps_gathered_with_pipeline), so it is printed where that differs too, and not
@@ -394,7 +400,9 @@ std::string framework_switches(const framework_profile& fw, const framework_prof
           std::tuple<std::string_view, bool, bool>{"--cuda-graphs", fw.cuda_graphs, base && base->cuda_graphs},
           std::tuple<std::string_view, bool, bool>{"--compile", fw.compiled, base && base->compiled},
           std::tuple<std::string_view, bool, bool>{"--fp8-params", fw.fp8_primary_weights,
-                                                    base && base->fp8_primary_weights}})
+                                                    base && base->fp8_primary_weights},
+          std::tuple<std::string_view, bool, bool>{"--expandable-segments", fw.memory.expandable_segments,
+                                                    base && base->memory.expandable_segments}})
         if (!base || on != was) t += " " + std::string(flag) + (on ? " on" : " off");
     if (reshard_differs) t += std::string(" --reshard-after-forward ") + (fw.reshard_after_forward ? "on" : "off");
     return t;

@@ -44,7 +44,8 @@ struct training_flags {
     std::string calibration;
     std::string flash_attention;  // on | off; empty: as the framework profile has it
     // The other on/off switches, the same way.
-    std::string tp_comm_overlap, overlap_param_gather, reshard_after_forward, cuda_graphs, compile, fp8_params;
+    std::string tp_comm_overlap, overlap_param_gather, reshard_after_forward, cuda_graphs, compile, fp8_params,
+        expandable_segments;
     // --grad-reduce-dtype: fp32, or the recipe's own 16-bit gradient format; empty: as the
     // framework profile has it (--fp32-grads is the older spelling of fp32).
     std::string grad_reduce_dtype;

@@ -4,15 +4,11 @@
 //
 // Two terms of every memory estimate are ASSUMPTIONS, not derived from the workload
 // (spec/framework.hpp memory_overheads, docs/memory.md §6):
-//   - the caching allocator's slack, `fragmentation` × the allocated peak (5-8 % in
-//     the catalog profiles). PyTorch's allocator rounds requests to 512 B, serves
-//     1-10 MiB requests from 20 MiB segments and larger ones from segments rounded to
-//     2 MiB, and a freed block is reused only by requests that fit it
-//     (c10/cuda/CUDACachingAllocator.cpp@001074d2: kMinBlockSize, kLargeBuffer,
-//     kMinLargeAlloc, kRoundLarge); with expandable_segments one segment per stream
-//     grows in 2 MiB / 20 MiB pages and the slack nearly vanishes. How much is
-//     reserved beyond the allocated peak depends on the order of allocations, which
-//     this model does not follow;
+//   - the caching allocator's slack (cost/allocator_slack.hpp): with plain segments
+//     `fragmentation` × the allocated peak (5-8 % in the catalog profiles), since how
+//     much is reserved beyond the allocated peak depends on the order of allocations,
+//     which this model does not follow; with expandable segments the partly used pages
+//     of its pools;
 //   - the CUDA context, outside the allocator (`cuda_context`, 500 MiB): PyTorch
 //     measured 287 MB of device memory in use (total − free, one small tensor allocated) with lazy module
 //     loading and 667 MB without (pytorch/pytorch PR #85692, CUDA_MODULE_LOADING).

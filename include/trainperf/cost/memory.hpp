@@ -30,6 +30,7 @@
 #include "../spec/checked_setup.hpp"
 #include "../spec/setup.hpp"
 #include "activations.hpp"
+#include "allocator_slack.hpp"
 
 namespace trainperf {
 
@@ -484,7 +485,7 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
 }
 
 // A stage's memory from its two parts (`state_part` from stage_state_memory of the same
-// held stage), and the allocator's fragmentation over their peak.
+// held stage), and the allocator's slack over their peak (cost/allocator_slack.hpp).
 constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, const stage_micro_batch_memory& held,
                                         const memory_overheads& o) {
     memory_breakdown mb = state_part;
@@ -494,7 +495,7 @@ constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, cons
     mb.workspace = held.workspace;
     mb.temporaries = held.temporaries;
     mb.buffers += held.outside_allocator;
-    mb.fragmentation = o.fragmentation * (mb.peak_allocated() - held.outside_allocator);
+    mb.fragmentation = allocator_slack(o, mb.peak_allocated() - held.outside_allocator);
     return mb;
 }
 
@@ -506,7 +507,7 @@ constexpr bytes stage_total(const memory_breakdown& state_part, const stage_micr
         state_part.static_state(), held.workspace, state_part.buffers + held.outside_allocator,
         state_part.weight_copies + held.weight_copies + held.activations + held.logits + held.temporaries,
         state_part.optimizer_temporaries);
-    return peak + o.fragmentation * (peak - held.outside_allocator);
+    return peak + allocator_slack(o, peak - held.outside_allocator);
 }
 
 constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,

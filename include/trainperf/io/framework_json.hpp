@@ -120,6 +120,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
               {"gradient_bucket_copy", o.gradient_bucket_copy},
               {"optimizer_temporaries", o.optimizer_temporaries},
               {"fragmentation", o.fragmentation},
+              {"expandable_segments", o.expandable_segments},
               {"host_reserve_bytes", o.host_reserve.value()},
               {"cuda_context_bytes", o.cuda_context.value()}}}};
 }
@@ -273,7 +274,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     dd::only_keys(m, ctx,
                   {"fp32_logits", "loss_buffers", "dropout", "workspace_bytes", "temporaries_bytes",
                    "gradient_buckets_bytes", "gradient_bucket_copy", "optimizer_temporaries", "fragmentation",
-                   "host_reserve_bytes", "cuda_context_bytes"});
+                   "expandable_segments", "host_reserve_bytes", "cuda_context_bytes"});
     constexpr double max_bytes = 1e13;  // 10 TB: more than any device holds
     memory_overheads& o = f.memory;
     o.fp32_logits = dd::boolean(m, ctx, "fp32_logits");
@@ -285,6 +286,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     o.gradient_bucket_copy = dd::number(m, ctx, "gradient_bucket_copy", 0, 4, "(copies of the gradients)");
     o.optimizer_temporaries = dd::number(m, ctx, "optimizer_temporaries", 0, 16, "(x local fp32 parameter bytes)");
     o.fragmentation = dd::number(m, ctx, "fragmentation", 0, 0.99, "(a fraction of the peak)");
+    if (m.contains("expandable_segments")) o.expandable_segments = dd::boolean(m, ctx, "expandable_segments");
     o.host_reserve = bytes_of(dd::number(m, ctx, "host_reserve_bytes", 0, max_bytes, "bytes"));
     o.cuda_context = bytes_of(dd::number(m, ctx, "cuda_context_bytes", 0, max_bytes, "bytes"));
     validate(f);

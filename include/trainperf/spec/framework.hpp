@@ -426,7 +426,10 @@ inline constexpr framework_profile torchtitan_profile{
         .fp32_logits = true,   // cross_entropy over pred.float()
         .loss_buffers = 2.0,
         .workspace = mebibytes_of(32.0),
-        .fragmentation = 0.05,  // ASSUMPTION, as the Trainer's
+        .fragmentation = 0.05,  // ASSUMPTION, as the Trainer's (with plain segments)
+        // torchtitan's launcher sets PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
+        // (run_train.sh@b0902b29).
+        .expandable_segments = true,
     },
 };
 

@@ -92,8 +92,14 @@ struct memory_overheads {
     // Temporaries of the optimizer step, as a multiple of the local fp32 parameter
     // bytes (a per-tensor or foreach AdamW allocates intermediates; fused: ~0).
     double optimizer_temporaries = 0.0;
-    // Caching-allocator overhead (reserved beyond allocated), a fraction of the peak.
+    // Caching-allocator overhead (reserved beyond allocated), a fraction of the peak,
+    // with plain segments (PyTorch's default).
     double fragmentation = 0.0;
+    // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the allocator's pools grow in pages
+    // it can hand back, and its slack is their partly used pages instead of
+    // `fragmentation` (cost/allocator_slack.hpp). "experimental, default: False" in
+    // PyTorch (docs/source/notes/cuda.rst@68e217b9).
+    bool expandable_segments = false;
     // Devices whose memory is shared with the CPU (Jetson): what the OS, the CPU side
     // of the training process and the desktop keep. An estimate, not a datasheet
     // number (Ubuntu + Python + PyTorch CPU side typically hold 1.5-3 GB).
