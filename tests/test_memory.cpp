@@ -18,6 +18,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 using namespace trainperf;
 using trainperf_tests::memory_at;
@@ -259,6 +260,30 @@ TEST_CASE("fragmentation and optimizer temporaries", "[memory]") {
     CHECK(s.optimizer_temporaries.value() == 2 * 4 * parameter_count(gpt));
     CHECK(s.peak_phase() == memory_phase::optimizer_step);
     CHECK(s.peak_allocated() == s.optimizer_step_peak());
+}
+
+TEST_CASE("the tensor-parallel overlap's userbuffers sit beside the allocator's peak", "[memory]") {
+    // Llama 2 7B (h 4096) at seq 4096, micro-batch 1, tp 2 with sp under Megatron-Core:
+    // Transformer Engine's 12 userbuffers of 4096 x 4096 elements each, in bf16 24 B per
+    // element in all, 384 MiB; under fp8 the 8 all-gathers' buffers hold one byte, 16 B,
+    // 256 MiB; cp 2 halves the shape; none without the overlap or sequence parallelism.
+    const auto buffers = [](precision_kind k, parallel_layout l, bool overlap) {
+        framework_profile fw = megatron_core_profile;
+        fw.tensor_parallel_overlap = overlap;
+        return memory_at(llama2_7b::config, recipe(k), optimizer_kind::adamw, l, 4096, fw);
+    };
+    const double mib = 1048576;
+    const parallel_layout tp2{.tp = 2, .sp = true}, cp2{.tp = 2, .cp = 2, .sp = true}, no_sp{.tp = 2};
+    for (const auto& [kind, l, expected] : {std::tuple{precision_kind::bf16, tp2, 384 * mib},
+                                           std::tuple{precision_kind::fp8, tp2, 256 * mib},
+                                           std::tuple{precision_kind::bf16, cp2, 192 * mib},
+                                           std::tuple{precision_kind::bf16, no_sp, 0.0}}) {
+        INFO(to_string(kind) << ", " << to_string(l));
+        const memory_breakdown with = buffers(kind, l, true), without = buffers(kind, l, false);
+        CHECK(with.buffers.value() - without.buffers.value() == Approx(expected).margin(1e-3));
+        // Outside the caching allocator: no slack on them.
+        CHECK(with.fragmentation.value() == Approx(without.fragmentation.value()).epsilon(1e-12));
+    }
 }
 
 TEST_CASE("with expandable segments the allocator's slack is its pools' partly used pages", "[memory]") {

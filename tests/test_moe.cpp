@@ -729,12 +729,13 @@ TEST_CASE("DeepEP's buffers: sized from its tuned configurations, outside the al
     CHECK(layer.dispatcher_buffers.value() == nvl + rdma + workspace);
     const model_state state = model_state_of(staged);
     const pipeline_split split = pipeline_split_of(s.model, s.layout);
+    // Every rank holds the tensor-parallel overlap's userbuffers besides (cost/userbuffers.hpp).
     CHECK(memory_detail::stage_micro_batches(s.model, stored_precision(s), state, s.layout, 4096, s.framework, layer,
                                              split, 0, {})
-              .outside_allocator.value() == 0);
+              .outside_allocator == layer.userbuffers);
     CHECK(memory_detail::stage_micro_batches(s.model, stored_precision(s), state, s.layout, 4096, s.framework, layer,
                                              split, 1, {})
-              .outside_allocator.value() == nvl + rdma + workspace);
+              .outside_allocator.value() == nvl + rdma + workspace + layer.userbuffers.value());
 
     // DeepEP runs only the group sizes it has configurations for.
     training_setup qwen;

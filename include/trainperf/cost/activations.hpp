@@ -19,6 +19,7 @@
 #include "../spec/precision.hpp"
 #include "../spec/recompute_modules.hpp"
 #include "dispatcher_buffers.hpp"
+#include "userbuffers.hpp"
 
 namespace trainperf {
 
@@ -220,6 +221,9 @@ struct layer_activations {
     // What the dispatcher allocates outside the caching allocator on a rank with MoE
     // layers (cost/dispatcher_buffers.hpp): DeepEP's buffers.
     bytes dispatcher_buffers = bytes_of(0);
+    // Transformer Engine's userbuffers for the tensor-parallel overlap, on every rank
+    // (cost/userbuffers.hpp), outside the caching allocator too.
+    bytes userbuffers = bytes_of(0);
 };
 
 // What an MoE layer keeps for backward on the busiest rank of a sequence-parallel group,
@@ -285,6 +289,7 @@ constexpr layer_activations layer_activations_of(const transformer_config& m, co
     const double cp = p.cp;
     if (run.a2a_overlap && p.pp > 1) a.extra_in_flight = 1.0 / p.interleave;
     a.dispatcher_buffers = dispatcher_buffer_bytes(m, run, p);
+    a.userbuffers = userbuffer_bytes(m, r, p, seq, fw);
     const recompute_module_set modules = recomputed_modules(p);
     if (has_moe(m)) {
         a.moe_kept = moe_layer_activation_bytes(m, x, p.micro_batch, seq, p, p.recompute, fw, run, modules) / cp;

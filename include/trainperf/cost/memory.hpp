@@ -51,7 +51,7 @@ struct memory_breakdown {
     bytes activations = bytes_of(0);      // kept for backward, all micro-batches in flight
     bytes logits = bytes_of(0);           // logits and loss buffers
     bytes workspace = bytes_of(0);
-    bytes buffers = bytes_of(0);          // gradient buckets, ZeRO-3 gathered weights, DeepEP's buffers
+    bytes buffers = bytes_of(0);          // gradient buckets, ZeRO-3 gathered weights, DeepEP's buffers, TE's userbuffers
     bytes temporaries = bytes_of(0);      // backward temporaries
     bytes optimizer_temporaries = bytes_of(0);
     bytes fragmentation = bytes_of(0);    // reserved beyond the allocated peak
@@ -234,8 +234,9 @@ struct stage_micro_batch_memory {
     bytes logits = bytes_of(0);
     bytes workspace = bytes_of(0);
     bytes temporaries = bytes_of(0);
-    // The MoE dispatcher's own buffers on a stage with MoE layers, outside the caching
-    // allocator (in the breakdown's buffers, without fragmentation).
+    // The MoE dispatcher's own buffers on a stage with MoE layers and the tensor-parallel
+    // overlap's userbuffers, outside the caching allocator (in the breakdown's buffers,
+    // without its slack).
     bytes outside_allocator = bytes_of(0);
 };
 
@@ -324,6 +325,8 @@ constexpr stage_micro_batch_memory stage_micro_batches_holding(const transformer
     // DeepEP creates its buffers at a rank's first dispatch (fused_a2a.py get_buffer):
     // ranks that run an MoE layer (or an MoE model's multi-token prediction module).
     if (moe > 0 || (v.mtp > 0 && has_moe(m))) mb.outside_allocator = layer.dispatcher_buffers;
+    // Transformer Engine's userbuffers, on every rank of the overlapped tensor group.
+    mb.outside_allocator += layer.userbuffers;
     bytes act = in_flight * interleave * (double(stage_layers - moe) * layer.kept + double(moe) * layer.moe_kept);
     const double seq_split = p.sp ? t : 1.0;
     if (first && o.dropout && m.dropout) act += bytes_of(in_flight * s * b * h / seq_split);  // embedding mask
