@@ -1580,7 +1580,7 @@ TEST_CASE("plan --framework any leaves out the frameworks that do not train the 
     // only; the others named, with why.
     const auto fp8 = run_json(request + " --precision fp8 --fp8-scaling current --top 3 --json");
     CHECK(fp8["frameworks_searched"] == nlohmann::json::array({"megatron-core", "torchtitan"}));
-    REQUIRE(fp8["frameworks_skipped"].size() == 3);
+    REQUIRE(fp8["frameworks_skipped"].size() == 4);
     for (const auto& s : fp8["frameworks_skipped"]) {
         INFO(s.dump());
         CHECK(s["reason"].get<std::string>().find("precision = fp8") != std::string::npos);
@@ -1605,7 +1605,7 @@ TEST_CASE("plan --framework any leaves out the frameworks that do not train the 
     // 8-bit Adam: the Hugging Face Trainer, with or without DeepSpeed.
     const auto adam8bit = run_json(request + " --optimizer adam8bit --top 3 --json");
     CHECK(adam8bit["frameworks_searched"] == nlohmann::json::array({"pytorch-eager", "deepspeed"}));
-    CHECK(adam8bit["frameworks_skipped"].size() == 3);
+    CHECK(adam8bit["frameworks_skipped"].size() == 4);
 }
 
 TEST_CASE("only plan and fit take --framework any, and plan not with --train-tokens", "[cli][plan][framework]") {
@@ -1645,15 +1645,18 @@ TEST_CASE("fit --framework any: a table per framework that runs the setup, the o
         const std::string heading = std::string("\n").append(t["framework"].get<std::string>()).append(": ");
         CHECK(text.out.find(heading) != std::string::npos);
     }
-    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed; and
-    // torchtitan has no ZeRO-1.
+    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed;
+    // torchtitan has no ZeRO-1, and Megatron-DeepSpeed of 2021 no bf16.
     const auto tp2 = run_json(setup + " --tp 2 --framework any --json");
-    REQUIRE(tp2["frameworks_skipped"].size() == 3);
+    REQUIRE(tp2["frameworks_skipped"].size() == 4);
     CHECK(tp2["frameworks_skipped"][0]["framework"] == "pytorch-eager");
     CHECK(tp2["frameworks_skipped"][1]["framework"] == "deepspeed");
     CHECK(tp2["frameworks_skipped"][2]["framework"] == "torchtitan");
+    CHECK(tp2["frameworks_skipped"][3]["framework"] == "megatron-deepspeed");
     for (const auto& s : tp2["frameworks_skipped"]) {
-        const std::string field = s["framework"] == "torchtitan" ? "zero = 1" : "tp = 2";
+        const std::string field = s["framework"] == "torchtitan"           ? "zero = 1"
+                                  : s["framework"] == "megatron-deepspeed" ? "precision = bf16"
+                                                                           : "tp = 2";
         CHECK(s["reason"].get<std::string>().rfind(field + ": framework " + s["framework"].get<std::string>(), 0) == 0);
     }
     const auto tp2_text = run_cli(setup + " --tp 2 --framework any");
@@ -1664,20 +1667,21 @@ TEST_CASE("fit --framework any: a table per framework that runs the setup, the o
     REQUIRE(fp8["frameworks"].size() == 1);
     CHECK(fp8["frameworks"][0]["framework"] == "megatron-core");
     for (const auto& row : fp8["frameworks"][0]["fits"]) CHECK(row["precision"] == "fp8");
-    // Adapters: not in Megatron-LM, Megatron-Core or torchtitan.
+    // Adapters: not in Megatron-LM, Megatron-Core, torchtitan or Megatron-DeepSpeed.
     const auto lora =
         run_json("fit --gpu h100-sxm --model llama2-7b --gpus 8 --finetune lora --framework any --json");
-    CHECK(lora["frameworks_skipped"].size() == 3);
+    CHECK(lora["frameworks_skipped"].size() == 4);
     for (const auto& t : lora["frameworks"]) CHECK(t.contains("max_micro_batch_with_full_recompute"));
 }
 
 TEST_CASE("fit --framework any: exit status 3 only when nothing fits under any framework, 2 for bad input",
           "[cli][fit][framework]") {
-    // llama2-70b's weights alone outgrow one H100 under every framework.
-    const auto big = run_cli("fit --gpu h100-sxm --model llama2-70b --framework any");
+    // llama2-70b's weights alone outgrow one H100 under every framework (in fp32, which
+    // every one runs).
+    const auto big = run_cli("fit --gpu h100-sxm --model llama2-70b --precision fp32 --framework any");
     CHECK(big.exit_code == 3);
     CHECK(big.out.find("Left out") == std::string::npos);
-    const auto big_json = run_cli("fit --gpu h100-sxm --model llama2-70b --framework any --json");
+    const auto big_json = run_cli("fit --gpu h100-sxm --model llama2-70b --precision fp32 --framework any --json");
     REQUIRE(big_json.exit_code == 3);
     const nlohmann::json big_document = nlohmann::json::parse(big_json.out);  // outlives the loop
     for (const auto& t : big_document["frameworks"])
@@ -1689,6 +1693,7 @@ TEST_CASE("fit --framework any: exit status 3 only when nothing fits under any f
     });
     CHECK(run_cli("fit --gpu h100-sxm --model llama2-7b --gpus 8 --precision fp8 --optimizer adam8bit "
                   "--framework any")
-              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan: none of them runs this") !=
+              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan,megatron-deepspeed: none of "
+                        "them runs this") !=
           std::string::npos);
 }

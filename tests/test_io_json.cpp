@@ -231,7 +231,9 @@ step_report step_of(const gpu_spec& g, const transformer_config& m, const framew
     training_setup s;
     s.cluster = standard_cluster(g, gpus);
     s.model = m;
-    s.precision = recipe(g.supports(dtype::bf16) ? precision_kind::bf16 : precision_kind::fp16);
+    // bf16 where the GPU and the framework have it (megatron-deepspeed's DeepSpeed v0.5 has not).
+    const bool bf16 = g.supports(dtype::bf16) && fw.precisions.contains(precision_kind::bf16);
+    s.precision = recipe(bf16 ? precision_kind::bf16 : precision_kind::fp16);
     s.framework = fw;
     s.seq = std::min(m.max_seq > 0 ? m.max_seq : 2048, 2048);
     // The highest ZeRO stage the framework offers.

@@ -641,11 +641,13 @@ TEST_CASE("the fit table across frameworks: each framework's own table, the othe
         CHECK(t.largest == expected.largest);
         CHECK(t.with_full_recompute == expected.with_full_recompute);
     }
-    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed.
+    // Tensor parallelism: not under the Hugging Face Trainer, with or without DeepSpeed;
+    // Megatron-DeepSpeed of 2021 has it, but no bf16.
     const fit_across_result tp2 = fit_tables_across({.base = llama_on_a_node({.dp = 4, .tp = 2})}, framework_profiles);
-    CHECK(skipped_names(tp2) == std::vector<std::string>{"pytorch-eager", "deepspeed"});
+    CHECK(skipped_names(tp2) == std::vector<std::string>{"pytorch-eager", "deepspeed", "megatron-deepspeed"});
     for (const skipped_framework& s : tp2.skipped) {
-        CHECK_THAT(s.reason, Catch::StartsWith("tp = 2: framework " + s.framework));
+        const std::string field = s.framework == "megatron-deepspeed" ? "precision = bf16" : "tp = 2";
+        CHECK_THAT(s.reason, Catch::StartsWith(field + ": framework " + s.framework));
     }
     // fp8 with ZeRO-1, asked for: Megatron-Core only (torchtitan has no ZeRO-1). Not asked
     // for, bf16 is the base: every framework.
@@ -655,12 +657,13 @@ TEST_CASE("the fit table across frameworks: each framework's own table, the othe
     REQUIRE(only_fp8.tables.size() == 1);
     CHECK(only_fp8.tables[0].base.framework.name == "megatron-core");
     CHECK(only_fp8.tables[0].precisions == std::vector{precision_kind::fp8});
-    CHECK(only_fp8.skipped.size() == 4);
-    // Adapters: not in Megatron-LM, Megatron-Core or torchtitan.
+    CHECK(only_fp8.skipped.size() == 5);
+    // Adapters: not in Megatron-LM, Megatron-Core, torchtitan or Megatron-DeepSpeed.
     training_setup lora = llama_on_a_node({.dp = 8});
     lora.finetune = {.mode = finetune_mode::lora};
     const fit_across_result adapters = fit_tables_across({.base = lora}, framework_profiles);
-    CHECK(skipped_names(adapters) == std::vector<std::string>{"megatron", "megatron-core", "torchtitan"});
+    CHECK(skipped_names(adapters) ==
+          std::vector<std::string>{"megatron", "megatron-core", "torchtitan", "megatron-deepspeed"});
     for (const fit_table& t : adapters.tables) CHECK(t.with_full_recompute);
 }
 
@@ -671,11 +674,13 @@ TEST_CASE("the fit table across frameworks: none runs the setup", "[memory][fit]
     none.base.precision = recipe(precision_kind::fp8);
     none.base.optimizer = optimizer_kind::adam8bit;
     CHECK_THROWS_WITH(fit_tables_across(none, framework_profiles),
-                      Catch::StartsWith("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan: none of them "
-                                        "runs this setup as a whole") &&
+                      Catch::StartsWith("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan,"
+                                        "megatron-deepspeed: none of them runs this setup as a whole") &&
                           Catch::Contains("framework megatron-core"));
-    // What no framework runs is the error as it is: 32 heads do not split over 3 ranks.
-    const fit_table_request tp3{.base = llama_on_a_node({.dp = 2, .tp = 3})};
+    // What no framework runs is the error as it is: 32 heads do not split over 3 ranks (in
+    // fp32, which every framework runs).
+    fit_table_request tp3{.base = llama_on_a_node({.dp = 2, .tp = 3})};
+    tp3.base.precision = recipe(precision_kind::fp32);
     fit_table_request tp3_megatron = tp3;
     tp3_megatron.base.framework = megatron_profile;
     CHECK_THROWS_WITH(fit_table_of(tp3_megatron), Catch::StartsWith("tp = 3"));

@@ -68,6 +68,30 @@ TEST_CASE("ZeRO-3 gathers and reduces per unit: each layer and the root") {
     CHECK(r.time.communication.value() >= 2 * unit.value() * (1 - 1e-9));
 }
 
+TEST_CASE("DeepSpeed of 2021 moves each weight tensor on its own, and overlaps nothing") {
+    // llama3-8b in Megatron's code under megatron-deepspeed: each layer's 4 weight tensors
+    // (QKV, the output projection, fc1 holding SwiGLU's gate and up, fc2) gathered and
+    // reduce-scattered one by one, 32 · 4 + 1 = 129 units; dp 16 over 2 nodes, fp16.
+    training_setup s = on_h100({.dp = 16, .zero = 3, .micro_batch = 1}, megatron_deepspeed_profile);
+    s.precision = recipe(precision_kind::fp16);
+    CHECK(layer_weight_tensors(s.model, model_code::generic) == 4);
+    CHECK(layer_weight_tensors(s.model, model_code::llama) == 7);  // q, k, v, o, gate, up, down
+    const model_state state = model_state_of(s);
+    const step_ops w = step_workload(s, state);
+    const double weights = parameters_per_gpu(s, state) * 2.0;
+    for (const auto& op : w.sync) {
+        CHECK(op.count == 129);
+        if (op.op.kind == collective::all_gather) CHECK(op.op.size.value() == Approx(weights / 129));
+    }
+    // Nothing hides: each micro-batch pays its forward's and its backward's gathers and
+    // its reduce-scatters whole.
+    const step_prices prices = price_step(w, s);
+    const seconds gather = collective_time(w.sync[0].op, s.cluster);
+    CHECK(prices.sync.per_forward.value() == Approx(129 * gather.value()));
+    const step_time_breakdown t = step_times(s, price_pipeline(s), prices);
+    CHECK(t.communication.value() == Approx(prices.sync.per_step_total(1.0).value()).epsilon(1e-9));
+}
+
 TEST_CASE("ZeRO-3 kept gathered from forward to backward: no second all-gather") {
     framework_profile kept = deepspeed_profile;
     kept.reshard_after_forward = false;

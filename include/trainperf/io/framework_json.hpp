@@ -53,6 +53,7 @@ inline nlohmann::json framework_to_json(const framework_profile& f) {
             {"fp32_gradient_accumulation", f.fp32_gradient_accumulation},
             {"overlap_parameter_gather", f.overlap_parameter_gather},
             {"reshard_after_forward", f.reshard_after_forward},
+            {"zero3_per_tensor_collectives", f.zero3_per_tensor_collectives},
             {"tensor_parallel_overlap", f.tensor_parallel_overlap},
             {"fp8_weight_cache", f.fp8_weight_cache},
             {"fp8_primary_weights", f.fp8_primary_weights},
@@ -141,7 +142,7 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                    "optimizers", "precisions", "finetune_modes", "host_optimizers", "fp8_scalings", "rank_orders", "moe_dispatchers", "recompute_modes",
                    "layer_compile", "compiled", "checkpoint_rng_state", "keeps_gathered_with_pipeline",
                    "fp32_sharded_parameters", "ring_merge", "loss", "fp8_weight_cache",
-                   "fp8_primary_weights", "fused_rope"});
+                   "fp8_primary_weights", "fused_rope", "zero3_per_tensor_collectives"});
     dd::schema(j, framework_schema);
     framework_profile f;
     f.name = keep_text(dd::name_text(j, "", "name"));
@@ -170,7 +171,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
     // states saved around a checkpoint, reshard_after_forward with pipeline stages too,
     // a 16-bit ZeRO-3 shard beside the fp32 master, the context-parallel ring's merges
     // fused, the loss PyTorch's cross-entropy, fp8 weights cast in every forward and
-    // kept beside 16-bit ones, RoPE as PyTorch ops).
+    // kept beside 16-bit ones, RoPE as PyTorch ops, ZeRO-3 moving each layer's parameters
+    // in one collective).
     if (j.contains("ring_merge")) f.ring_merge = dd::enum_value<kv_ring_merge>(j, "", "ring_merge");
     if (j.contains("loss")) f.loss = dd::enum_value<loss_implementation>(j, "", "loss");
     if (j.contains("recompute_modes"))
@@ -182,7 +184,8 @@ inline framework_profile framework_from_json(const nlohmann::json& j) {
                                      {"fp32_sharded_parameters", &f.fp32_sharded_parameters},
                                      {"fp8_weight_cache", &f.fp8_weight_cache},
                                      {"fp8_primary_weights", &f.fp8_primary_weights},
-                                     {"fused_rope", &f.fused_rope}})
+                                     {"fused_rope", &f.fused_rope},
+                                     {"zero3_per_tensor_collectives", &f.zero3_per_tensor_collectives}})
         if (j.contains(std::string(key))) *field = dd::boolean(j, "", key);
     if (j.contains("scales_gradients_every_step"))
         f.scales_gradients_every_step = dd::boolean(j, "", "scales_gradients_every_step");

@@ -228,6 +228,47 @@ inline constexpr framework_profile deepspeed_profile{
     },
 };
 
+// Megatron-DeepSpeed as it ran in 2021: Megatron-LM's model code and tensor parallelism
+// under the DeepSpeed engine's ZeRO (microsoft/Megatron-DeepSpeed@e5eda7e2, 2021-06:
+// pretrain_gpt.py builds GPTModel inside deepspeed.zero.Init over the data-parallel group
+// when --zero-stage 3), with DeepSpeed v0.5.0 (microsoft/DeepSpeed@f2843244, 2021-08).
+// Megatron-LM 2022's fused kernels, loss and layer (the megatron profile's), and what that
+// DeepSpeed does differently from v0.12.6 (the deepspeed profile's):
+//   - ZeRO-3 moves every weight tensor on its own: one all_gather per parameter in each
+//     submodule's fetch, a torch.cuda.synchronize() before each and after the fetch
+//     (partition_parameters.py _allgather_param, stage3.py fetch_sub_module and
+//     _synchronize_communication), one reduce_scatter per parameter's gradient
+//     (_reduce_scatter_gradients); its "async" gathers did not overlap compute, as the
+//     commit that removed the synchronize says (microsoft/DeepSpeed@c0eeb69d, 2021-10:
+//     "the async version is not async at all, because each all_gather calls
+//     torch.cuda.synchronize()"). So nothing overlaps: data-parallel sync exposed.
+//   - no sequence or context parallelism (Megatron-LM of 2021), no bf16 (DeepSpeed v0.5's
+//     precision modes are fp32 and fp16), no pipeline: DeepSpeed's PipelineEngine
+//     refuses ZeRO-2 and 3 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+//     parallelism", deepspeed/runtime/pipe/engine.py@f2843244); a pipeline with ZeRO 0
+//     or 1 is the megatron profile's business;
+//   - ZeRO-Offload of the optimizer (cpu_offload, DeepSpeedCPUAdam).
+// ASSUMPTIONs: the megatron profile's host inventory and per-step overhead, and the
+// deepspeed profile's buckets (reduce_bucket_size 5e8) and allocator slack.
+inline constexpr framework_profile megatron_deepspeed_profile = [] {
+    framework_profile p = megatron_profile;
+    p.name = "megatron-deepspeed";
+    p.software = "Megatron-DeepSpeed (2021; microsoft/Megatron-DeepSpeed@e5eda7e2) with DeepSpeed v0.5.0";
+    p.zero_stages = 0b1111;
+    p.zero3_per_tensor_collectives = true;
+    p.overlap_data_parallel_sync = false;
+    p.sequence_parallel = false;
+    p.context_parallel = false;
+    p.pipeline_parallel = false;
+    p.interleaved_pipeline = false;
+    p.optimizer_offload = true;
+    p.host_optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused};
+    p.precisions = {precision_kind::fp32, precision_kind::fp16};
+    p.memory.gradient_buckets = deepspeed_profile.memory.gradient_buckets;
+    p.memory.fragmentation = deepspeed_profile.memory.fragmentation;
+    return p;
+}();
+
 // Megatron-Core (2024-2025) with Transformer Engine (NVIDIA Megatron-LM
 // megatron/core@d98e8a64, TransformerEngine@d0067d0d): the 2022 profile's fused
 // kernels, and
@@ -434,7 +475,7 @@ inline constexpr framework_profile torchtitan_profile{
 };
 
 inline constexpr std::array framework_profiles{pytorch_eager_profile, megatron_profile, deepspeed_profile,
-                                               megatron_core_profile, torchtitan_profile};
+                                               megatron_core_profile, torchtitan_profile, megatron_deepspeed_profile};
 
 constexpr const framework_profile& lookup_framework(std::string_view name) {
     return find_by_name(framework_profiles, "framework", name);

@@ -325,10 +325,16 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 // gradients after it. Each is a collective of its own over the whole
                 // data-parallel group (or the shard group), so the latency of the ring
                 // is paid per unit.
-                // ASSUMPTION: the stage's parameters split evenly over its layers + 1
-                // units. A frozen base sharded by ZeRO-3 is gathered all the same, in
-                // its 16 bits.
-                const double units = stage_layers(s) + 1.0;
+                // A framework that moves each weight tensor on its own
+                // (zero3_per_tensor_collectives: DeepSpeed before v0.6) runs one per
+                // projection weight of each layer, the layer's units.
+                // ASSUMPTION: the stage's parameters split evenly over its units (its
+                // layers', and one for the embedding and the head). A frozen base sharded
+                // by ZeRO-3 is gathered all the same, in its 16 bits.
+                const double per_layer = s.framework.zero3_per_tensor_collectives
+                                             ? layer_weight_tensors(s.model, code_run(s.model, s.framework))
+                                             : 1.0;
+                const double units = stage_layers(s) * per_layer + 1.0;
                 const bytes gathered =
                     frozen ? bytes_of(model.parameters / (double(l.tp) * l.pp) * frozen_weight_bytes(s.precision))
                            : weights;
