@@ -1464,6 +1464,13 @@ TEST_CASE("sweep varies every flag of predict that describes the run", "[cli][sw
         ++checked;
     }
     CHECK(checked > 40);
+    // Each swept value shows in a column of its own: the allocator's expandable segments.
+    const std::string expandable = "sweep --gpu h100-sxm --model gpt2 --batch 8 --vary expandable-segments=on,off";
+    const auto swept = run_json(expandable + " --json");
+    REQUIRE(swept["points"].size() == 2);
+    CHECK(swept["points"][0]["expandable_segments"] == true);
+    CHECK(swept["points"][1]["expandable_segments"] == false);
+    CHECK(run_cli(expandable).exit_code == 0);
     // Adapters, their rank and targets, and the model, as columns of their own.
     const auto j = run_json("sweep --gpu h100-sxm --model llama2-7b --recompute full --vary finetune=full,lora "
                             "--vary lora-targets=q+v,all-linear --json");
@@ -1693,7 +1700,7 @@ TEST_CASE("fit --framework any: exit status 3 only when nothing fits under any f
     });
     CHECK(run_cli("fit --gpu h100-sxm --model llama2-7b --gpus 8 --precision fp8 --optimizer adam8bit "
                   "--framework any")
-              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan,megatron-deepspeed: none of "
-                        "them runs this") !=
+              .err.find("frameworks = pytorch-eager,megatron,deepspeed,megatron-core,torchtitan,megatron-deepspeed: "
+                        "none of them runs this") !=
           std::string::npos);
 }

@@ -298,10 +298,17 @@ TEST_CASE("with expandable segments the allocator's slack is its pools' partly u
         CHECK(m.fragmentation.value() == 22.0 * 1048576);
         CHECK(m.total().value() == m.peak_allocated().value() + 22.0 * 1048576);
     }
-    CHECK(allocator_slack(o.memory, bytes_of(0)).value() == 0);
+    CHECK(allocator_slack(o.memory, bytes_of(0), 1).value() == 0);
+    // ZeRO-3 allocates on its communication streams too (FSDP2's all-gather copy-in,
+    // all-gather and reduce-scatter streams; hybrid sharding's all-reduce stream): a page
+    // of each pool on each.
+    const parallel_layout sharded{.dp = 8, .zero = 3}, hybrid{.dp = 8, .zero = 3, .shard_group = 4};
+    CHECK(memory_at(gpt, bf16, optimizer_kind::adamw, sharded, 1024, o).fragmentation.value() == 4 * 22.0 * 1048576);
+    CHECK(memory_at(gpt, bf16, optimizer_kind::adamw, hybrid, 1024, o).fragmentation.value() == 5 * 22.0 * 1048576);
     // torchtitan's launcher sets it (run_train.sh); the other profiles leave PyTorch's default.
     CHECK(torchtitan_profile.memory.expandable_segments);
-    for (const framework_profile& p : {pytorch_eager_profile, megatron_profile, deepspeed_profile, megatron_core_profile})
+    for (const framework_profile& p : {pytorch_eager_profile, megatron_profile, deepspeed_profile,
+                                       megatron_core_profile, megatron_deepspeed_profile})
         CHECK_FALSE(p.memory.expandable_segments);
 }
 

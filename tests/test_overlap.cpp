@@ -68,28 +68,42 @@ TEST_CASE("ZeRO-3 gathers and reduces per unit: each layer and the root") {
     CHECK(r.time.communication.value() >= 2 * unit.value() * (1 - 1e-9));
 }
 
-TEST_CASE("DeepSpeed of 2021 moves each weight tensor on its own, and overlaps nothing") {
-    // llama3-8b in Megatron's code under megatron-deepspeed: each layer's 4 weight tensors
-    // (QKV, the output projection, fc1 holding SwiGLU's gate and up, fc2) gathered and
-    // reduce-scattered one by one, 32 · 4 + 1 = 129 units; dp 16 over 2 nodes, fp16.
+TEST_CASE("DeepSpeed of 2021 moves each tensor on its own, and overlaps nothing") {
+    // llama3-8b in the generic layer under megatron-deepspeed: each layer's 5 weight
+    // matrices (QKV, the output projection, gate, up, down) gathered one by one,
+    // 32 · 5 + 1 = 161 gathers; every parameter's gradient reduce-scattered, the 5
+    // matrices and the two RMSNorms' weights (no biases), 32 · 7 + 1 = 225; dp 16 over 2
+    // nodes, fp16.
     training_setup s = on_h100({.dp = 16, .zero = 3, .micro_batch = 1}, megatron_deepspeed_profile);
     s.precision = recipe(precision_kind::fp16);
-    CHECK(layer_weight_tensors(s.model, model_code::generic) == 4);
-    CHECK(layer_weight_tensors(s.model, model_code::llama) == 7);  // q, k, v, o, gate, up, down
+    CHECK(layer_linear_matrices(s.model, model_code::generic) == 5);
+    CHECK(layer_linear_matrices(s.model, model_code::llama) == 7);  // q, k, v, o, gate, up, down
+    CHECK(layer_parameter_tensors(s.model, model_code::generic) == 7);
+    // A GPT layer (biases, LayerNorms): 4 matrices, 4 biases, 2 norms' weights and biases.
+    CHECK(layer_parameter_tensors(lookup_model("gpt2"), model_code::generic) == 12);
     const model_state state = model_state_of(s);
     const step_ops w = step_workload(s, state);
     const double weights = parameters_per_gpu(s, state) * 2.0;
     for (const auto& op : w.sync) {
-        CHECK(op.count == 129);
-        if (op.op.kind == collective::all_gather) CHECK(op.op.size.value() == Approx(weights / 129));
+        if (op.op.kind == collective::all_gather) {
+            CHECK(op.count == 161);
+            CHECK(op.op.size.value() == Approx(weights / 161));
+        } else {
+            CHECK(op.count == 225);
+        }
     }
     // Nothing hides: each micro-batch pays its forward's and its backward's gathers and
     // its reduce-scatters whole.
     const step_prices prices = price_step(w, s);
     const seconds gather = collective_time(w.sync[0].op, s.cluster);
-    CHECK(prices.sync.per_forward.value() == Approx(129 * gather.value()));
+    CHECK(prices.sync.per_forward.value() == Approx(161 * gather.value()));
     const step_time_breakdown t = step_times(s, price_pipeline(s), prices);
     CHECK(t.communication.value() == Approx(prices.sync.per_step_total(1.0).value()).epsilon(1e-9));
+    // Asked for, the overlap changes nothing: that ZeRO-3 cannot overlap.
+    training_setup asked = s;
+    asked.layout.dp_overlap = dp_overlap_mode::on;
+    CHECK_FALSE(overlaps_data_parallel_sync(asked));
+    CHECK(predict(asked).step_time == predict(s).step_time);
 }
 
 TEST_CASE("ZeRO-3 kept gathered from forward to backward: no second all-gather") {

@@ -719,14 +719,16 @@ TEST_CASE("a framework runs only what its software can, and the message says who
     CHECK(refused({.dp = 8, .zero = 2, .shard_group = 4}, pytorch_eager_profile).empty());
     CHECK_THAT(refused({.dp = 4, .tp = 2}, pytorch_eager_profile),
                Catch::StartsWith("tp = 2: framework pytorch-eager (the Hugging Face Trainer") &&
-                   Catch::Contains("has no tensor parallelism; megatron, megatron-core, torchtitan, megatron-deepspeed offer it"));
+                   Catch::Contains("has no tensor parallelism; megatron, megatron-core, torchtitan, "
+                                  "megatron-deepspeed offer it"));
     CHECK_THAT(refused({.dp = 8, .zero = 1}, pytorch_eager_profile), Catch::StartsWith("zero = 1") &&
                                                                          Catch::Contains("has no ZeRO stage 1"));
     CHECK_THAT(refused({.dp = 4, .pp = 2}, pytorch_eager_profile), Catch::StartsWith("pp = 2"));
     CHECK_THAT(refused({.dp = 8, .zero = 1, .offload = offload_mode::optimizer}, pytorch_eager_profile),
                Catch::StartsWith("zero = 1"));
     CHECK_THAT(refused({.dp = 8, .zero = 2, .offload = offload_mode::optimizer}, pytorch_eager_profile),
-               Catch::StartsWith("offload = optimizer") && Catch::Contains("deepspeed, megatron-core, megatron-deepspeed offer it"));
+               Catch::StartsWith("offload = optimizer") &&
+                   Catch::Contains("deepspeed, megatron-core, megatron-deepspeed offer it"));
     // DeepSpeed under the Trainer: every ZeRO stage and the optimizer on the host, no model parallelism.
     CHECK(refused({.dp = 8, .zero = 3, .offload = offload_mode::optimizer}, deepspeed_profile).empty());
     CHECK_THAT(refused({.dp = 4, .pp = 2}, deepspeed_profile), Catch::StartsWith("pp = 2: framework deepspeed"));

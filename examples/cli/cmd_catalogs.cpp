@@ -113,7 +113,8 @@ void print_frameworks(std::ostream& out, std::span<const framework_profile> prof
     out << "Framework profiles (ASSUMPTIONS unless measured: docs/engine.md; every field with "
            "trainperf frameworks --json NAME)\n\n";
     table t({"framework", "fused softmax", "fused bias-GELU", "fused bias-dropout-add", "flash attention",
-             "fused optimizer", "overlapped DP sync", "fp32 grads", "step overhead ms", "fragmentation %", "expandable segments"});
+             "fused optimizer", "overlapped DP sync", "fp32 grads", "step overhead ms", "fragmentation %",
+             "expandable segments"});
     for (const framework_profile& f : profiles)
         t.add_row({str(f.name), on_off(f.fused_softmax), on_off(f.fused_bias_gelu), on_off(f.fused_bias_dropout_add),
                    on_off(f.flash_attention), on_off(f.fused_optimizer), on_off(f.overlap_data_parallel_sync),

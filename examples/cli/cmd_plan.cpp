@@ -373,13 +373,13 @@ void print_plan(const plan_flags& opt, const plan_request& request, const Result
          std::to_string(opt.top) + "), " + std::to_string(result.fitting) + " of the predicted fit in memory" +
          (result.borderline > 0 && !result.only_borderline
               ? " (" + std::to_string(result.borderline) +
-                    " of them borderline, set aside: they fit only while the caching allocator's slack stays "
-                    "under twice its assumed share; --borderline ranks them too)"
+                    " of them borderline, set aside: they fit only while the caching allocator's slack and the "
+                    "CUDA context stay under twice their assumed sizes; --borderline ranks them too)"
               : std::string()) +
          "; " + fixed(result.wall.value(), 3) + " s");
     if (result.only_borderline)
-        line("Every layout that fits is borderline: it fits only while the caching allocator's slack stays under "
-             "twice its assumed share (docs/memory.md §6); they are listed.");
+        line("Every layout that fits is borderline: it fits only while the caching allocator's slack and the CUDA "
+             "context stay under twice their assumed sizes (docs/memory.md §6); they are listed.");
     out << "\n";
     if (result.best.empty()) {
         if (result.candidates == 0)
@@ -476,8 +476,8 @@ const command_registration plan_registration{32, [](CLI::App& app, std::ostream&
         ->excludes(json)
         ->excludes(csv);
     sub->add_flag("--borderline", opt->borderline,
-                  "Rank borderline layouts too: those that fit only while the caching allocator's slack stays under "
-                  "twice its assumed share (default: set aside, counted)");
+                  "Rank borderline layouts too: those that fit only while the caching allocator's slack and the CUDA "
+                  "context stay under twice their assumed sizes (default: set aside, counted)");
     sub->add_flag("--no-fold", opt->no_fold,
                   "List every layout (default: of layouts that differ only in interleave, schedule, stage split, "
                   "shard group, overlaps or rank order, only the fastest)");

@@ -61,7 +61,9 @@ std::string borderline_text(const fit_margin& m, const memory_overheads& o) {
                    (o.expandable_segments ? std::string("the partly used pages of expandable segments")
                                           : fixed(100 * o.fragmentation, 0) + " % of the peak") +
                    ", an ASSUMPTION): " +
-                   (fits ? "twice that and it would not fit" : "with none (e.g. expandable segments) it would fit") +
+                   (fits                     ? "twice that and it would not fit"
+                    : o.expandable_segments ? "with none it would fit"
+                                            : "with none (e.g. expandable segments) it would fit") +
                    "\n";
         case deciding_assumption::cuda_context:
             return "borderline: the verdict rests on the CUDA context, " + gb_and_gib(m.assumed) +

@@ -16,14 +16,20 @@
 // backed by pages of 2 MiB (small pool) and 20 MiB (large pool) as it grows; blocks split
 // down to 512 B, and on a failed allocation every page that a free block covers whole is
 // unmapped and handed back (ExpandableSegment::unmap). What stays out of reach is the
-// pages only partly used: the last page of each pool's range, one of each here.
-// ASSUMPTION: one allocating stream, and the partial pages at the edges of free blocks
-// inside the range left out (a lower bound; each free block at the peak can hold up to
-// two, at most 40 MiB).
+// pages only partly used: the last page of each pool's range, on every stream that
+// allocates (each stream has its own segments). ZeRO-3 allocates on its communication
+// streams too: FSDP2's all-gather copy-in, all-gather and reduce-scatter streams, and the
+// all-reduce stream of hybrid sharding (FSDPCommContext, torch/distributed/fsdp/
+// _fully_shard/_fsdp_param_group.py@002a76fb, whose own comments warn of "inter-stream
+// fragmentation"). ASSUMPTION: FSDP2's count for every ZeRO-3 (DeepSpeed's ZeRO-3 has two
+// streams of its own, for its gathers and its reductions), the compute stream alone otherwise, and the partial pages at
+// the edges of free blocks inside a range left out (a lower bound; each free block at
+// the peak can hold up to two, at most 40 MiB).
 #pragma once
 
 #include "../core/units.hpp"
 #include "../spec/framework_profile.hpp"
+#include "../spec/parallel.hpp"
 
 namespace trainperf {
 
@@ -35,11 +41,18 @@ inline constexpr bytes small_page = mebibytes_of(2);
 inline constexpr bytes large_page = mebibytes_of(20);
 }  // namespace caching_allocator
 
+// The streams that allocate under layout `p`: the compute stream, and ZeRO-3's three
+// communication streams (four with hybrid sharding) where it shards.
+constexpr int allocating_streams(const parallel_layout& p) {
+    if (p.zero < 3 || p.dp_cp() == 1) return 1;
+    return p.shard_replicas() > 1 ? 5 : 4;
+}
+
 // The slack over `held`, the allocated peak of what the allocator holds (DeepEP's and
-// other buffers allocated outside it excluded).
-constexpr bytes allocator_slack(const memory_overheads& o, bytes held) {
+// other buffers allocated outside it excluded), with `streams` allocating streams.
+constexpr bytes allocator_slack(const memory_overheads& o, bytes held, int streams) {
     if (held.value() <= 0) return bytes_of(0);
-    if (o.expandable_segments) return caching_allocator::large_page + caching_allocator::small_page;
+    if (o.expandable_segments) return double(streams) * (caching_allocator::large_page + caching_allocator::small_page);
     return o.fragmentation * held;
 }
 

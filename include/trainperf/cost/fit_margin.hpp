@@ -46,8 +46,8 @@ struct fit_margin {
 };
 
 // The margin of `report` (of a setup whose framework holds `o`) and the assumption, if
-// any, that decides it: the allocator's slack first (the larger and less certain term),
-// then the context.
+// any, that decides it: the allocator's slack first (the less certain term), then the
+// context.
 constexpr fit_margin margin_of(const memory_report& report, const memory_overheads& o) {
     const bytes margin = report.capacity - report.breakdown.total();
     const bytes slack = report.breakdown.fragmentation;

@@ -51,12 +51,13 @@ struct memory_breakdown {
     bytes activations = bytes_of(0);      // kept for backward, all micro-batches in flight
     bytes logits = bytes_of(0);           // logits and loss buffers
     bytes workspace = bytes_of(0);
-    bytes buffers = bytes_of(0);          // gradient buckets, ZeRO-3 gathered weights, DeepEP's buffers, TE's userbuffers
+    bytes buffers = bytes_of(0);  // gradient buckets, ZeRO-3 gathered weights, DeepEP's buffers, TE's userbuffers
     bytes temporaries = bytes_of(0);      // backward temporaries
     bytes optimizer_temporaries = bytes_of(0);
     bytes fragmentation = bytes_of(0);    // reserved beyond the allocated peak
     bytes offloaded_to_host = bytes_of(0);  // host memory of an offloaded optimizer (not on the GPU)
     int stage = 0;                        // the pipeline stage reported (the one that peaks)
+    int allocating_streams = 1;           // the streams the caching allocator keeps segments for
 
     constexpr bytes static_state() const {
         return weights + gradients + master_weights + optimizer_state;
@@ -404,6 +405,7 @@ constexpr memory_breakdown stage_state_memory(const stage_micro_batch_memory& he
     const memory_overheads& o = fw.memory;
     memory_breakdown mb;
     mb.stage = held.stage;
+    mb.allocating_streams = allocating_streams(p);
     const double t = p.tp;
     const double local = held.local, trained = held.trained;
     const double share = local / state.parameters;  // shape-aware optimizer state, prorated
@@ -498,7 +500,7 @@ constexpr memory_breakdown stage_memory(const memory_breakdown& state_part, cons
     mb.workspace = held.workspace;
     mb.temporaries = held.temporaries;
     mb.buffers += held.outside_allocator;
-    mb.fragmentation = allocator_slack(o, mb.peak_allocated() - held.outside_allocator);
+    mb.fragmentation = allocator_slack(o, mb.peak_allocated() - held.outside_allocator, state_part.allocating_streams);
     return mb;
 }
 
@@ -510,7 +512,7 @@ constexpr bytes stage_total(const memory_breakdown& state_part, const stage_micr
         state_part.static_state(), held.workspace, state_part.buffers + held.outside_allocator,
         state_part.weight_copies + held.weight_copies + held.activations + held.logits + held.temporaries,
         state_part.optimizer_temporaries);
-    return peak + allocator_slack(o, peak - held.outside_allocator);
+    return peak + allocator_slack(o, peak - held.outside_allocator, state_part.allocating_streams);
 }
 
 constexpr memory_breakdown stage_memory(const stage_micro_batch_memory& held, const transformer_config& m,

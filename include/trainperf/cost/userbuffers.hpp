@@ -19,9 +19,13 @@
 // transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp@d0067d0d; a ring-
 // exchange reduce-scatter would hold (2·tp − 1)/tp of it, none by default), in one byte
 // for the all-gathers' buffers under FP8 ("fp8_buf", the layers_all_gather_overlap list)
-// and in bf16 otherwise. ASSUMPTION: the default configuration (no
+// and in bf16 otherwise. ASSUMPTIONs: the default configuration (no
 // --tp-comm-overlap-cfg; Megatron Bridge's per-model configurations move some dgrads to
-// other methods), and the allocation granularity's rounding left out.
+// other methods); counted wherever the switch is on with sp and tp > 1, as Megatron-LM
+// initialises them whatever the placement (a tensor group spanning NVLink domains is
+// priced as not overlapped, spec/setup.hpp overlaps_tensor_parallel); the second set of
+// 12 that --first-last-layers-bf16 registers under FP8 (a second quantization mode) and
+// the allocation granularity's rounding left out.
 #pragma once
 
 #include "../core/units.hpp"

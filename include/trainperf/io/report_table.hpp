@@ -90,7 +90,8 @@ inline std::vector<std::string> setup_columns() {
             "sp",        "zero",          "shard_group", "offload",       "micro_batch",   "grad_accum",
             "global_batch", "recompute", "recompute_modules", "dp_overlap",  "flash_attention", "tp_comm_overlap",
             "overlap_param_gather", "reshard_after_forward", "cuda_graphs", "compile", "grad_reduce_dtype", "fp8_scaling",
-            "fp8_params", "finetune", "lora_rank", "lora_targets", "rank_order", "sockets_per_node",
+            "fp8_params", "expandable_segments", "finetune", "lora_rank", "lora_targets", "rank_order",
+            "sockets_per_node",
             "adapters_per_node", "data_loading_ms", "host_to_device_ms", "prefetch",
             "moe_dispatcher", "moe_imbalance", "moe_capacity_factor", "moe_a2a_overlap", "moe_shared_expert_overlap"};
 }
@@ -141,6 +142,7 @@ inline std::vector<table_cell> setup_cells(const training_setup& s) {
             text(to_string(stored_precision(s).gradients)),
             quantized_linears(s.precision) ? text(to_string(s.precision.scaling)) : table_cell{},
             quantized_linears(s.precision) ? table_cell{fp8_primary_weights(s)} : table_cell{},
+            s.framework.memory.expandable_segments,
             text(to_string(s.finetune.mode)),
             s.finetune.freezes_base() ? whole(s.finetune.rank) : table_cell{},
             s.finetune.freezes_base() ? text(lora_targets_text(s.finetune.targets)) : table_cell{},

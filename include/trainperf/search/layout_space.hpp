@@ -8,6 +8,8 @@
 // require_framework_runs) and that validate() accepts are in it.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <utility>
@@ -187,28 +189,39 @@ struct inner_choices {
     std::vector<dp_overlap_mode> overlaps;
     std::vector<bool> parameter_gathers;       // with ZeRO 1 and 2 (switch_values: on first)
 
+    bool zero3_overlaps = true;  // the framework's ZeRO-3 can overlap (spec/setup.hpp)
+
     // The parameter-gather switches with ZeRO `zero` and overlap `o`: without the gradient
     // sync's overlap the gather is not overlapped either (overlaps_parameter_gather), so
-    // there only its off switch (the last value) is offered.
+    // there only its off switch (the last value) is offered; a ZeRO-3 that overlaps
+    // nothing (overlaps_data_parallel_sync) is offered with the overlap off only.
     std::size_t gathers(int zero, dp_overlap_mode o) const {
+        if (zero >= 3) return o == dp_overlap_mode::on && !zero3_overlaps ? 0 : 1;
         if (zero != 1 && zero != 2) return 1;
         return o == dp_overlap_mode::off ? 1 : parameter_gathers.size();
     }
     bool gather(std::size_t g, dp_overlap_mode o) const {
         return o == dp_overlap_mode::off ? parameter_gathers.back() : parameter_gathers[g];
     }
-    std::size_t gathers(int zero) const {
-        std::size_t n = 0;
-        for (dp_overlap_mode o : overlaps) n += gathers(zero, o);
-        return n;
-    }
+    // Every (overlap, gather) with ZeRO `zero`, and per pipeline configuration and schedule
+    // every (ZeRO, offload, overlap, gather): counted once the lists are built
+    // (count_variants; choices_for calls it), since the search asks for them at every
+    // configuration.
+    std::size_t gathers(int zero) const { return variants_per_zero[std::size_t(std::clamp(zero, 0, 3))]; }
+    std::size_t per_schedule() const { return per_schedule_count; }
     std::size_t schedules_for(const pipeline_config& p) const { return p.interleave == 1 ? schedules.size() : 1; }
-    // Per pipeline configuration and schedule: every (ZeRO, offload, overlap, gather).
-    std::size_t per_schedule() const {
-        std::size_t n = 0;
-        for (const zero_config& z : zeros) n += gathers(z.zero);
-        return n * offloads.size();
+    void count_variants() {
+        for (int zero = 0; zero <= 3; ++zero) {
+            std::size_t& n = variants_per_zero[std::size_t(zero)];
+            n = 0;
+            for (dp_overlap_mode o : overlaps) n += gathers(zero, o);
+        }
+        per_schedule_count = 0;
+        for (const zero_config& z : zeros) per_schedule_count += gathers(z.zero);
+        per_schedule_count *= offloads.size();
     }
+    std::array<std::size_t, 4> variants_per_zero{};
+    std::size_t per_schedule_count = 0;
     // With `interleaving`: whether the micro-batches per step allow the interleaved ones.
     std::size_t count(bool interleaving) const {
         std::size_t n = 0;
@@ -249,6 +262,8 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp =
     if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
     c.parameter_gathers = switch_values(fw.overlap_parameter_gather, dp * cp > 1);
+    c.zero3_overlaps = !fw.zero3_per_tensor_collectives;
+    c.count_variants();
     return c;
 }
 

@@ -234,22 +234,32 @@ inline constexpr framework_profile deepspeed_profile{
 // when --zero-stage 3), with DeepSpeed v0.5.0 (microsoft/DeepSpeed@f2843244, 2021-08).
 // Megatron-LM 2022's fused kernels, loss and layer (the megatron profile's), and what that
 // DeepSpeed does differently from v0.12.6 (the deepspeed profile's):
-//   - ZeRO-3 moves every weight tensor on its own: one all_gather per parameter in each
+//   - ZeRO-3 moves every tensor on its own: one all_gather per parameter in each
 //     submodule's fetch, a torch.cuda.synchronize() before each and after the fetch
 //     (partition_parameters.py _allgather_param, stage3.py fetch_sub_module and
 //     _synchronize_communication), one reduce_scatter per parameter's gradient
-//     (_reduce_scatter_gradients); its "async" gathers did not overlap compute, as the
-//     commit that removed the synchronize says (microsoft/DeepSpeed@c0eeb69d, 2021-10:
-//     "the async version is not async at all, because each all_gather calls
-//     torch.cuda.synchronize()"). So nothing overlaps: data-parallel sync exposed.
-//   - no sequence or context parallelism (Megatron-LM of 2021), no bf16 (DeepSpeed v0.5's
-//     precision modes are fp32 and fp16), no pipeline: DeepSpeed's PipelineEngine
-//     refuses ZeRO-2 and 3 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
-//     parallelism", deepspeed/runtime/pipe/engine.py@f2843244); a pipeline with ZeRO 0
-//     or 1 is the megatron profile's business;
+//     (_reduce_scatter_gradients). Its "async" gathers did not overlap compute, as the
+//     commit that removed those synchronizes says (microsoft/DeepSpeed@c0eeb69d, first in
+//     v0.5.5: "the async version is not async at all, because each all_gather calls
+//     torch.cuda.synchronize()"), and the next fetch's synchronize waits for the
+//     reduce-scatters' stream too. So nothing overlaps: data-parallel sync exposed,
+//     whatever overlap_comm says (spec/setup.hpp overlaps_data_parallel_sync).
+//     ASSUMPTION: the prefetch of the next submodules' parameters (from the second step,
+//     stage3.py prefetch_next_sub_modules), whose last gather can overlap the current
+//     submodule's compute, left out;
+//   - recompute: none or full (--checkpoint-activations; selective recompute came with
+//     Megatron-LM 2022); no sequence or context parallelism (Megatron-LM of 2021), no
+//     bf16 (DeepSpeed v0.5's precision modes are fp32 and fp16), no pipeline: DeepSpeed's
+//     PipelineEngine refuses ZeRO-2 and 3 ("ZeRO-2 and ZeRO-3 are incompatible with
+//     pipeline parallelism", deepspeed/runtime/pipe/engine.py@f2843244); a pipeline with
+//     ZeRO 0 or 1 is the megatron profile's business;
 //   - ZeRO-Offload of the optimizer (cpu_offload, DeepSpeedCPUAdam).
-// ASSUMPTIONs: the megatron profile's host inventory and per-step overhead, and the
-// deepspeed profile's buckets (reduce_bucket_size 5e8) and allocator slack.
+// ASSUMPTIONs: the megatron profile's host inventory and per-step overhead, the deepspeed
+// profile's buckets (reduce_bucket_size 5e8) and allocator slack; ZeRO-3's gathered
+// parameters held as FSDP holds them (the unit in use and the next), although
+// stage3_max_reuse_distance (1e9 elements) keeps a submodule gathered until its backward
+// when it is used again within that distance; biases and norms below the persistence
+// threshold (1e5 elements: h < 25,000 at tp 1) and one gather for the embeddings.
 inline constexpr framework_profile megatron_deepspeed_profile = [] {
     framework_profile p = megatron_profile;
     p.name = "megatron-deepspeed";
@@ -264,6 +274,7 @@ inline constexpr framework_profile megatron_deepspeed_profile = [] {
     p.optimizer_offload = true;
     p.host_optimizers = {optimizer_kind::adamw, optimizer_kind::adamw_fused};
     p.precisions = {precision_kind::fp32, precision_kind::fp16};
+    p.recompute_modes = {recompute_mode::none, recompute_mode::full};
     p.memory.gradient_buckets = deepspeed_profile.memory.gradient_buckets;
     p.memory.fragmentation = deepspeed_profile.memory.fragmentation;
     return p;

@@ -343,13 +343,14 @@ struct framework_profile {
     bool reshard_after_forward = true;
     // ZeRO-3's collectives per layer: one all-gather (and one reduce-scatter) of the
     // layer's parameters in one buffer (FSDP's flat parameter; DeepSpeed's coalesced
-    // all-gather from v0.6, microsoft/DeepSpeed@4912e0ad), or one for each of its weight
-    // tensors (DeepSpeed v0.3 to v0.5: fetch_sub_module gathers a submodule's parameters
-    // with one torch.distributed.all_gather each, deepspeed/runtime/zero/
-    // partition_parameters.py@f2843244 _all_gather and _allgather_param, and its gradients
-    // reduce-scatter one parameter at a time, _reduce_scatter_gradients). Norm weights and
-    // biases stay whole on every rank (param_persistence_threshold, 1e5 elements,
-    // deepspeed/runtime/zero/constants.py@f2843244): only the projections' weights travel.
+    // all-gather from v0.6, microsoft/DeepSpeed@4912e0ad), or one for each tensor
+    // (DeepSpeed v0.3 to v0.5: fetch_sub_module gathers a submodule's parameters with one
+    // torch.distributed.all_gather each, deepspeed/runtime/zero/partition_parameters.py
+    // @f2843244 _all_gather and _allgather_param, and every parameter's gradient
+    // reduce-scatters on its own, _reduce_scatter_gradients). Norm weights and biases stay
+    // whole on every rank (param_persistence_threshold, 1e5 elements, deepspeed/runtime/
+    // zero/constants.py@f2843244): only the projections' weights are gathered. Such a
+    // ZeRO-3 overlaps nothing (spec/setup.hpp overlaps_data_parallel_sync).
     bool zero3_per_tensor_collectives = false;
     // Tensor-parallel communication overlapped with the GEMMs it feeds or drains, the
     // GEMMs split into chunks (Transformer Engine's userbuffers, Megatron-Core

@@ -247,12 +247,19 @@ constexpr double layer_linear_parameters(const transformer_config& m) {
     return attention_linear_parameters(m) + ffn_linear_parameters(m, m.ffn_hidden);
 }
 
-// Parameter tensors of one layer's linear projections as the code runs them: Q, K and
-// V as three Linears (BERT, LLaMA) or one fused projection (GPT-2's c_attn, the
-// generic layer); the output and FFN matrices; biases where the model has them.
+// Weight matrices of one layer's linear projections as the code runs them: Q, K and V as
+// three Linears (BERT, LLaMA) or one fused projection (GPT-2's c_attn, the generic
+// layer); the output projection and the FFN's matrices.
+constexpr double layer_linear_matrices(const transformer_config& m, model_code code = model_code::generic) {
+    const double qkv = code == model_code::bert || code == model_code::llama ? 3.0 : 1.0;
+    return qkv + 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+}
+
+// Parameter tensors of one layer's linear projections as the code runs them: the
+// matrices, and their biases where the model has them.
 constexpr double layer_linear_tensors(const transformer_config& m, model_code code = model_code::generic) {
     const double qkv = code == model_code::bert || code == model_code::llama ? 3.0 : 1.0;
-    const double matrices = qkv + 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
+    const double matrices = layer_linear_matrices(m, code);
     double biases = has_qkv_biases(m) ? qkv : 0.0;
     if (m.linear_biases) biases += 1.0 + (m.ffn == ffn_kind::swiglu ? 3.0 : 2.0);
     return matrices + biases;

@@ -66,15 +66,6 @@ constexpr void for_each_layer_linear(const transformer_config& m, model_code cod
     visit("ffn_down", f, h, false);
 }
 
-// The weight tensors of a layer's projections as its code holds them: one per projection
-// of for_each_layer_linear, but Megatron's SwiGLU holds its gate and up as one fc1 weight
-// of 2·f rows (gated_linear_unit, megatron/core/transformer/mlp.py@d98e8a64).
-constexpr int layer_weight_tensors(const transformer_config& m, model_code code) {
-    int tensors = 0;
-    for_each_layer_linear(m, code, [&](std::string_view, double, double, bool) { ++tensors; });
-    return code == model_code::generic && m.ffn == ffn_kind::swiglu ? tensors - 1 : tensors;
-}
-
 // Op-level selective checkpointing keeps the output of every other matmul of a layer's
 // forward, counting from the first (torchtitan@b0902b29 parallelize.py _custom_policy:
 // the mm counter's odd calls are saved, its even ones recomputed), in the order of

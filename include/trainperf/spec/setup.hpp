@@ -101,6 +101,9 @@ constexpr bool fp8_primary_weights(const training_setup& s) {
 // framework's habit. With optimizer offload this is DeepSpeed's overlap_comm: the
 // gradient copies to the host overlap backward too, and it keeps two reduce buckets.
 constexpr bool overlaps_data_parallel_sync(const parallel_layout& l, const framework_profile& fw) {
+    // A ZeRO-3 that moves each tensor on its own (DeepSpeed before v0.6) overlaps nothing,
+    // whatever its overlap_comm says (spec/framework.hpp megatron_deepspeed_profile).
+    if (l.zero >= 3 && fw.zero3_per_tensor_collectives) return false;
     switch (l.dp_overlap) {
         case dp_overlap_mode::on: return true;
         case dp_overlap_mode::off: return false;

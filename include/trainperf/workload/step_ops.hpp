@@ -325,27 +325,29 @@ constexpr step_ops step_workload(const training_setup& s, const model_state& mod
                 // gradients after it. Each is a collective of its own over the whole
                 // data-parallel group (or the shard group), so the latency of the ring
                 // is paid per unit.
-                // A framework that moves each weight tensor on its own
-                // (zero3_per_tensor_collectives: DeepSpeed before v0.6) runs one per
-                // projection weight of each layer, the layer's units.
-                // ASSUMPTION: the stage's parameters split evenly over its units (its
-                // layers', and one for the embedding and the head). A frozen base sharded
-                // by ZeRO-3 is gathered all the same, in its 16 bits.
-                const double per_layer = s.framework.zero3_per_tensor_collectives
-                                             ? layer_weight_tensors(s.model, code_run(s.model, s.framework))
-                                             : 1.0;
-                const double units = stage_layers(s) * per_layer + 1.0;
+                // A framework that moves each tensor on its own
+                // (zero3_per_tensor_collectives: DeepSpeed before v0.6) gathers each
+                // projection weight of a layer (its norms and biases stay whole on every
+                // rank) and reduce-scatters every parameter's gradient, biases and norms
+                // included. ASSUMPTION: the stage's parameters split evenly over its units
+                // (its layers', and one for the embedding and the head). A frozen base
+                // sharded by ZeRO-3 is gathered all the same, in its 16 bits.
+                const bool per_tensor = s.framework.zero3_per_tensor_collectives;
+                const model_code code = code_run(s.model, s.framework);
+                const double layers = stage_layers(s);
+                const double units = layers * (per_tensor ? layer_linear_matrices(s.model, code) : 1.0) + 1.0;
+                const double reduced = layers * (per_tensor ? layer_parameter_tensors(s.model, code) : 1.0) + 1.0;
                 const bytes gathered =
                     frozen ? bytes_of(model.parameters / (double(l.tp) * l.pp) * frozen_weight_bytes(s.precision))
                            : weights;
                 const collective_op unit_gather = op("weight_all_gather", collective::all_gather, gathered / units);
                 const collective_op unit_reduce =
-                    op("gradient_reduce_scatter", collective::reduce_scatter, gradients / units);
+                    op("gradient_reduce_scatter", collective::reduce_scatter, gradients / reduced);
                 w.sync.push_back({unit_gather, sync_point::every_forward, units, true});
                 if (reshards_after_forward(s.framework, l))
                     w.sync.push_back({unit_gather, sync_point::every_micro_batch, units, true});
-                w.sync.push_back({unit_reduce, sync_point::every_micro_batch, units, true});
-                across_replicas(gradients / (shards * units), sync_point::every_micro_batch, units, true);
+                w.sync.push_back({unit_reduce, sync_point::every_micro_batch, reduced, true});
+                across_replicas(gradients / (shards * reduced), sync_point::every_micro_batch, reduced, true);
                 break;
             }
         }
