@@ -150,7 +150,6 @@ TEST_CASE("Megatron-Core gathers the sharded optimizer's parameters behind the n
     with.layout.dp_overlap = without.layout.dp_overlap = dp_overlap_mode::off;
     CHECK_FALSE(overlaps_parameter_gather(with));
     CHECK(predict(with).step_time == predict(without).step_time);
-    CHECK(predict(with).time.communication.value() - predict(without).time.communication.value() == 0);
 }
 
 TEST_CASE("compute beside a hidden data-parallel collective runs on the SMs it leaves", "[overlap]") {

@@ -28,6 +28,7 @@
 // the allocation granularity's rounding left out.
 #pragma once
 
+#include "../core/dtype.hpp"
 #include "../core/units.hpp"
 #include "../spec/framework_profile.hpp"
 #include "../spec/model.hpp"
@@ -39,7 +40,6 @@ namespace trainperf {
 namespace userbuffers_detail {
 inline constexpr double all_gather_buffers = 8;      // FP8 under an FP8 recipe
 inline constexpr double reduce_scatter_buffers = 4;  // bf16 always
-inline constexpr double bf16_bytes = 2;
 }  // namespace userbuffers_detail
 
 // The userbuffers a rank holds (zero without the overlap): each of the 12 buffers holds
@@ -49,8 +49,9 @@ constexpr bytes userbuffer_bytes(const transformer_config& m, const precision_re
     using namespace userbuffers_detail;
     if (!(fw.tensor_parallel_overlap && p.sp && p.tp > 1)) return bytes_of(0);
     const double elements = double(seq) * p.micro_batch / p.cp * m.hidden;
-    const bool fp8 = quantized_linears(r) && r.scaling != fp8_scaling::nvfp4;
-    return bytes_of(elements * (all_gather_buffers * (fp8 ? 1.0 : bf16_bytes) + reduce_scatter_buffers * bf16_bytes));
+    const double bf16 = size_of(dtype::bf16);
+    const double gathered = quantized_linears(r) && r.scaling != fp8_scaling::nvfp4 ? size_of(dtype::fp8) : bf16;
+    return bytes_of(elements * (all_gather_buffers * gathered + reduce_scatter_buffers * bf16));
 }
 
 }  // namespace trainperf

@@ -262,7 +262,9 @@ inline inner_choices choices_for(const plan_request& r, int pp, int dp, int cp =
     if (dp * cp > 1) c.overlaps = {dp_overlap_mode::off, dp_overlap_mode::on};
     else c.overlaps = {dp_overlap_mode::framework};
     c.parameter_gathers = switch_values(fw.overlap_parameter_gather, dp * cp > 1);
-    c.zero3_overlaps = !fw.zero3_per_tensor_collectives;
+    // The one rule (spec/setup.hpp): whether this framework's ZeRO-3 overlaps when asked to.
+    c.zero3_overlaps =
+        overlaps_data_parallel_sync(parallel_layout{.dp = 2, .zero = 3, .dp_overlap = dp_overlap_mode::on}, fw);
     c.count_variants();
     return c;
 }
